@@ -1,0 +1,3 @@
+module splitbrain
+
+go 1.26.8

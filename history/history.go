@@ -1,0 +1,145 @@
+// Package history holds the operation and fault events of one run and reads
+// and writes them as JSON Lines.
+//
+// Times are nanoseconds since the run started, taken from one monotonic clock
+// in the harness process (time.Since(base)). Wall clocks are never used: the
+// nemesis moves them.
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Type is the kind of an event, as in Jepsen.
+type Type string
+
+const (
+	// Invoke starts an operation.
+	Invoke Type = "invoke"
+	// OK completes an operation that took effect.
+	OK Type = "ok"
+	// Fail completes an operation that certainly did not take effect.
+	Fail Type = "fail"
+	// Info completes an operation whose outcome is unknown (timeout,
+	// connection error). The client continues under a new process id.
+	// Nemesis events are info too: a fault is not an operation on the system.
+	Info Type = "info"
+)
+
+// Valid reports whether t is one of the four types.
+func (t Type) Valid() bool {
+	switch t {
+	case Invoke, OK, Fail, Info:
+		return true
+	}
+	return false
+}
+
+// Func is the function an event applies.
+type Func string
+
+const (
+	Acquire  Func = "acquire"
+	Release  Func = "release"
+	Extend   Func = "extend"
+	Read     Func = "read"
+	Write    Func = "write"
+	Transfer Func = "transfer"
+	Add      Func = "add"
+	Nemesis  Func = "nemesis"
+)
+
+var funcs = map[Func]bool{Acquire: true, Release: true, Extend: true, Read: true,
+	Write: true, Transfer: true, Add: true, Nemesis: true}
+
+// Valid reports whether f is a known function.
+func (f Func) Valid() bool { return funcs[f] }
+
+// ProcessNemesis is the process of every fault event.
+const ProcessNemesis = "nemesis"
+
+// Event is one line of a history.
+type Event struct {
+	Index   int64  `json:"i"`
+	Process string `json:"p"`
+	Type    Type   `json:"type"`
+	F       Func   `json:"f"`
+	Key     string `json:"key,omitempty"`
+	// Value is the operation's argument or result: the lock value for
+	// acquire/release, a number for read/write, a Fault for nemesis events.
+	Value json.RawMessage `json:"value,omitempty"`
+	// Time is nanoseconds since the run started (harness monotonic clock).
+	Time int64 `json:"t"`
+	// Token is the fencing token of a fenced acquire or write.
+	Token *int64 `json:"token,omitempty"`
+	// Deadline is the validity deadline of a granted lease, in the same
+	// time base as Time.
+	Deadline *int64 `json:"deadline,omitempty"`
+	// Nodes are the nodes that granted an acquire (or that a release
+	// reached), by name.
+	Nodes []string `json:"nodes,omitempty"`
+	Err   string   `json:"err,omitempty"`
+}
+
+// Fault phases: a fault starts and later stops (is healed).
+const (
+	PhaseStart = "start"
+	PhaseStop  = "stop"
+)
+
+// Link is one directed client↔node connection the network nemesis can cut.
+type Link struct {
+	Client string `json:"client"`
+	Node   string `json:"node"`
+}
+
+func (l Link) String() string { return l.Client + "→" + l.Node }
+
+// Fault is the value of a nemesis event.
+type Fault struct {
+	// ID pairs a fault's start with its stop.
+	ID int `json:"id"`
+	// Kind names the fault: "cut", "clock-jump", "kill", ...
+	Kind  string `json:"kind"`
+	Phase string `json:"phase"`
+	// Nodes the fault acts on (clock, kill, pause).
+	Nodes []string `json:"nodes,omitempty"`
+	// Links the fault cuts (network).
+	Links []Link `json:"links,omitempty"`
+	// Offset is a node clock offset in nanoseconds (clock faults).
+	Offset int64 `json:"offset,omitempty"`
+	// Detail is a human description of the fault, shown in reports.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Fault decodes the Fault carried by a nemesis event.
+func (e Event) Fault() (Fault, error) {
+	var f Fault
+	if e.F != Nemesis {
+		return f, fmt.Errorf("event %d is %s, not a nemesis event", e.Index, e.F)
+	}
+	if err := json.Unmarshal(e.Value, &f); err != nil {
+		return f, fmt.Errorf("event %d: fault value: %w", e.Index, err)
+	}
+	return f, nil
+}
+
+// StringValue decodes a value that is a JSON string (a lock value).
+func (e Event) StringValue() string {
+	var s string
+	if json.Unmarshal(e.Value, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// MustValue encodes v as an event value. It is for values whose encoding
+// cannot fail (strings, numbers, Fault); anything else is a programming error.
+func MustValue(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("history: cannot encode value %T: %v", v, err))
+	}
+	return b
+}

@@ -1,0 +1,191 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// Recorder appends events to a history file as the run goes. Each event is
+// written with one write call, so a crash leaves a prefix of whole lines
+// (and at worst one torn last line, which Parse reports).
+type Recorder struct {
+	base time.Time
+
+	mu     sync.Mutex
+	w      io.Writer
+	file   *os.File
+	next   int64
+	events []Event
+	err    error
+}
+
+// NewRecorder records to w; base is the instant times are measured from.
+func NewRecorder(w io.Writer, base time.Time) *Recorder {
+	return &Recorder{base: base, w: w}
+}
+
+// Create opens path for a new history and returns a recorder whose time base
+// is now.
+func Create(path string) (*Recorder, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	r := NewRecorder(f, time.Now())
+	r.file = f
+	return r, nil
+}
+
+// Base is the instant event times are measured from.
+func (r *Recorder) Base() time.Time { return r.base }
+
+// Since converts a monotonic instant into the history's time base.
+func (r *Recorder) Since(t time.Time) int64 { return int64(t.Sub(r.base)) }
+
+// Now is the current time in the history's time base.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.base)) }
+
+// Record stamps e with the next index and the current time, writes it and
+// returns it. Stamping under the lock keeps times in file order. A write error is kept and returned by Err
+// and Close; recording goes on in memory so the run can still be judged.
+func (r *Recorder) Record(e Event) Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.Time = int64(time.Since(r.base))
+	e.Index = r.next
+	r.next++
+	r.events = append(r.events, e)
+	if r.err == nil {
+		b, err := json.Marshal(e)
+		if err == nil {
+			b = append(b, '\n')
+			_, err = r.w.Write(b)
+		}
+		if err != nil {
+			r.err = fmt.Errorf("history: writing event %d: %w", e.Index, err)
+		}
+	}
+	return e
+}
+
+// Events returns a copy of everything recorded so far.
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+// Err is the first write error, if any.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Close syncs and closes the file opened by Create.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.file == nil {
+		return r.err
+	}
+	err := errors.Join(r.err, r.file.Sync(), r.file.Close())
+	r.file = nil
+	return err
+}
+
+// LineError is a history line that could not be read.
+type LineError struct {
+	Name string // file name, if known
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string {
+	name := e.Name
+	if name == "" {
+		name = "history"
+	}
+	return fmt.Sprintf("%s:%d: %v", name, e.Line, e.Err)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ErrTruncated marks a last line cut short, as a crash mid-write leaves it.
+// Parse returns the events before it together with this error, so a caller
+// can judge the prefix and say the history is incomplete.
+var ErrTruncated = errors.New("history ends in a partial line")
+
+// Parse parses a JSONL history. name is used in error messages. Events must
+// carry consecutive indexes from 0, a known type and function, and times that
+// never decrease. A torn last line (no newline, invalid JSON) yields the
+// events before it and a *LineError wrapping ErrTruncated.
+func Parse(rd io.Reader, name string) ([]Event, error) {
+	br := bufio.NewReader(rd)
+	var events []Event
+	var lastTime int64
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return events, &LineError{name, line, err}
+		}
+		complete := len(b) > 0 && b[len(b)-1] == '\n'
+		b = bytes.TrimSpace(b)
+		if len(b) == 0 {
+			if errors.Is(err, io.EOF) {
+				return events, nil
+			}
+			return events, &LineError{name, line, errors.New("empty line")}
+		}
+		var e Event
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if jerr := dec.Decode(&e); jerr != nil {
+			if !complete {
+				return events, &LineError{name, line, fmt.Errorf("%w: %v", ErrTruncated, jerr)}
+			}
+			return events, &LineError{name, line, fmt.Errorf("not a history event: %v", jerr)}
+		}
+		if verr := validate(e, int64(len(events)), lastTime); verr != nil {
+			return events, &LineError{name, line, verr}
+		}
+		lastTime = e.Time
+		events = append(events, e)
+		if errors.Is(err, io.EOF) {
+			return events, nil
+		}
+	}
+}
+
+func validate(e Event, want, lastTime int64) error {
+	switch {
+	case e.Index != want:
+		return fmt.Errorf(`field "i" is %d, want %d (indexes count up from 0)`, e.Index, want)
+	case e.Process == "":
+		return errors.New(`field "p" is missing (a process such as "c1" or "nemesis")`)
+	case !e.Type.Valid():
+		return fmt.Errorf(`field "type" is %q, want invoke, ok, fail or info`, e.Type)
+	case !e.F.Valid():
+		return fmt.Errorf(`field "f" is %q, want acquire, release, extend, read, write, transfer, add or nemesis`, e.F)
+	case e.Time < lastTime:
+		return fmt.Errorf(`field "t" is %d, before the previous event's %d (times never decrease)`, e.Time, lastTime)
+	}
+	return nil
+}
+
+// ReadFile reads the history at path.
+func ReadFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
