@@ -1,0 +1,493 @@
+// Package scenarios loads scenario files (YAML), checks them, and runs
+// them: cluster, clients, nemesis, steps, checker and report, in order.
+package scenarios
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+//go:embed builtin/*.yaml
+var builtin embed.FS
+
+// Expect is what a scenario should show.
+type Expect string
+
+const (
+	ExpectViolation Expect = "violation"
+	ExpectSafe      Expect = "safe"
+	ExpectAny       Expect = "any"
+)
+
+// Scenario is a parsed, validated scenario file.
+type Scenario struct {
+	Name        string
+	Description string
+	Expect      Expect
+	Nodes       int
+	Clients     []string
+	Lock        Lock
+	Steps       []Step
+	// File is where the scenario came from ("builtin/clock-jump.yaml" or a
+	// user path), for messages.
+	File string
+}
+
+// Lock is the lock under test and its parameters.
+type Lock struct {
+	Kind        string // "redlock"
+	TTL         time.Duration
+	Key         string
+	NodeTimeout time.Duration // zero: the library's default
+}
+
+// StepKind names what a step does.
+type StepKind string
+
+const (
+	StepCut     StepKind = "cut"
+	StepHeal    StepKind = "heal"
+	StepClock   StepKind = "clock"
+	StepAcquire StepKind = "acquire"
+	StepRelease StepKind = "release"
+	StepWait    StepKind = "wait"
+)
+
+// Step is one scripted action. Which fields are set depends on Kind.
+type Step struct {
+	Kind   StepKind
+	Line   int
+	Client string   // cut, acquire, release
+	Nodes  []string // cut
+	Node   string   // clock
+	Key    string   // acquire, release
+	// Span is the clock jump (clock) or the pause (wait); a range is drawn
+	// from the run's seed.
+	Span Span
+	// Heal is what a heal step heals: "links", "clocks" or "all".
+	Heal string
+}
+
+// Span is a duration or a range of durations to draw from.
+type Span struct {
+	Min, Max time.Duration
+}
+
+// Draw picks a duration in [Min, Max] from r.
+func (s Span) Draw(r *rand.Rand) time.Duration {
+	if s.Max <= s.Min {
+		return s.Min
+	}
+	return s.Min + time.Duration(r.Int64N(int64(s.Max-s.Min)+1))
+}
+
+func (s Span) String() string {
+	if s.Max <= s.Min {
+		return s.Min.String()
+	}
+	return s.Min.String() + ".." + s.Max.String()
+}
+
+// Error is a problem in a scenario file, located by line and field.
+type Error struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, e.Field, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, e.Msg)
+}
+
+// Errors is every problem found in one file.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n")
+}
+
+// The file's shape. Scalars that need checking are kept as nodes so that
+// errors can name their line.
+type fileSpec struct {
+	Name        string       `yaml:"name"`
+	Description string       `yaml:"description"`
+	Expect      yaml.Node    `yaml:"expect"`
+	Cluster     clusterSpec  `yaml:"cluster"`
+	Lock        lockSpec     `yaml:"lock"`
+	Workload    workloadSpec `yaml:"workload"`
+	Steps       []yaml.Node  `yaml:"steps"`
+}
+
+type clusterSpec struct {
+	Nodes yaml.Node `yaml:"nodes"`
+}
+
+type lockSpec struct {
+	Kind        yaml.Node `yaml:"kind"`
+	TTL         yaml.Node `yaml:"ttl"`
+	Key         string    `yaml:"key"`
+	NodeTimeout yaml.Node `yaml:"node_timeout"`
+}
+
+type workloadSpec struct {
+	Clients yaml.Node `yaml:"clients"`
+}
+
+// sections lists the fields of each mapping, for "unknown field" errors.
+var sections = map[string]struct{ name, fields string }{
+	"fileSpec":     {"the top level", "name, description, expect, cluster, lock, workload, steps"},
+	"clusterSpec":  {"cluster", "nodes"},
+	"lockSpec":     {"lock", "kind, ttl, key, node_timeout"},
+	"workloadSpec": {"workload", "clients"},
+}
+
+var unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type scenarios\.(\w+)`)
+var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
+
+// Parse reads a scenario from data; file names it in errors.
+func Parse(data []byte, file string) (*Scenario, error) {
+	var spec fileSpec
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&spec); err != nil {
+		return nil, yamlError(file, err)
+	}
+	p := &parser{file: file}
+	sc := p.scenario(&spec)
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	sc.File = file
+	return sc, nil
+}
+
+func yamlError(file string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		var errs Errors
+		for _, msg := range te.Errors {
+			if m := unknownField.FindStringSubmatch(msg); m != nil {
+				line, _ := strconv.Atoi(m[1])
+				sec := sections[m[3]]
+				errs = append(errs, &Error{File: file, Line: line, Field: m[2],
+					Msg: fmt.Sprintf("unknown field in %s; valid fields: %s", sec.name, sec.fields)})
+				continue
+			}
+			if m := yamlLine.FindStringSubmatch(msg); m != nil {
+				line, _ := strconv.Atoi(m[1])
+				errs = append(errs, &Error{File: file, Line: line, Msg: m[2]})
+				continue
+			}
+			errs = append(errs, &Error{File: file, Msg: msg})
+		}
+		return errs
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return Errors{{File: file, Line: line, Msg: m[2]}}
+	}
+	if err.Error() == "EOF" {
+		msg = "the file is empty; a scenario needs at least name, cluster, lock, workload and steps"
+	}
+	return Errors{{File: file, Msg: msg}}
+}
+
+type parser struct {
+	file  string
+	errs  Errors
+	nodes map[string]bool
+	cls   map[string]bool
+}
+
+func (p *parser) fail(n *yaml.Node, field, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+
+func (p *parser) scenario(s *fileSpec) *Scenario {
+	sc := &Scenario{Name: s.Name, Description: strings.TrimSpace(s.Description)}
+	if !namePattern.MatchString(s.Name) {
+		p.fail(nil, "name", "%q: want a lower-case name of letters, digits and dashes, such as clock-jump", s.Name)
+	}
+	sc.Expect = Expect(p.enum(&s.Expect, "expect", "", "violation", "safe", "any"))
+	sc.Nodes = p.count(&s.Cluster.Nodes, "cluster.nodes", 5, 1, 15)
+	p.nodes = map[string]bool{}
+	for i := 1; i <= sc.Nodes; i++ {
+		p.nodes[fmt.Sprintf("n%d", i)] = true
+	}
+	clients := p.count(&s.Workload.Clients, "workload.clients", 2, 1, 64)
+	p.cls = map[string]bool{}
+	for i := 1; i <= clients; i++ {
+		name := fmt.Sprintf("c%d", i)
+		sc.Clients = append(sc.Clients, name)
+		p.cls[name] = true
+	}
+	sc.Lock.Kind = p.enum(&s.Lock.Kind, "lock.kind", "redlock", "redlock")
+	sc.Lock.TTL = p.duration(&s.Lock.TTL, "lock.ttl", 2*time.Second, time.Millisecond)
+	sc.Lock.NodeTimeout = p.duration(&s.Lock.NodeTimeout, "lock.node_timeout", 0, time.Millisecond)
+	if sc.Lock.NodeTimeout >= sc.Lock.TTL && sc.Lock.TTL > 0 {
+		p.fail(&s.Lock.NodeTimeout, "lock.node_timeout", "%v must be shorter than lock.ttl %v", sc.Lock.NodeTimeout, sc.Lock.TTL)
+	}
+	sc.Lock.Key = s.Lock.Key
+	if sc.Lock.Key == "" {
+		sc.Lock.Key = "lock"
+	}
+	if len(s.Steps) == 0 {
+		p.fail(nil, "steps", "missing: a scenario needs at least one step")
+	}
+	for i := range s.Steps {
+		if st, ok := p.step(&s.Steps[i], i); ok {
+			sc.Steps = append(sc.Steps, st)
+		}
+	}
+	return sc
+}
+
+func (p *parser) enum(n *yaml.Node, field, def string, valid ...string) string {
+	if n.Kind == 0 {
+		if def == "" {
+			p.fail(nil, field, "missing; want one of %s", strings.Join(valid, ", "))
+		}
+		return def
+	}
+	for _, v := range valid {
+		if n.Value == v && n.Kind == yaml.ScalarNode {
+			return v
+		}
+	}
+	p.fail(n, field, "%q is not valid; want one of %s", n.Value, strings.Join(valid, ", "))
+	return def
+}
+
+func (p *parser) count(n *yaml.Node, field string, def, min, max int) int {
+	if n.Kind == 0 {
+		return def
+	}
+	v, err := strconv.Atoi(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil || v < min || v > max {
+		p.fail(n, field, "%q is not valid; want a whole number from %d to %d", n.Value, min, max)
+		return def
+	}
+	return v
+}
+
+func (p *parser) duration(n *yaml.Node, field string, def, min time.Duration) time.Duration {
+	if n.Kind == 0 {
+		return def
+	}
+	d, err := time.ParseDuration(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil || d < min {
+		p.fail(n, field, "%q is not valid; want a duration of at least %v such as 1500ms or 2s", n.Value, min)
+		return def
+	}
+	return d
+}
+
+// span parses "5s", "-3s" or "3s..6s".
+func (p *parser) span(n *yaml.Node, field string, allowNegative bool) (Span, bool) {
+	bad := func() (Span, bool) {
+		want := "a duration such as 5s or a range such as 3s..6s"
+		if allowNegative {
+			want = "a duration such as 5s or -2s, or a range such as 3s..6s"
+		}
+		p.fail(n, field, "%q is not valid; want %s", n.Value, want)
+		return Span{}, false
+	}
+	if n.Kind != yaml.ScalarNode || n.Value == "" {
+		return bad()
+	}
+	lo, hi, isRange := strings.Cut(n.Value, "..")
+	min, err := time.ParseDuration(strings.TrimPrefix(lo, "+"))
+	if err != nil {
+		return bad()
+	}
+	max := min
+	if isRange {
+		if max, err = time.ParseDuration(strings.TrimPrefix(hi, "+")); err != nil || max < min {
+			return bad()
+		}
+	}
+	if !allowNegative && min < 0 {
+		return bad()
+	}
+	return Span{Min: min, Max: max}, true
+}
+
+var stepFields = map[StepKind]string{
+	StepCut:     "client, nodes",
+	StepClock:   "node, jump",
+	StepAcquire: "client, key",
+	StepRelease: "client, key",
+}
+
+func (p *parser) step(n *yaml.Node, i int) (Step, bool) {
+	field := fmt.Sprintf("steps[%d]", i)
+	kinds := "cut, heal, clock, acquire, release, wait"
+	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+		p.fail(n, field, "want a mapping with exactly one of %s", kinds)
+		return Step{}, false
+	}
+	key, val := n.Content[0], n.Content[1]
+	st := Step{Kind: StepKind(key.Value), Line: key.Line}
+	field += "." + key.Value
+	switch st.Kind {
+	case StepWait:
+		var ok bool
+		st.Span, ok = p.span(val, field, false)
+		return st, ok
+	case StepHeal:
+		st.Heal = p.enum(val, field, "", "links", "clocks", "all")
+		return st, st.Heal != ""
+	case StepCut, StepClock, StepAcquire, StepRelease:
+	default:
+		p.fail(key, field, "unknown step; want one of %s", kinds)
+		return Step{}, false
+	}
+	if val.Kind != yaml.MappingNode {
+		p.fail(val, field, "want a mapping with fields %s", stepFields[st.Kind])
+		return Step{}, false
+	}
+	ok := true
+	seen := map[string]*yaml.Node{}
+	for j := 0; j+1 < len(val.Content); j += 2 {
+		k, v := val.Content[j], val.Content[j+1]
+		seen[k.Value] = v
+		if !strings.Contains(", "+stepFields[st.Kind]+",", ", "+k.Value+",") {
+			p.fail(k, field+"."+k.Value, "unknown field; valid fields: %s", stepFields[st.Kind])
+			ok = false
+		}
+	}
+	need := func(name string) *yaml.Node {
+		v := seen[name]
+		if v == nil {
+			p.fail(val, field+"."+name, "missing")
+			ok = false
+		}
+		return v
+	}
+	switch st.Kind {
+	case StepCut:
+		st.Client = p.client(need("client"), field+".client")
+		if v := need("nodes"); v != nil {
+			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+				p.fail(v, field+".nodes", "want a list of node names such as [n4, n5]")
+				ok = false
+			}
+			for _, nn := range v.Content {
+				st.Nodes = append(st.Nodes, p.node(nn, field+".nodes"))
+			}
+		}
+	case StepClock:
+		st.Node = p.node(need("node"), field+".node")
+		if v := need("jump"); v != nil {
+			var good bool
+			if st.Span, good = p.span(v, field+".jump", true); !good {
+				ok = false
+			}
+		}
+	case StepAcquire, StepRelease:
+		st.Client = p.client(need("client"), field+".client")
+		if v := seen["key"]; v != nil {
+			st.Key = v.Value
+		}
+	}
+	return st, ok
+}
+
+func (p *parser) node(n *yaml.Node, field string) string {
+	if n == nil {
+		return ""
+	}
+	if !p.nodes[n.Value] {
+		p.fail(n, field, "unknown node %q; this cluster has %s", n.Value, names(p.nodes))
+	}
+	return n.Value
+}
+
+func (p *parser) client(n *yaml.Node, field string) string {
+	if n == nil {
+		return ""
+	}
+	if !p.cls[n.Value] {
+		p.fail(n, field, "unknown client %q; this workload has %s", n.Value, names(p.cls))
+	}
+	return n.Value
+}
+
+func names(set map[string]bool) string {
+	var out []string
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if len(out[i]) != len(out[j]) {
+			return len(out[i]) < len(out[j])
+		}
+		return out[i] < out[j]
+	})
+	return strings.Join(out, ", ")
+}
+
+// Builtin lists the names of the built-in scenarios, sorted.
+func Builtin() []string {
+	entries, _ := fs.ReadDir(builtin, "builtin")
+	var out []string
+	for _, e := range entries {
+		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	return out
+}
+
+// ErrUnknownScenario means a name is neither built in nor a readable file.
+var ErrUnknownScenario = errors.New("unknown scenario")
+
+// Load finds a scenario by built-in name or by file path.
+func Load(nameOrPath string) (*Scenario, error) {
+	if !strings.ContainsAny(nameOrPath, "/.") {
+		data, err := builtin.ReadFile(path.Join("builtin", nameOrPath+".yaml"))
+		if err != nil {
+			return nil, fmt.Errorf("%w %q; built-in scenarios: %s (or give a path to a .yaml file)",
+				ErrUnknownScenario, nameOrPath, strings.Join(Builtin(), ", "))
+		}
+		return Parse(data, "builtin/"+nameOrPath+".yaml")
+	}
+	data, err := os.ReadFile(nameOrPath)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	return Parse(data, nameOrPath)
+}
