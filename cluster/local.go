@@ -96,6 +96,12 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("cluster: Dir is empty, want the run's folder")
 	}
+	// Nodes run in their own data dir, so every path they get is absolute.
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	cfg.Dir = dir
 	if cfg.Persistence == "" {
 		cfg.Persistence = PersistNone
 	}

@@ -86,12 +86,17 @@ type Span struct {
 	Min, Max time.Duration
 }
 
-// Draw picks a duration in [Min, Max] from r.
+// Draw picks a duration in [Min, Max] from r, in whole milliseconds where
+// the range allows, so that logs and reports stay readable.
 func (s Span) Draw(r *rand.Rand) time.Duration {
 	if s.Max <= s.Min {
 		return s.Min
 	}
-	return s.Min + time.Duration(r.Int64N(int64(s.Max-s.Min)+1))
+	steps := int64((s.Max - s.Min) / time.Millisecond)
+	if steps == 0 {
+		return s.Min + time.Duration(r.Int64N(int64(s.Max-s.Min)+1))
+	}
+	return s.Min + time.Duration(r.Int64N(steps+1))*time.Millisecond
 }
 
 func (s Span) String() string {

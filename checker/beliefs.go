@@ -1,0 +1,440 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"splitbrain/history"
+)
+
+// How a belief interval ended.
+const (
+	EndDeadline  = "deadline"  // the lease's validity deadline passed
+	EndRelease   = "release"   // the client began to release
+	EndReacquire = "reacquire" // the client asked for the lock again
+	EndOpen      = "open"      // no deadline and no release: held to the end of the history
+)
+
+// Belief is an interval during which a client believed it held a lock: from
+// the instant it saw its acquire succeed to min(validity deadline, invoke of
+// its next release of the key).
+type Belief struct {
+	Client string `json:"client"`
+	Key    string `json:"key"`
+	// Value is the lock value the lease was granted with, if recorded.
+	Value string `json:"value,omitempty"`
+	// Invoke is when the acquire (or a lapsed lease's extend) was invoked.
+	Invoke int64 `json:"invoke"`
+	// Start is when the client saw it succeed.
+	Start int64 `json:"start"`
+	// End is when the belief ended; see EndReason.
+	End       int64    `json:"end"`
+	EndReason string   `json:"end_reason"`
+	Deadline  *int64   `json:"deadline,omitempty"`
+	Nodes     []string `json:"nodes,omitempty"`
+	Token     *int64   `json:"token,omitempty"`
+	// Extended counts the extends that pushed the deadline.
+	Extended int `json:"extended,omitempty"`
+	// InvokeIndex and OKIndex are the history events that opened the
+	// belief; EndIndex is the release that closed it, or -1.
+	InvokeIndex int64 `json:"invoke_index"`
+	OKIndex     int64 `json:"ok_index"`
+	EndIndex    int64 `json:"end_index"`
+}
+
+// Attempt is an acquire whose client did not see it succeed: failed,
+// unknown (info), or still pending when the history ended. Attempts are not
+// checked (the client never believed it held the lock) but are shown.
+type Attempt struct {
+	Client string `json:"client"`
+	Key    string `json:"key"`
+	Invoke int64  `json:"invoke"`
+	// End is the completion time; for a pending attempt, the history's end.
+	End int64 `json:"end"`
+	// Outcome is "fail", "info" or "pending".
+	Outcome     string `json:"outcome"`
+	Err         string `json:"err,omitempty"`
+	InvokeIndex int64  `json:"invoke_index"`
+	EndIndex    int64  `json:"end_index"`
+}
+
+// OutcomePending marks an acquire invoked but never completed.
+const OutcomePending = "pending"
+
+// KeyInfo summarises one lock key.
+type KeyInfo struct {
+	Key      string    `json:"key"`
+	Acquired int       `json:"acquired"`
+	Failed   int       `json:"failed"`
+	Unknown  int       `json:"unknown"`
+	Pending  int       `json:"pending,omitempty"`
+	Releases int       `json:"releases"`
+	Beliefs  []Belief  `json:"beliefs,omitempty"`
+	Attempts []Attempt `json:"attempts,omitempty"`
+}
+
+// FaultWindow is a nemesis fault with the times it started and stopped.
+type FaultWindow struct {
+	history.Fault
+	Start int64 `json:"start"`
+	// End is the stop time, or the history's end when never healed.
+	End    int64 `json:"end"`
+	Healed bool  `json:"healed"`
+}
+
+// Label names the fault compactly, e.g. "clock-jump n3 +5s" or
+// "cut c1→n4,n5".
+func (f FaultWindow) Label() string { return FaultLabel(f.Fault) }
+
+// FaultLabel names a fault compactly, e.g. "clock-jump n3 +5s".
+func FaultLabel(f history.Fault) string {
+	parts := []string{f.Kind}
+	if len(f.Nodes) > 0 {
+		parts = append(parts, strings.Join(f.Nodes, ","))
+	}
+	if len(f.Links) > 0 {
+		parts = append(parts, linksLabel(f.Links))
+	}
+	if f.Offset != 0 {
+		d := time.Duration(f.Offset).String()
+		if f.Offset > 0 {
+			d = "+" + d
+		}
+		parts = append(parts, d)
+	}
+	return strings.Join(parts, " ")
+}
+
+// linksLabel groups links by client so a cut of five links reads
+// "c1→n4,n5 c2→n1" instead of listing every pair.
+func linksLabel(links []history.Link) string {
+	var order []string
+	byClient := map[string][]string{}
+	for _, l := range links {
+		if _, ok := byClient[l.Client]; !ok {
+			order = append(order, l.Client)
+		}
+		byClient[l.Client] = append(byClient[l.Client], l.Node)
+	}
+	out := make([]string, len(order))
+	for i, c := range order {
+		out[i] = c + "→" + strings.Join(byClient[c], ",")
+	}
+	return strings.Join(out, " ")
+}
+
+// Seconds formats a time or duration in nanoseconds the way reports do:
+// "2.31s", "0.740s", "3.2ms".
+func Seconds(ns int64) string {
+	d := time.Duration(ns)
+	abs := d
+	if abs < 0 {
+		abs = -abs
+	}
+	switch {
+	case d == 0:
+		return "0s"
+	case abs >= time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
+	case abs >= 10*time.Millisecond:
+		return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s"
+	default:
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + "ms"
+	}
+}
+
+// analysis is what one pass over a history yields.
+type analysis struct {
+	keys     map[string]*KeyInfo
+	faults   []FaultWindow
+	clients  []string
+	end      int64
+	problems []string // inconsistencies: the history cannot be judged
+	notes    []string // oddities that do not affect the verdict
+}
+
+type procKey struct{ process, key string }
+
+// analyze pairs invokes with completions and turns lock operations into
+// belief intervals and attempts, and nemesis events into fault windows.
+func analyze(events []history.Event) *analysis {
+	a := &analysis{keys: map[string]*KeyInfo{}}
+	pending := map[string]history.Event{}
+	active := map[procKey]*Belief{}
+	openFaults := map[int]int{} // fault ID → index in a.faults
+	clients := map[string]bool{}
+	var last int64
+	for i, e := range events {
+		if e.Time < last {
+			a.problem(fmt.Sprintf("event %d at %s is earlier than the event before it (%s)", e.Index, Seconds(e.Time), Seconds(last)))
+		}
+		last = max(last, e.Time)
+		if i == 0 || e.Time > a.end {
+			a.end = e.Time
+		}
+		if e.F == history.Nemesis || e.Process == history.ProcessNemesis {
+			a.nemesis(e, openFaults)
+			continue
+		}
+		clients[e.Process] = true
+		if e.Type == history.Invoke {
+			if prev, ok := pending[e.Process]; ok {
+				a.problem(fmt.Sprintf("process %s invoked %s (event %d) while its %s (event %d) was still pending",
+					e.Process, e.F, e.Index, prev.F, prev.Index))
+			}
+			pending[e.Process] = e
+			a.invoke(e, active)
+			continue
+		}
+		inv, ok := pending[e.Process]
+		if !ok {
+			a.problem(fmt.Sprintf("event %d: %s %s by %s completes no pending invoke", e.Index, e.F, e.Type, e.Process))
+			continue
+		}
+		delete(pending, e.Process)
+		if inv.F != e.F {
+			a.problem(fmt.Sprintf("event %d: %s %s by %s completes a %s (event %d)", e.Index, e.F, e.Type, e.Process, inv.F, inv.Index))
+			continue
+		}
+		if e.Key != "" && inv.Key != e.Key {
+			a.problem(fmt.Sprintf("event %d: %s %s by %s is for key %q but its invoke (event %d) was for %q",
+				e.Index, e.F, e.Type, e.Process, e.Key, inv.Index, inv.Key))
+			continue
+		}
+		a.complete(inv, e, active)
+	}
+	for _, inv := range sortedPending(pending) {
+		if inv.F == history.Acquire {
+			k := a.key(inv.Key)
+			k.Pending++
+			k.Attempts = append(k.Attempts, Attempt{Client: inv.Process, Key: inv.Key, Invoke: inv.Time,
+				End: a.end, Outcome: OutcomePending, InvokeIndex: inv.Index, EndIndex: -1})
+		}
+	}
+	for _, pk := range sortedActive(active) {
+		a.close(active, pk, a.end, -1, "")
+	}
+	for i := range a.faults {
+		if !a.faults[i].Healed {
+			a.faults[i].End = max(a.end, a.faults[i].Start)
+		}
+	}
+	for c := range clients {
+		a.clients = append(a.clients, c)
+	}
+	SortNatural(a.clients)
+	for _, k := range a.keys {
+		sort.SliceStable(k.Beliefs, func(i, j int) bool { return k.Beliefs[i].Start < k.Beliefs[j].Start })
+		sort.SliceStable(k.Attempts, func(i, j int) bool { return k.Attempts[i].Invoke < k.Attempts[j].Invoke })
+	}
+	return a
+}
+
+func (a *analysis) problem(s string) { a.problems = append(a.problems, s) }
+
+func (a *analysis) key(k string) *KeyInfo {
+	info, ok := a.keys[k]
+	if !ok {
+		info = &KeyInfo{Key: k}
+		a.keys[k] = info
+	}
+	return info
+}
+
+func (a *analysis) nemesis(e history.Event, open map[int]int) {
+	f, err := e.Fault()
+	if err != nil {
+		a.notes = append(a.notes, fmt.Sprintf("nemesis event %d ignored: %v", e.Index, err))
+		return
+	}
+	switch f.Phase {
+	case history.PhaseStart:
+		if _, dup := open[f.ID]; dup {
+			a.notes = append(a.notes, fmt.Sprintf("fault %d started again at event %d before it stopped", f.ID, e.Index))
+		}
+		open[f.ID] = len(a.faults)
+		a.faults = append(a.faults, FaultWindow{Fault: f, Start: e.Time, End: e.Time})
+	case history.PhaseStop:
+		i, ok := open[f.ID]
+		if !ok {
+			a.notes = append(a.notes, fmt.Sprintf("fault %d stopped at event %d without having started", f.ID, e.Index))
+			return
+		}
+		delete(open, f.ID)
+		a.faults[i].End = e.Time
+		a.faults[i].Healed = true
+	default:
+		a.notes = append(a.notes, fmt.Sprintf("nemesis event %d has phase %q, want start or stop", e.Index, f.Phase))
+	}
+}
+
+func (a *analysis) invoke(e history.Event, active map[procKey]*Belief) {
+	pk := procKey{e.Process, e.Key}
+	switch e.F {
+	case history.Release:
+		a.key(e.Key).Releases++
+		a.close(active, holderOf(active, e), e.Time, e.Index, EndRelease)
+	case history.Acquire:
+		// A client that asks for a lock again no longer believes it holds
+		// it; without this a non-reentrant re-acquire would read as the
+		// client overlapping with itself.
+		a.close(active, pk, e.Time, e.Index, EndReacquire)
+	}
+}
+
+func (a *analysis) complete(inv, e history.Event, active map[procKey]*Belief) {
+	pk := procKey{inv.Process, inv.Key}
+	switch inv.F {
+	case history.Acquire:
+		k := a.key(inv.Key)
+		switch e.Type {
+		case history.OK:
+			k.Acquired++
+			active[pk] = &Belief{Client: inv.Process, Key: inv.Key, Value: lockValue(inv, e), Invoke: inv.Time, Start: e.Time,
+				Deadline: e.Deadline, Nodes: e.Nodes, Token: e.Token,
+				InvokeIndex: inv.Index, OKIndex: e.Index, EndIndex: -1}
+		case history.Fail, history.Info:
+			if e.Type == history.Fail {
+				k.Failed++
+			} else {
+				k.Unknown++
+			}
+			k.Attempts = append(k.Attempts, Attempt{Client: inv.Process, Key: inv.Key, Invoke: inv.Time,
+				End: e.Time, Outcome: string(e.Type), Err: e.Err, InvokeIndex: inv.Index, EndIndex: e.Index})
+		}
+	case history.Extend:
+		if e.Type != history.OK || e.Deadline == nil {
+			return
+		}
+		pk = holderOf(active, inv)
+		b, ok := active[pk]
+		switch {
+		case ok && (b.Deadline == nil || e.Time <= *b.Deadline):
+			if b.Deadline == nil || *e.Deadline > *b.Deadline {
+				d := *e.Deadline
+				b.Deadline = &d
+			}
+			b.Extended++
+		default:
+			// The lease had lapsed before the extend came back. Redlock
+			// never re-acquires an expired key, but if the lock said yes,
+			// the client believes again from here: that is a new claim.
+			a.close(active, pk, e.Time, -1, "")
+			a.key(inv.Key).Acquired++
+			active[procKey{inv.Process, inv.Key}] = &Belief{Client: inv.Process, Key: inv.Key, Value: lockValue(inv, e), Invoke: inv.Time, Start: e.Time,
+				Deadline: e.Deadline, Nodes: e.Nodes, Token: e.Token,
+				InvokeIndex: inv.Index, OKIndex: e.Index, EndIndex: -1}
+			a.notes = append(a.notes, fmt.Sprintf("extend by %s at event %d succeeded after its lease had lapsed", inv.Process, e.Index))
+		}
+	}
+}
+
+// close ends pk's belief at min(deadline, at). reason says why the client
+// stopped at at (EndRelease, EndReacquire); "" means nothing the client did
+// ended it (the history ran out, or the lease lapsed), so only the deadline
+// can.
+func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64, reason string) {
+	b := active[pk]
+	delete(active, pk)
+	if b == nil {
+		return
+	}
+	switch {
+	case b.Deadline != nil && (reason == "" || *b.Deadline <= at):
+		b.End, b.EndReason = *b.Deadline, EndDeadline
+	case reason == "":
+		b.End, b.EndReason = at, EndOpen
+	default:
+		b.End, b.EndReason, b.EndIndex = at, reason, index
+	}
+	// A deadline that passed before the client even saw the grant leaves
+	// an empty belief, not a negative one.
+	if b.End < b.Start {
+		b.End = b.Start
+	}
+	k := a.key(pk.key)
+	k.Beliefs = append(k.Beliefs, *b)
+}
+
+// holderOf finds the belief a release or extend acts on. The lock value
+// identifies the lease even when the client has since continued under a new
+// process id (after an unknown outcome, as in Jepsen); without a value, the
+// process and key do.
+func holderOf(active map[procKey]*Belief, e history.Event) procKey {
+	if v := e.StringValue(); v != "" {
+		for pk, b := range active {
+			if b.Key == e.Key && b.Value == v {
+				return pk
+			}
+		}
+	}
+	return procKey{e.Process, e.Key}
+}
+
+func lockValue(inv, ok history.Event) string {
+	if v := ok.StringValue(); v != "" {
+		return v
+	}
+	return inv.StringValue()
+}
+
+func sortedPending(m map[string]history.Event) []history.Event {
+	out := make([]history.Event, 0, len(m))
+	for _, e := range m {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
+}
+
+func sortedActive(m map[procKey]*Belief) []procKey {
+	out := make([]procKey, 0, len(m))
+	for pk := range m {
+		out = append(out, pk)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].process != out[j].process {
+			return out[i].process < out[j].process
+		}
+		return out[i].key < out[j].key
+	})
+	return out
+}
+
+// SortNatural sorts names so that "c2" comes before "c10".
+func SortNatural(names []string) {
+	sort.SliceStable(names, func(i, j int) bool { return naturalLess(names[i], names[j]) })
+}
+
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		ai, bi := digitRun(a), digitRun(b)
+		if ai > 0 && bi > 0 {
+			na, nb := strings.TrimLeft(a[:ai], "0"), strings.TrimLeft(b[:bi], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			a, b = a[ai:], b[bi:]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,597 @@
+package checker
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"splitbrain/history"
+)
+
+// builder assembles hand-written histories; times are in seconds.
+type builder struct{ events []history.Event }
+
+func sec(s float64) int64 { return int64(s * float64(time.Second)) }
+
+func (b *builder) add(p string, typ history.Type, f history.Func, key string, at float64, mods ...func(*history.Event)) *builder {
+	e := history.Event{Index: int64(len(b.events)), Process: p, Type: typ, F: f, Key: key, Time: sec(at)}
+	for _, m := range mods {
+		m(&e)
+	}
+	b.events = append(b.events, e)
+	return b
+}
+
+func deadline(s float64) func(*history.Event) {
+	return func(e *history.Event) { d := sec(s); e.Deadline = &d }
+}
+
+func nodes(n ...string) func(*history.Event) { return func(e *history.Event) { e.Nodes = n } }
+
+func value(v string) func(*history.Event) {
+	return func(e *history.Event) { e.Value = history.MustValue(v) }
+}
+
+func errText(s string) func(*history.Event) { return func(e *history.Event) { e.Err = s } }
+
+// acquire records an acquire that succeeded with the given deadline.
+func (b *builder) acquire(p, key string, inv, ok, dl float64) *builder {
+	b.add(p, history.Invoke, history.Acquire, key, inv)
+	return b.add(p, history.OK, history.Acquire, key, ok, deadline(dl), nodes("n1", "n2", "n3"))
+}
+
+func (b *builder) release(p, key string, inv, ok float64) *builder {
+	b.add(p, history.Invoke, history.Release, key, inv)
+	return b.add(p, history.OK, history.Release, key, ok)
+}
+
+func (b *builder) fault(at float64, f history.Fault) *builder {
+	return b.add(history.ProcessNemesis, history.Info, history.Nemesis, "", at,
+		func(e *history.Event) { e.Value = history.MustValue(f) })
+}
+
+func cut(id int, phase string, client string, ns ...string) history.Fault {
+	f := history.Fault{ID: id, Kind: "cut", Phase: phase}
+	for _, n := range ns {
+		f.Links = append(f.Links, history.Link{Client: client, Node: n})
+	}
+	return f
+}
+
+// clockJumpHistory is the shape of Kleppmann's clock-jump counterexample:
+// c1 is granted by n1..n3, n3's clock jumps and drops c1's key, and c2 is
+// granted by n3..n5 while c1 still believes it holds the lock.
+func clockJumpHistory() []history.Event {
+	b := &builder{}
+	b.fault(0, cut(1, history.PhaseStart, "c1", "n4", "n5"))
+	b.acquire("c1", "k", 0.1, 0.2, 2.1)
+	b.fault(0.5, history.Fault{ID: 2, Kind: "clock-jump", Phase: history.PhaseStart, Nodes: []string{"n3"}, Offset: int64(5 * time.Second)})
+	b.fault(0.7, cut(1, history.PhaseStop, "c1", "n4", "n5"))
+	b.fault(0.8, cut(3, history.PhaseStart, "c2", "n1", "n2"))
+	b.acquire("c2", "k", 1.0, 1.1, 3.0)
+	b.fault(1.2, cut(3, history.PhaseStop, "c2", "n1", "n2"))
+	b.release("c1", "k", 1.9, 1.95)
+	b.release("c2", "k", 2.5, 2.6)
+	return b.events
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name       string
+		events     []history.Event
+		opts       []Option
+		verdict    Verdict
+		violations int
+		ops        int
+		reason     string // substring of Reason
+	}{
+		{
+			name:       "clock jump: overlapping beliefs",
+			events:     clockJumpHistory(),
+			verdict:    Invalid,
+			violations: 1,
+			ops:        4,
+			reason:     "mutual exclusion violated",
+		},
+		{
+			name: "c2 acquires after c1's deadline; c2 fails while c1 holds",
+			events: (&builder{}).
+				acquire("c1", "k", 0.1, 0.2, 1.0).
+				add("c2", history.Invoke, history.Acquire, "k", 0.5).
+				add("c2", history.Fail, history.Acquire, "k", 0.6, errText("quorum not reached")).
+				acquire("c2", "k", 1.2, 1.3, 2.0).
+				release("c2", "k", 1.5, 1.6).events,
+			verdict: Valid,
+			ops:     4,
+		},
+		{
+			name: "release before the deadline ends the belief",
+			events: (&builder{}).
+				acquire("c1", "k", 0.1, 0.2, 5.0).
+				release("c1", "k", 1.0, 1.1).
+				acquire("c2", "k", 1.4, 1.5, 3.0).events,
+			verdict: Valid,
+			ops:     4,
+		},
+		{
+			name: "without that release the same history overlaps",
+			events: (&builder{}).
+				acquire("c1", "k", 0.1, 0.2, 5.0).
+				acquire("c2", "k", 1.4, 1.5, 3.0).events,
+			verdict:    Invalid,
+			violations: 1,
+			ops:        4,
+		},
+		{
+			name: "separate keys do not conflict",
+			events: (&builder{}).
+				acquire("c1", "a", 0.1, 0.2, 2.0).
+				acquire("c2", "b", 0.3, 0.5, 2.0).events,
+			verdict: Valid,
+			ops:     4,
+		},
+		{
+			name: "failed, unknown and pending acquires are not operations",
+			events: (&builder{}).
+				acquire("c1", "k", 0.1, 0.2, 2.0).
+				add("c2", history.Invoke, history.Acquire, "k", 0.3).
+				add("c2", history.Fail, history.Acquire, "k", 0.4).
+				add("c3", history.Invoke, history.Acquire, "k", 0.5).
+				add("c3", history.Info, history.Acquire, "k", 0.9, errText("i/o timeout")).
+				add("c4", history.Invoke, history.Acquire, "k", 1.0).events,
+			verdict: Valid,
+			ops:     2,
+		},
+		{
+			name:    "empty history",
+			events:  nil,
+			verdict: Unknown,
+			reason:  "no operations recorded",
+		},
+		{
+			name: "only failed acquires",
+			events: (&builder{}).
+				add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				add("c1", history.Fail, history.Acquire, "k", 0.2).events,
+			verdict: Unknown,
+			reason:  "no acquire succeeded",
+		},
+		{
+			name: "completion without invoke",
+			events: (&builder{}).
+				acquire("c1", "k", 0.1, 0.2, 1.0).
+				add("c2", history.OK, history.Acquire, "k", 0.5, deadline(2)).events,
+			verdict: Unknown,
+			reason:  "completes no pending invoke",
+		},
+		{
+			name: "completion of a different function",
+			events: (&builder{}).
+				add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				add("c1", history.OK, history.Release, "k", 0.2).events,
+			verdict: Unknown,
+			reason:  "completes a acquire",
+		},
+		{
+			name: "double invoke",
+			events: (&builder{}).
+				add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				add("c1", history.Invoke, history.Acquire, "k", 0.2).events,
+			verdict: Unknown,
+			reason:  "still pending",
+		},
+		{
+			name: "time going backwards",
+			events: (&builder{}).
+				acquire("c1", "k", 0.5, 0.6, 1.0).
+				add("c2", history.Invoke, history.Acquire, "k", 0.1).events,
+			verdict: Unknown,
+			reason:  "earlier than the event before it",
+		},
+		{
+			name: "incomplete history without a violation",
+			events: (&builder{}).
+				acquire("c1", "k", 0.1, 0.2, 1.0).events,
+			opts:    []Option{Incomplete("torn last line")},
+			verdict: Unknown,
+			ops:     2,
+			reason:  "torn last line",
+		},
+		{
+			name:       "incomplete history with a violation is still invalid",
+			events:     clockJumpHistory(),
+			opts:       []Option{Incomplete("torn last line")},
+			verdict:    Invalid,
+			violations: 1,
+			ops:        4,
+		},
+		{
+			name: "an extend pushes the deadline",
+			events: (&builder{}).
+				acquire("c1", "k", 0.1, 0.2, 1.0).
+				add("c1", history.Invoke, history.Extend, "k", 0.7).
+				add("c1", history.OK, history.Extend, "k", 0.8, deadline(3.0)).
+				acquire("c2", "k", 1.4, 1.5, 3.0).events,
+			verdict:    Invalid,
+			violations: 1,
+			ops:        4,
+		},
+		{
+			name: "a failed extend does not",
+			events: (&builder{}).
+				acquire("c1", "k", 0.1, 0.2, 1.0).
+				add("c1", history.Invoke, history.Extend, "k", 0.7).
+				add("c1", history.Fail, history.Extend, "k", 0.8).
+				acquire("c2", "k", 1.4, 1.5, 3.0).events,
+			verdict: Valid,
+			ops:     4,
+		},
+		{
+			name: "release under a new process id is matched by lock value",
+			events: (&builder{}).
+				add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				add("c1", history.OK, history.Acquire, "k", 0.2, deadline(5), value("v1")).
+				add("c1", history.Invoke, history.Write, "", 0.3).
+				add("c1", history.Info, history.Write, "", 0.4).
+				add("c1b", history.Invoke, history.Release, "k", 0.5, value("v1")).
+				add("c1b", history.OK, history.Release, "k", 0.6).
+				acquire("c2", "k", 1.0, 1.1, 3.0).events,
+			verdict: Valid,
+			ops:     4,
+		},
+		{
+			name: "re-acquire by the same client is not a self-overlap",
+			events: (&builder{}).
+				acquire("c1", "k", 0.1, 0.2, 5.0).
+				acquire("c1", "k", 0.5, 0.6, 5.0).events,
+			verdict: Valid,
+			ops:     4,
+		},
+		{
+			name: "grant without a deadline is held until release",
+			events: (&builder{}).
+				add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				add("c1", history.OK, history.Acquire, "k", 0.2).
+				acquire("c2", "k", 1.4, 1.5, 3.0).events,
+			verdict:    Invalid,
+			violations: 1,
+			ops:        3,
+		},
+		{
+			name: "touching intervals are not an overlap",
+			events: (&builder{}).
+				acquire("c1", "k", 0.1, 0.2, 1.0).
+				acquire("c2", "k", 0.9, 1.0, 2.0).events,
+			verdict: Valid,
+			ops:     4,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Check(tt.events, tt.opts...)
+			if res.Verdict != tt.verdict {
+				t.Fatalf("verdict = %s (%s), want %s", res.Verdict, res.Reason, tt.verdict)
+			}
+			if len(res.Violations) != tt.violations || res.ViolationCount != tt.violations {
+				t.Errorf("violations = %d (count %d), want %d: %+v", len(res.Violations), res.ViolationCount, tt.violations, res.Violations)
+			}
+			if res.Ops != tt.ops {
+				t.Errorf("ops = %d, want %d", res.Ops, tt.ops)
+			}
+			if !strings.Contains(res.Reason, tt.reason) {
+				t.Errorf("reason = %q, want it to contain %q", res.Reason, tt.reason)
+			}
+			if res.Reason == "" {
+				t.Error("empty reason")
+			}
+			if (res.Verdict == Invalid) != res.HasVisualization() {
+				t.Errorf("HasVisualization = %v for a %s result", res.HasVisualization(), res.Verdict)
+			}
+		})
+	}
+}
+
+func TestClockJumpViolationExplained(t *testing.T) {
+	res := Check(clockJumpHistory())
+	if res.Verdict != Invalid || len(res.Violations) != 1 {
+		t.Fatalf("got %s with %d violations, want one violation", res.Verdict, len(res.Violations))
+	}
+	v := res.Violations[0]
+	if v.Key != "k" || v.Clients != [2]string{"c1", "c2"} {
+		t.Errorf("violation on %q by %v, want \"k\" by [c1 c2]", v.Key, v.Clients)
+	}
+	// c1 believes [0.2, release invoke 1.9]; c2 believes [1.1, 2.5].
+	if v.From != sec(1.1) || v.To != sec(1.9) {
+		t.Errorf("overlap = [%d, %d], want [%d, %d]", v.From, v.To, sec(1.1), sec(1.9))
+	}
+	var kinds []string
+	for _, f := range v.Faults {
+		kinds = append(kinds, f.Label())
+	}
+	want := []string{"cut c1→n4,n5", "clock-jump n3 +5s", "cut c2→n1,n2"}
+	if strings.Join(kinds, "|") != strings.Join(want, "|") {
+		t.Errorf("faults = %q, want %q", kinds, want)
+	}
+	wantText := `c1 and c2 both believed they held lock "k" from 1.10s to 1.90s (0.800s); active faults: ` +
+		`cut c1→n4,n5 0s–0.700s; clock-jump n3 +5s from 0.500s, never healed; cut c2→n1,n2 0.800s–1.20s`
+	if v.Text != wantText {
+		t.Errorf("text =\n%s\nwant\n%s", v.Text, wantText)
+	}
+	if len(res.Keys) != 1 || len(res.Keys[0].Beliefs) != 2 {
+		t.Fatalf("keys = %+v", res.Keys)
+	}
+	c1 := res.Keys[0].Beliefs[0]
+	if c1.Client != "c1" || c1.End != sec(1.9) || c1.EndReason != EndRelease || c1.EndIndex < 0 {
+		t.Errorf("c1 belief = %+v, want it to end at its release", c1)
+	}
+	if len(res.Faults) != 3 || res.Faults[1].Healed || !res.Faults[0].Healed {
+		t.Errorf("faults = %+v", res.Faults)
+	}
+}
+
+func TestFaultsOutsideTheWindowAreNotBlamed(t *testing.T) {
+	b := &builder{}
+	b.fault(0, history.Fault{ID: 1, Kind: "kill", Phase: history.PhaseStart, Nodes: []string{"n2"}})
+	b.fault(0.05, history.Fault{ID: 1, Kind: "kill", Phase: history.PhaseStop, Nodes: []string{"n2"}})
+	b.acquire("c1", "k", 0.1, 0.2, 5.0)
+	b.acquire("c2", "k", 1.4, 1.5, 3.0)
+	b.fault(4, history.Fault{ID: 2, Kind: "pause", Phase: history.PhaseStart, Nodes: []string{"n1"}})
+	res := Check(b.events)
+	if res.Verdict != Invalid || len(res.Violations) != 1 {
+		t.Fatalf("got %s, %d violations", res.Verdict, len(res.Violations))
+	}
+	if v := res.Violations[0]; len(v.Faults) != 0 || !strings.HasSuffix(v.Text, "no fault was active") {
+		t.Errorf("violation = %+v, want no faults blamed", v)
+	}
+}
+
+func TestBeliefEndsAtDeadlineWhenEarlierThanRelease(t *testing.T) {
+	res := Check((&builder{}).
+		acquire("c1", "k", 0.1, 0.2, 1.0).
+		release("c1", "k", 1.5, 1.6).
+		add("c2", history.Invoke, history.Acquire, "k", 2.0).
+		add("c2", history.Info, history.Acquire, "k", 2.5).events)
+	if res.Verdict != Valid {
+		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+	}
+	k := res.Keys[0]
+	if b := k.Beliefs[0]; b.End != sec(1.0) || b.EndReason != EndDeadline {
+		t.Errorf("belief = %+v, want it to end at the deadline", b)
+	}
+	if k.Acquired != 1 || k.Unknown != 1 || k.Releases != 1 || len(k.Attempts) != 1 || k.Attempts[0].Outcome != "info" {
+		t.Errorf("key info = %+v", k)
+	}
+}
+
+func TestPorcupineTimeoutIsUnknown(t *testing.T) {
+	valid := (&builder{}).acquire("c1", "k", 0.1, 0.2, 1.0).acquire("c2", "k", 1.1, 1.2, 2.0).events
+	t.Run("injected", func(t *testing.T) {
+		res := Check(valid, WithTimeout(time.Second))
+		if res.Verdict != Valid {
+			t.Fatalf("control: %s", res.Verdict)
+		}
+		cfgTimeout := func(c *config) {
+			c.check = func(porcupine.Model, []porcupine.Operation, time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo) {
+				return porcupine.Unknown, porcupine.LinearizationInfo{}
+			}
+		}
+		res = Check(valid, cfgTimeout, WithTimeout(time.Second))
+		if res.Verdict != Unknown || !strings.Contains(res.Reason, "did not finish within 1s") {
+			t.Errorf("got %s (%s), want unknown for a timeout", res.Verdict, res.Reason)
+		}
+		// Overlapping beliefs prove a violation without porcupine's help.
+		res = Check(clockJumpHistory(), cfgTimeout)
+		if res.Verdict != Invalid || len(res.Violations) != 1 || !strings.Contains(res.Reason, "porcupine: unknown") {
+			t.Errorf("got %s (%s), want invalid from the interval check", res.Verdict, res.Reason)
+		}
+		if !res.HasVisualization() {
+			t.Error("no visualization of the failing window")
+		}
+	})
+	t.Run("real", func(t *testing.T) {
+		// Every acquire is invoked at 0 and the beliefs follow one another,
+		// so there is no quiescent point: one partition of thousands of
+		// operations, which porcupine cannot finish in a nanosecond.
+		b := &builder{}
+		const n = 3000
+		for i := 0; i < n; i++ {
+			b.add(clientName(i), history.Invoke, history.Acquire, "k", 0)
+		}
+		for i := 0; i < n; i++ {
+			at := float64(i)*0.01 + 0.001
+			b.add(clientName(i), history.OK, history.Acquire, "k", at, deadline(at+0.005))
+		}
+		res := Check(b.events, WithTimeout(time.Nanosecond))
+		if res.Verdict != Unknown || !strings.Contains(res.Reason, "did not finish") {
+			t.Fatalf("got %s (%s), want unknown", res.Verdict, res.Reason)
+		}
+		if res.Ops != 2*n {
+			t.Errorf("ops = %d, want %d", res.Ops, 2*n)
+		}
+	})
+}
+
+func clientName(i int) string { return "c" + itoa(i+1) }
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+func TestPorcupineIllegalWithoutOverlapIsInvalid(t *testing.T) {
+	valid := (&builder{}).acquire("c1", "k", 0.1, 0.2, 1.0).acquire("c2", "k", 1.1, 1.2, 2.0).events
+	illegal := func(c *config) {
+		c.check = func(porcupine.Model, []porcupine.Operation, time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo) {
+			return porcupine.Illegal, porcupine.LinearizationInfo{}
+		}
+	}
+	res := Check(valid, illegal)
+	if res.Verdict != Invalid || len(res.Violations) != 0 || !strings.Contains(res.Reason, "no two belief intervals overlap") {
+		t.Errorf("got %s (%s) with %d violations", res.Verdict, res.Reason, len(res.Violations))
+	}
+}
+
+func TestPanicIsUnknown(t *testing.T) {
+	boom := func(c *config) {
+		c.check = func(porcupine.Model, []porcupine.Operation, time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo) {
+			panic("boom")
+		}
+	}
+	res := Check(clockJumpHistory(), boom)
+	if res.Verdict != Unknown || !strings.Contains(res.Reason, "boom") {
+		t.Errorf("got %s (%s), want unknown naming the panic", res.Verdict, res.Reason)
+	}
+	if res.HasVisualization() {
+		t.Error("a failed check offers a visualization")
+	}
+}
+
+func TestBadNemesisValueIsANote(t *testing.T) {
+	b := (&builder{}).acquire("c1", "k", 0.1, 0.2, 1.0)
+	b.add(history.ProcessNemesis, history.Info, history.Nemesis, "", 0.5, func(e *history.Event) { e.Value = json.RawMessage(`"nope"`) })
+	res := Check(b.events)
+	if res.Verdict != Valid || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "nemesis event 2") {
+		t.Errorf("got %s, notes %q", res.Verdict, res.Notes)
+	}
+}
+
+func TestWriteVisualization(t *testing.T) {
+	// A quiet, valid stretch first: the visualization shows only the
+	// failing window, not the whole history.
+	b := &builder{}
+	b.acquire("c3", "k", 0, 0.01, 0.05).release("c3", "k", 0.02, 0.03)
+	b.acquire("c3", "other", 0.04, 0.045, 0.05)
+	for _, e := range clockJumpHistory() {
+		e.Index = int64(len(b.events))
+		e.Time += sec(0.1)
+		b.events = append(b.events, e)
+	}
+	b.add("c4", history.Invoke, history.Acquire, "k", 1.5)
+	b.add("c4", history.Fail, history.Acquire, "k", 1.6, errText("quorum not reached"))
+	sort.SliceStable(b.events, func(i, j int) bool { return b.events[i].Time < b.events[j].Time })
+	for i := range b.events {
+		b.events[i].Index = int64(i)
+	}
+	res := Check(b.events)
+	if res.Verdict != Invalid {
+		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
+	}
+	if got := len(res.viz.ops); got != 4 {
+		t.Errorf("failing window has %d ops, want the 4 of c1 and c2 on k", got)
+	}
+	var buf bytes.Buffer
+	if err := res.WriteVisualization(&buf); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	for _, want := range []string{"<html", "acquire(c1) on \\\"k\\\"", "clock-jump n3 +5s", "nemesis", "c4 acquire \\\"k\\\": fail"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("visualization lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "c3") {
+		t.Error("visualization shows c3, which is outside the failing window")
+	}
+
+	valid := Check((&builder{}).acquire("c1", "k", 0.1, 0.2, 1.0).events)
+	if err := valid.WriteVisualization(&buf); !errors.Is(err, ErrNoVisualization) {
+		t.Errorf("valid result: err = %v, want ErrNoVisualization", err)
+	}
+}
+
+func TestResultJSONRoundTrip(t *testing.T) {
+	res := Check(clockJumpHistory())
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Verdict != Invalid || len(back.Violations) != 1 || back.Violations[0].Text != res.Violations[0].Text ||
+		len(back.Violations[0].Faults) != 3 || back.Violations[0].Faults[1].Kind != "clock-jump" {
+		t.Errorf("round trip lost data: %s", b)
+	}
+	if !strings.Contains(string(b), `"verdict":"invalid"`) {
+		t.Errorf("json = %s", b)
+	}
+	if back.HasVisualization() {
+		t.Error("a result read from JSON claims a visualization")
+	}
+}
+
+func TestSplitQuiescent(t *testing.T) {
+	op := func(kind MutexOp, c string, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: MutexInput{Op: kind, Client: c, Key: "k"}, Call: call, Return: ret}
+	}
+	tests := []struct {
+		name  string
+		ops   []porcupine.Operation
+		parts int
+	}{
+		{"two separate leases", []porcupine.Operation{
+			op(OpAcquire, "c1", 0, 1), op(OpExpire, "c1", 5, 5),
+			op(OpAcquire, "c2", 6, 7), op(OpExpire, "c2", 9, 9)}, 2},
+		{"second acquire called while the first lease is held", []porcupine.Operation{
+			op(OpAcquire, "c1", 0, 1), op(OpAcquire, "c2", 3, 7),
+			op(OpExpire, "c1", 5, 5), op(OpExpire, "c2", 9, 9)}, 1},
+		{"touching at an instant is not quiescent", []porcupine.Operation{
+			op(OpAcquire, "c1", 0, 1), op(OpExpire, "c1", 5, 5),
+			op(OpAcquire, "c2", 5, 7), op(OpExpire, "c2", 9, 9)}, 1},
+		{"lease never expires", []porcupine.Operation{
+			op(OpAcquire, "c1", 0, 1), op(OpAcquire, "c2", 6, 7)}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := len(splitQuiescent(tt.ops)); got != tt.parts {
+				t.Errorf("%d parts, want %d", got, tt.parts)
+			}
+		})
+	}
+}
+
+func TestMutexModelRejectsForeignValues(t *testing.T) {
+	m := MutexModel()
+	if ok, _ := m.Step(42, MutexInput{Op: OpAcquire, Client: "c1"}, nil); ok {
+		t.Error("step accepted a non-string state")
+	}
+	if ok, _ := m.Step("", "acquire", nil); ok {
+		t.Error("step accepted a non-MutexInput input")
+	}
+	ok, s := m.Step("", MutexInput{Op: OpAcquire, Client: "c1"}, nil)
+	if !ok || s != "c1" {
+		t.Errorf("acquire on free = %v, %v", ok, s)
+	}
+	if ok, _ := m.Step("c1", MutexInput{Op: OpExpire, Client: "c2"}, nil); ok {
+		t.Error("c2 expired c1's lock")
+	}
+}
+
+func TestSortNaturalAndLabels(t *testing.T) {
+	names := []string{"c10", "c2", "c1", "nemesis", "c02x"}
+	SortNatural(names)
+	if got := strings.Join(names, ","); got != "c1,c2,c02x,c10,nemesis" {
+		t.Errorf("sorted = %s", got)
+	}
+	if got := FaultLabel(history.Fault{Kind: "clock-jump", Nodes: []string{"n3"}, Offset: -int64(1500 * time.Millisecond)}); got != "clock-jump n3 -1.5s" {
+		t.Errorf("label = %q", got)
+	}
+	for ns, want := range map[int64]string{0: "0s", sec(2.314): "2.31s", sec(0.74): "0.740s", int64(3200 * time.Microsecond): "3.2ms"} {
+		if got := Seconds(ns); got != want {
+			t.Errorf("Seconds(%d) = %q, want %q", ns, got, want)
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	if Valid.ExitCode() != 0 || Invalid.ExitCode() != 1 || Unknown.ExitCode() != 2 || Verdict("").ExitCode() != 2 {
+		t.Error("exit codes do not follow Jepsen's 0/1/2")
+	}
+}

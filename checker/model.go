@@ -1,0 +1,149 @@
+package checker
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// MutexOp is what a lease-lock operation does to the mutex.
+type MutexOp string
+
+const (
+	// OpAcquire takes the lock; it is legal only when the lock is free.
+	OpAcquire MutexOp = "acquire"
+	// OpExpire is the instant a client stops believing it holds the lock
+	// (validity deadline or release, whichever came first); it is legal only
+	// for the holder.
+	OpExpire MutexOp = "expire"
+)
+
+// MutexInput is the input of one porcupine operation of the lease-lock check.
+// The output is always nil: the check only feeds operations the client saw
+// succeed.
+type MutexInput struct {
+	Op     MutexOp
+	Client string
+	Key    string
+}
+
+// MutexModel is a porcupine model of one mutex per key. Its state is the
+// holder's name, "" when free. A history is linearizable against it exactly
+// when no two clients' belief intervals on one key can be ordered without
+// overlapping.
+//
+// Partition splits by key and, within a key, at quiescent points (every
+// earlier operation returned before the next one is called, and every acquire
+// so far has its expire): the checker's memory grows with the square of a
+// partition's length, and a lock that is free with nothing in flight starts
+// each piece from the initial state.
+func MutexModel() porcupine.Model {
+	return porcupine.Model{
+		Partition: partitionMutex,
+		Init:      func() interface{} { return "" },
+		Step:      stepMutex,
+		Equal:     func(a, b interface{}) bool { return a == b },
+		DescribeOperation: func(input, _ interface{}) string {
+			in, ok := input.(MutexInput)
+			if !ok {
+				return fmt.Sprintf("%v", input)
+			}
+			return fmt.Sprintf("%s(%s) on %q", in.Op, in.Client, in.Key)
+		},
+		DescribeState: func(state interface{}) string {
+			if s, ok := state.(string); ok && s != "" {
+				return "held by " + s
+			}
+			return "free"
+		},
+		DescribeOperationMetadata: func(info interface{}) string {
+			if s, ok := info.(string); ok {
+				return s
+			}
+			return ""
+		},
+	}
+}
+
+// stepMutex answers "not legal" rather than panicking on foreign values: a
+// panic inside porcupine's worker goroutines cannot be recovered by Check.
+func stepMutex(state, input, _ interface{}) (bool, interface{}) {
+	holder, ok1 := state.(string)
+	in, ok2 := input.(MutexInput)
+	if !ok1 || !ok2 {
+		return false, state
+	}
+	switch in.Op {
+	case OpAcquire:
+		if holder == "" {
+			return true, in.Client
+		}
+	case OpExpire:
+		if holder == in.Client {
+			return true, ""
+		}
+	}
+	return false, state
+}
+
+func partitionMutex(ops []porcupine.Operation) [][]porcupine.Operation {
+	byKey := map[string][]porcupine.Operation{}
+	for _, op := range ops {
+		key := ""
+		if in, ok := op.Input.(MutexInput); ok {
+			key = in.Key
+		}
+		byKey[key] = append(byKey[key], op)
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out [][]porcupine.Operation
+	for _, k := range keys {
+		out = append(out, splitQuiescent(byKey[k])...)
+	}
+	return out
+}
+
+func splitQuiescent(ops []porcupine.Operation) [][]porcupine.Operation {
+	sort.SliceStable(ops, func(i, j int) bool {
+		if ops[i].Call != ops[j].Call {
+			return ops[i].Call < ops[j].Call
+		}
+		// An acquire and its zero-length expire can share a call time;
+		// the acquire must come first for the balance to stay meaningful.
+		return opOf(ops[i]) == OpAcquire && opOf(ops[j]) != OpAcquire
+	})
+	var out [][]porcupine.Operation
+	start, balance := 0, 0
+	var maxReturn int64
+	for i, op := range ops {
+		// Closed intervals: an operation called at the instant another
+		// returns is concurrent with it, so the cut needs a strict gap.
+		if i > start && balance == 0 && maxReturn < op.Call {
+			out = append(out, ops[start:i:i])
+			start = i
+		}
+		maxReturn = max(maxReturn, op.Return)
+		switch opOf(op) {
+		case OpAcquire:
+			balance++
+		case OpExpire:
+			balance--
+		}
+	}
+	if start < len(ops) {
+		out = append(out, ops[start:])
+	}
+	return out
+}
+
+func opOf(op porcupine.Operation) MutexOp {
+	if in, ok := op.Input.(MutexInput); ok {
+		return in.Op
+	}
+	return ""
+}

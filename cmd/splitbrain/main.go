@@ -1,0 +1,267 @@
+// Command splitbrain runs Redlock fault-injection scenarios and checks
+// whether mutual exclusion held.
+//
+// Exit codes follow Jepsen: 0 valid, 1 invalid, 2 unknown, 254 bad
+// arguments, 255 internal error.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+
+	"splitbrain/checker"
+	"splitbrain/scenarios"
+)
+
+const (
+	exitValid    = 0
+	exitInvalid  = 1
+	exitUnknown  = 2
+	exitUsage    = 254
+	exitInternal = 255
+)
+
+const usage = `splitbrain: Jepsen-style fault injection for the Redlock distributed lock
+
+Usage:
+  splitbrain list                       list the built-in scenarios
+  splitbrain run SCENARIO [flags]       run a built-in scenario or a scenario file
+
+Flags of run:
+  --seed N        seed of the workload's and the nemesis's random draws
+                  (default: a fresh random seed, printed and stored)
+  --store DIR     where runs are written (default: store)
+  --backend NAME  where the Redis nodes run: local (default)
+  --json          print the outcome as JSON instead of text
+
+Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 internal error.
+`
+
+func main() {
+	// go-redis logs every failed dial; under a nemesis that is most of them,
+	// and the history already records what matters.
+	redis.SetLogger(quietLogger{})
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// usageError is a bad command line: exit 254 with a hint.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var code int
+	var err error
+	switch args[0] {
+	case "list":
+		code, err = cmdList(args[1:], stdout)
+	case "run":
+		code, err = cmdRun(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitValid
+	default:
+		err = &usageError{fmt.Sprintf("unknown command %q; want list or run", args[0])}
+	}
+	var ue *usageError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "splitbrain: %v\nRun 'splitbrain help' for usage.\n", err)
+		return exitUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "splitbrain: %v\n", err)
+		if code == 0 {
+			code = exitInternal
+		}
+	}
+	return code
+}
+
+func cmdList(args []string, stdout io.Writer) (int, error) {
+	if len(args) > 0 {
+		return exitUsage, &usageError{fmt.Sprintf("list takes no arguments, got %q", strings.Join(args, " "))}
+	}
+	for _, name := range scenarios.Builtin() {
+		sc, err := scenarios.Load(name)
+		if err != nil {
+			return exitInternal, err
+		}
+		fmt.Fprintf(stdout, "%-22s expect %-9s %s\n", name, sc.Expect, firstSentence(sc.Description))
+	}
+	return exitValid, nil
+}
+
+// parseInterleaved parses flags that may come before or after the
+// positional arguments, as users type them ("run clock-jump --seed 7").
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, &usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+type runFlags struct {
+	seed    string
+	store   string
+	backend string
+	json    bool
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.seed, "seed", "", "")
+	fs.StringVar(&f.store, "store", "store", "")
+	fs.StringVar(&f.backend, "backend", "local", "")
+	fs.BoolVar(&f.json, "json", false, "")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) != 1 {
+		return exitUsage, &usageError{fmt.Sprintf("run takes one scenario (a built-in name or a .yaml file), got %d; built-ins: %s",
+			len(pos), strings.Join(scenarios.Builtin(), ", "))}
+	}
+	if f.backend != "local" {
+		return exitUsage, &usageError{fmt.Sprintf("--backend %q: only local is available", f.backend)}
+	}
+	if f.store == "" {
+		return exitUsage, &usageError{"--store is empty; give a folder for the runs"}
+	}
+	seed, err := parseSeed(f.seed)
+	if err != nil {
+		return exitUsage, err
+	}
+	sc, err := scenarios.Load(pos[0])
+	if err != nil {
+		var se scenarios.Errors
+		if errors.As(err, &se) || errors.Is(err, scenarios.ErrUnknownScenario) || errors.Is(err, os.ErrNotExist) {
+			return exitUsage, &usageError{err.Error()}
+		}
+		return exitInternal, err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	progress := stderr
+	if !f.json {
+		progress = stdout
+		fmt.Fprintf(stdout, "splitbrain: scenario %s, seed %d\n", sc.Name, seed)
+	}
+	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{
+		Seed:     seed,
+		Store:    f.store,
+		Command:  rerunCommand(sc, seed, f),
+		Progress: progress,
+	})
+	if out == nil {
+		return exitInternal, err
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "splitbrain: %v\n", err)
+	}
+	report := filepath.Join(out.Dir, "report.html")
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			Scenario   string          `json:"scenario"`
+			Seed       int64           `json:"seed"`
+			Dir        string          `json:"dir"`
+			Report     string          `json:"report"`
+			Verdict    checker.Verdict `json:"verdict"`
+			Expect     string          `json:"expect"`
+			AsExpected bool            `json:"as_expected"`
+			Reason     string          `json:"reason"`
+		}{sc.Name, seed, out.Dir, report, out.Result.Verdict, string(sc.Expect), out.AsExpected, out.Result.Reason})
+	} else {
+		printVerdict(stdout, sc, out)
+		fmt.Fprintf(stdout, "report: %s\n", report)
+	}
+	if err != nil && out.Result.Verdict != checker.Invalid {
+		return exitInternal, nil
+	}
+	return out.Result.Verdict.ExitCode(), nil
+}
+
+func printVerdict(w io.Writer, sc *scenarios.Scenario, out *scenarios.Outcome) {
+	res := out.Result
+	match := "as expected"
+	if !out.AsExpected {
+		match = "NOT as expected"
+	}
+	fmt.Fprintf(w, "verdict: %s (expected %s: %s)\n", strings.ToUpper(string(res.Verdict)), sc.Expect, match)
+	if res.Reason != "" {
+		fmt.Fprintf(w, "  %s\n", res.Reason)
+	}
+	for _, v := range res.Violations {
+		fmt.Fprintf(w, "  %s\n", v.Text)
+	}
+}
+
+func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags) string {
+	name := sc.Name
+	if !strings.HasPrefix(sc.File, "builtin/") {
+		name = sc.File
+	}
+	parts := []string{"splitbrain", "run", name, "--seed", strconv.FormatInt(seed, 10)}
+	if f.store != "store" {
+		parts = append(parts, "--store", f.store)
+	}
+	return strings.Join(parts, " ")
+}
+
+// parseSeed reads --seed, or draws a fresh seed from crypto/rand (not from
+// the clock: two runs started together must not share a seed).
+func parseSeed(s string) (int64, error) {
+	if s == "" {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, err
+		}
+		return int64(binary.LittleEndian.Uint64(b[:]) >> 1), nil
+	}
+	seed, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, &usageError{fmt.Sprintf("--seed %q: want a whole number such as 42", s)}
+	}
+	return seed, nil
+}
+
+func firstSentence(s string) string {
+	if i := strings.Index(s, ". "); i >= 0 {
+		return s[:i+1]
+	}
+	return s
+}

@@ -1,0 +1,129 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"splitbrain/checker"
+	"splitbrain/history"
+)
+
+// Meta is what a run's report header needs to say what was run and how to
+// run it again.
+type Meta struct {
+	Scenario    string   `json:"scenario"`
+	Description string   `json:"description,omitempty"`
+	Lock        string   `json:"lock"`
+	Seed        int64    `json:"seed"`
+	Nodes       []string `json:"nodes,omitempty"`
+	Clients     []string `json:"clients,omitempty"`
+	// TTL is the lock's time to live.
+	TTL time.Duration `json:"ttl_ns"`
+	// Started is the wall time the run started, for display only: event
+	// times come from the harness's monotonic clock.
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration_ns"`
+	// Expect is the scenario's expectation: "violation", "safe" or "any".
+	Expect string `json:"expect,omitempty"`
+	// Command re-runs the scenario exactly, e.g.
+	// "splitbrain run clock-jump --seed 42".
+	Command string `json:"command,omitempty"`
+	Backend string `json:"backend,omitempty"`
+}
+
+// Record is the content of result.json.
+type Record struct {
+	Meta   Meta           `json:"meta"`
+	Result checker.Result `json:"result"`
+	// AsExpected says whether the verdict met Meta.Expect.
+	AsExpected bool `json:"as_expected"`
+	// Files lists the run's files by role (history, report, porcupine).
+	Files map[string]string `json:"files"`
+}
+
+// AsExpected reports whether verdict v meets a scenario's expectation:
+// "violation" wants Invalid, "safe" wants Valid, "any" (or none) accepts
+// either. Unknown never meets an expectation: it is never a pass.
+func AsExpected(expect string, v checker.Verdict) bool {
+	switch expect {
+	case "violation":
+		return v == checker.Invalid
+	case "safe":
+		return v == checker.Valid
+	case "any", "":
+		return v == checker.Valid || v == checker.Invalid
+	}
+	return false
+}
+
+// Write stores a run's verdict in dir: result.json, report.html and, when
+// the result is Invalid, porcupine.html with porcupine's view of the failing
+// window. events is the run's history (for the report's tooltips; it may be
+// nil). A failed visualization does not stop the report from being written;
+// its error is returned with the others.
+func Write(dir string, meta Meta, events []history.Event, res checker.Result) error {
+	var errs []error
+	hasPorcupine := false
+	if res.Verdict == checker.Invalid && res.HasVisualization() {
+		if err := writeAtomic(dir, PorcupineFile, res.WriteVisualization); err != nil {
+			errs = append(errs, err)
+		} else {
+			hasPorcupine = true
+		}
+	}
+	if !hasPorcupine {
+		// A re-check that no longer fails must not leave an old
+		// visualization next to the new verdict.
+		if err := os.Remove(filepath.Join(dir, PorcupineFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("results: %w", err))
+		}
+	}
+
+	rec := Record{Meta: meta, Result: res, AsExpected: AsExpected(meta.Expect, res.Verdict),
+		Files: map[string]string{"history": HistoryFile, "report": ReportFile}}
+	if hasPorcupine {
+		rec.Files["porcupine"] = PorcupineFile
+	}
+	if _, err := os.Stat(filepath.Join(dir, HistoryFile)); err != nil {
+		delete(rec.Files, "history")
+	}
+
+	var page bytes.Buffer
+	if err := renderReport(&page, rec, events); err != nil {
+		errs = append(errs, err)
+	} else if err := writeAtomic(dir, ReportFile, func(w io.Writer) error {
+		_, err := w.Write(page.Bytes())
+		return err
+	}); err != nil {
+		errs = append(errs, err)
+	}
+
+	if err := writeAtomic(dir, ResultFile, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rec)
+	}); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ReadRecord reads a run's result.json.
+func ReadRecord(dir string) (Record, error) {
+	var rec Record
+	b, err := os.ReadFile(filepath.Join(dir, ResultFile))
+	if err != nil {
+		return rec, fmt.Errorf("results: %w", err)
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, fmt.Errorf("results: %s: %w", filepath.Join(dir, ResultFile), err)
+	}
+	return rec, nil
+}

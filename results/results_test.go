@@ -1,0 +1,446 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"splitbrain/checker"
+	"splitbrain/history"
+)
+
+const evilKey = `<script>alert(1)</script>`
+
+type builder struct{ events []history.Event }
+
+func sec(s float64) int64 { return int64(s * float64(time.Second)) }
+
+func (b *builder) add(p string, typ history.Type, f history.Func, key string, at float64, mods ...func(*history.Event)) *builder {
+	e := history.Event{Index: int64(len(b.events)), Process: p, Type: typ, F: f, Key: key, Time: sec(at)}
+	for _, m := range mods {
+		m(&e)
+	}
+	b.events = append(b.events, e)
+	return b
+}
+
+func (b *builder) acquire(p, key string, inv, ok, dl float64) *builder {
+	b.add(p, history.Invoke, history.Acquire, key, inv)
+	return b.add(p, history.OK, history.Acquire, key, ok, func(e *history.Event) {
+		d := sec(dl)
+		e.Deadline = &d
+		e.Nodes = []string{"n1", "n2", "n3"}
+	})
+}
+
+func (b *builder) release(p, key string, inv, ok float64) *builder {
+	b.add(p, history.Invoke, history.Release, key, inv)
+	return b.add(p, history.OK, history.Release, key, ok)
+}
+
+func (b *builder) fault(at float64, f history.Fault) *builder {
+	return b.add(history.ProcessNemesis, history.Info, history.Nemesis, "", at,
+		func(e *history.Event) { e.Value = history.MustValue(f) })
+}
+
+func cut(id int, phase, client string, nodes ...string) history.Fault {
+	f := history.Fault{ID: id, Kind: "cut", Phase: phase, Detail: "drop"}
+	for _, n := range nodes {
+		f.Links = append(f.Links, history.Link{Client: client, Node: n})
+	}
+	return f
+}
+
+// clockJump is the clock-jump counterexample on a lock whose key name would
+// be markup if it were not escaped.
+func clockJump() []history.Event {
+	b := &builder{}
+	b.fault(0, cut(1, history.PhaseStart, "c1", "n4", "n5"))
+	b.acquire("c1", evilKey, 0.1, 0.2, 2.1)
+	b.fault(0.5, history.Fault{ID: 2, Kind: "clock-jump", Phase: history.PhaseStart, Nodes: []string{"n3"}, Offset: int64(5 * time.Second)})
+	b.fault(0.7, cut(1, history.PhaseStop, "c1", "n4", "n5"))
+	b.fault(0.8, cut(3, history.PhaseStart, "c2", "n1", "n2"))
+	b.add("c3", history.Invoke, history.Acquire, evilKey, 0.85)
+	b.add("c3", history.Fail, history.Acquire, evilKey, 0.9, func(e *history.Event) { e.Err = "<b>quorum</b> not reached" })
+	b.acquire("c2", evilKey, 1.0, 1.1, 3.0)
+	b.fault(1.2, cut(3, history.PhaseStop, "c2", "n1", "n2"))
+	b.release("c1", evilKey, 1.9, 1.95)
+	b.release("c2", evilKey, 2.5, 2.6)
+	return b.events
+}
+
+func meta(scenario, expect string) Meta {
+	return Meta{
+		Scenario:    scenario,
+		Description: "Kleppmann's clock jump <i>",
+		Lock:        "redlock",
+		Seed:        42,
+		Nodes:       []string{"n1", "n2", "n3", "n4", "n5"},
+		Clients:     []string{"c1", "c2", "c3"},
+		TTL:         2 * time.Second,
+		Started:     time.Date(2026, 11, 22, 7, 30, 12, 123e6, time.UTC),
+		Duration:    2600 * time.Millisecond,
+		Expect:      expect,
+		Command:     "splitbrain run " + scenario + " --seed 42",
+		Backend:     "local",
+	}
+}
+
+// writeHistory stores events the way the runner's recorder does.
+func writeHistory(t *testing.T, dir string, events []history.Event) {
+	t.Helper()
+	var sb strings.Builder
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb.Write(b)
+		sb.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, HistoryFile), []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func assertNoTemp(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file %s left in %s", e.Name(), dir)
+		}
+	}
+}
+
+func TestNewRunDir(t *testing.T) {
+	store := t.TempDir()
+	now := time.Date(2026, 11, 22, 7, 30, 12, 123456789, time.FixedZone("CET", 3600))
+	first, err := NewRunDir(store, "clock-jump", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(store, "clock-jump", "20261122T063012.123Z"); first != want {
+		t.Errorf("dir = %s, want %s (UTC, millisecond stamp)", first, want)
+	}
+	second, err := NewRunDir(store, "clock-jump", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second != first+"-2" {
+		t.Errorf("same-millisecond run = %s, want %s-2", second, first)
+	}
+	third, err := NewRunDir(store, "failover", now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{first, second, third} {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			t.Errorf("%s is not a directory: %v", dir, err)
+		}
+	}
+	if !(filepath.Base(first) < filepath.Base(second)) {
+		t.Error("run folders do not sort in creation order")
+	}
+
+	target, err := os.Readlink(filepath.Join(store, LatestLink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.IsAbs(target) || target != filepath.Join("failover", filepath.Base(third)) {
+		t.Errorf("store/latest -> %s, want the relative path of the newest run", target)
+	}
+	if got, err := Latest(store); err != nil || got != third {
+		t.Errorf("Latest(store) = %s, %v; want %s", got, err, third)
+	}
+	if got, err := Latest(filepath.Join(store, "clock-jump")); err != nil || got != second {
+		t.Errorf("Latest(scenario) = %s, %v; want %s", got, err, second)
+	}
+	// The link resolves from anywhere: it is relative to the store.
+	if fi, err := os.Stat(filepath.Join(store, LatestLink)); err != nil || !fi.IsDir() {
+		t.Errorf("store/latest does not resolve to a directory: %v", err)
+	}
+	assertNoTemp(t, store)
+
+	for _, bad := range []string{"", ".", "..", "latest", "a/b", `a\b`, ".hidden"} {
+		if _, err := NewRunDir(store, bad, now); err == nil {
+			t.Errorf("scenario name %q accepted", bad)
+		}
+	}
+}
+
+func TestWriteViolatingReport(t *testing.T) {
+	store := t.TempDir()
+	dir, err := NewRunDir(store, "clock-jump", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := clockJump()
+	writeHistory(t, dir, events)
+	res := checker.Check(events)
+	if res.Verdict != checker.Invalid {
+		t.Fatalf("fixture: verdict %s (%s)", res.Verdict, res.Reason)
+	}
+	m := meta("clock-jump", "violation")
+	if err := Write(dir, m, events, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{HistoryFile, ResultFile, ReportFile, PorcupineFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s missing: %v", name, err)
+		}
+	}
+	assertNoTemp(t, dir)
+
+	rec, err := ReadRecord(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Meta.Scenario != m.Scenario || rec.Meta.Seed != 42 || rec.Meta.TTL != m.TTL || !rec.Meta.Started.Equal(m.Started) ||
+		rec.Meta.Command != m.Command || len(rec.Meta.Nodes) != 5 {
+		t.Errorf("meta did not round-trip: %+v", rec.Meta)
+	}
+	if rec.Result.Verdict != checker.Invalid || len(rec.Result.Violations) != 1 ||
+		rec.Result.Violations[0].Text != res.Violations[0].Text || rec.Result.Violations[0].From != sec(1.1) {
+		t.Errorf("result did not round-trip: %+v", rec.Result)
+	}
+	if !rec.AsExpected || rec.Files["porcupine"] != PorcupineFile || rec.Files["history"] != HistoryFile {
+		t.Errorf("record = as_expected %v, files %v", rec.AsExpected, rec.Files)
+	}
+
+	page := readFile(t, filepath.Join(dir, ReportFile))
+	for _, want := range []string{
+		`<header class="verdict-invalid">`,
+		`<div class="verdict">invalid</div>`,
+		`<rect class="overlap"`,
+		`<rect class="belief"`,
+		`<g class="clock-jump">`,
+		`>n3 &#43;5s</text>`,
+		`<rect class="fault-band fault-cut"`,
+		`cut c1→n4,n5`,
+		`attempt attempt-fail`,
+		`href="porcupine.html"`,
+		`href="history.jsonl"`,
+		`href="result.json"`,
+		`splitbrain run clock-jump --seed 42`,
+		`both believed they held lock`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %s", want)
+		}
+	}
+	// Text from the history and the scenario is escaped, everywhere it
+	// appears: violation text, tooltips, tables.
+	for _, bad := range []string{"<script", "<b>quorum", "<i>"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("report contains unescaped %q", bad)
+		}
+	}
+	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("escaped key name not found in the report")
+	}
+	// Self-contained: nothing is fetched.
+	for _, bad := range []string{"https://", "src=", "<link", "@import"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("report refers to an outside resource: %q", bad)
+		}
+	}
+	viz := readFile(t, filepath.Join(dir, PorcupineFile))
+	if !strings.Contains(viz, "clock-jump n3 +5s") || strings.Contains(viz, evilKey) {
+		t.Error("porcupine.html lacks the fault annotation or carries the key unescaped")
+	}
+}
+
+func TestWriteValidReport(t *testing.T) {
+	dir := t.TempDir()
+	events := (&builder{}).
+		acquire("c1", "k", 0.1, 0.2, 1.0).
+		add("c2", history.Invoke, history.Acquire, "k", 0.5).
+		add("c2", history.Fail, history.Acquire, "k", 0.6).
+		acquire("c2", "k", 1.2, 1.3, 2.0).
+		release("c2", "k", 1.5, 1.6).events
+	writeHistory(t, dir, events)
+	// A stale visualization from an earlier check of this run must go.
+	if err := os.WriteFile(filepath.Join(dir, PorcupineFile), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := checker.Check(events)
+	if res.Verdict != checker.Valid {
+		t.Fatalf("fixture: verdict %s", res.Verdict)
+	}
+	if err := Write(dir, meta("clock-jump-control", "safe"), events, res); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, PorcupineFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("porcupine.html exists for a valid run: %v", err)
+	}
+	assertNoTemp(t, dir)
+	page := readFile(t, filepath.Join(dir, ReportFile))
+	for _, want := range []string{`<header class="verdict-valid">`, `<div class="verdict">valid</div>`, `<rect class="belief"`, "as expected"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %s", want)
+		}
+	}
+	for _, bad := range []string{`class="overlap"`, `href="porcupine.html"`, "What went wrong"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("valid report contains %s", bad)
+		}
+	}
+	rec, err := ReadRecord(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Result.Verdict != checker.Valid || !rec.AsExpected || len(rec.Result.Keys) != 1 || len(rec.Result.Keys[0].Beliefs) != 2 {
+		t.Errorf("record = %+v", rec)
+	}
+}
+
+func TestWriteUnknownReport(t *testing.T) {
+	dir := t.TempDir()
+	res := checker.Check(nil)
+	if err := Write(dir, meta("empty", "safe"), nil, res); err != nil {
+		t.Fatal(err)
+	}
+	page := readFile(t, filepath.Join(dir, ReportFile))
+	for _, want := range []string{`<header class="verdict-unknown">`, "no operations recorded", "not as expected"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %s", want)
+		}
+	}
+	rec, err := ReadRecord(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.AsExpected || rec.Files["history"] != "" {
+		t.Errorf("record = %+v; an unknown is never as expected, and there is no history file", rec)
+	}
+}
+
+func TestTimelineIsToScale(t *testing.T) {
+	events := clockJump()
+	res := checker.Check(events)
+	tl := buildTimeline(meta("clock-jump", ""), res, nil, newScale(res))
+	var beliefs []rect
+	for _, b := range tl.Bars {
+		if b.Class == "belief" {
+			beliefs = append(beliefs, b)
+		}
+	}
+	if len(beliefs) != 2 {
+		t.Fatalf("%d belief bars, want 2", len(beliefs))
+	}
+	// c1 believed 0.2–1.9 s, c2 1.1–2.5 s, on a 3.0 s axis (c2's lease deadline).
+	perSec := plotWidth / 3.0
+	near := func(got, want float64) bool { return math.Abs(got-want) < 0.01 }
+	if !near(beliefs[0].X, plotLeft+0.2*perSec) || !near(beliefs[0].W, 1.7*perSec) ||
+		!near(beliefs[1].X, plotLeft+1.1*perSec) || !near(beliefs[1].W, 1.4*perSec) {
+		t.Errorf("belief bars not to scale: %+v", beliefs)
+	}
+	if len(tl.Overlaps) != 2 {
+		t.Fatalf("%d overlap rects, want one per client", len(tl.Overlaps))
+	}
+	for _, o := range tl.Overlaps {
+		if !near(o.X, plotLeft+1.1*perSec) || !near(o.W, 0.8*perSec) {
+			t.Errorf("overlap rect %+v, want 1.1–1.9 s", o)
+		}
+	}
+	lanes := map[string]bool{}
+	for _, l := range tl.Lanes {
+		lanes[l.Label] = true
+	}
+	for _, want := range []string{"c1", "c2", "c3", "n1", "n5", "network"} {
+		if !lanes[want] {
+			t.Errorf("no lane %s", want)
+		}
+	}
+	var clock int
+	for _, m := range tl.Markers {
+		if m.Class == "clock-jump" {
+			clock++
+			if m.Label != "n3 +5s" || !near(m.X, plotLeft+0.5*perSec) {
+				t.Errorf("clock marker %+v", m)
+			}
+		}
+	}
+	if clock != 1 {
+		t.Errorf("%d clock markers, want 1", clock)
+	}
+	if len(tl.Bands) != 2 {
+		t.Errorf("%d cut bands, want 2", len(tl.Bands))
+	}
+}
+
+func TestWriteAtomicLeavesNothingOnError(t *testing.T) {
+	dir := t.TempDir()
+	boom := errors.New("boom")
+	err := writeAtomic(dir, ResultFile, func(w io.Writer) error {
+		io.WriteString(w, `{"half":`)
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("err = %v, want it to wrap the writer's error", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Errorf("left behind: %v", entries)
+	}
+	// An existing file is replaced whole, never truncated in place.
+	if err := writeAtomic(dir, ResultFile, func(w io.Writer) error { _, err := io.WriteString(w, "one"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	_ = writeAtomic(dir, ResultFile, func(w io.Writer) error { io.WriteString(w, "tw"); return boom })
+	if got := readFile(t, filepath.Join(dir, ResultFile)); got != "one" {
+		t.Errorf("after a failed rewrite the file holds %q, want the old content", got)
+	}
+	assertNoTemp(t, dir)
+}
+
+func TestAsExpected(t *testing.T) {
+	tests := []struct {
+		expect string
+		v      checker.Verdict
+		want   bool
+	}{
+		{"violation", checker.Invalid, true},
+		{"violation", checker.Valid, false},
+		{"safe", checker.Valid, true},
+		{"safe", checker.Invalid, false},
+		{"safe", checker.Unknown, false},
+		{"violation", checker.Unknown, false},
+		{"any", checker.Valid, true},
+		{"any", checker.Invalid, true},
+		{"any", checker.Unknown, false},
+		{"nonsense", checker.Valid, false},
+	}
+	for _, tt := range tests {
+		if got := AsExpected(tt.expect, tt.v); got != tt.want {
+			t.Errorf("AsExpected(%q, %s) = %v, want %v", tt.expect, tt.v, got, tt.want)
+		}
+	}
+}
+
+func TestStampFormat(t *testing.T) {
+	stamp := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).Format(stampLayout)
+	if !regexp.MustCompile(`^\d{8}T\d{6}\.\d{3}Z$`).MatchString(stamp) || stamp != "20260102T030405.000Z" {
+		t.Errorf("stamp = %s", stamp)
+	}
+}

@@ -1,0 +1,304 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"splitbrain/checker"
+	"splitbrain/cluster"
+	"splitbrain/history"
+	"splitbrain/nemesis"
+	"splitbrain/redlock"
+	"splitbrain/results"
+	"splitbrain/workload"
+)
+
+// RunOptions configures one run of a scenario.
+type RunOptions struct {
+	// Seed is the run's only source of randomness for the workload and the
+	// nemesis; the same seed replays the same draws.
+	Seed int64
+	// Store is the folder runs are written to.
+	Store string
+	// CacheDir holds the clock shim and the live-run registry; empty means
+	// the default.
+	CacheDir string
+	// Command re-runs this exact run; empty means
+	// "splitbrain run <name> --seed <seed>".
+	Command string
+	// Progress receives one line per step; nil discards them.
+	Progress io.Writer
+}
+
+// Outcome is what a run found and where it left its files.
+type Outcome struct {
+	Dir        string
+	Result     checker.Result
+	AsExpected bool
+}
+
+// Random streams derived from the seed, one per consumer, so that adding a
+// draw to one never shifts the draws of another.
+const (
+	streamNemesis  = 1
+	streamWorkload = 2
+)
+
+// cleanupTimeout bounds the heal and shutdown at the end of a run, which
+// must happen even after Ctrl-C.
+const cleanupTimeout = 30 * time.Second
+
+// Run runs sc: it starts the cluster, the proxies and the clients, plays the
+// steps, heals every fault, stops everything, checks the history and writes
+// the report. When ctx is cancelled (Ctrl-C) it stops playing steps but still
+// cleans up, checks what was recorded and writes the report; the verdict is
+// then invalid if a violation was recorded and unknown otherwise.
+//
+// The error is for failures of the harness itself (no redis-server, a fault
+// that could not be injected); the outcome is returned whenever a run
+// folder was made, even with an error.
+func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
+	started := time.Now()
+	dir, err := results.NewRunDir(opts.Store, sc.Name, started)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := history.Create(filepath.Join(dir, results.HistoryFile))
+	if err != nil {
+		return nil, err
+	}
+	logf := func(format string, args ...any) {
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "%7.3fs  %s\n", time.Duration(rec.Now()).Seconds(), fmt.Sprintf(format, args...))
+		}
+	}
+
+	r := &runner{sc: sc, rec: rec, logf: logf,
+		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), streamNemesis)),
+		wlRand:  rand.New(rand.NewPCG(uint64(opts.Seed), streamWorkload)),
+	}
+	runErr := r.setUp(ctx, dir, opts.CacheDir)
+	if runErr == nil {
+		runErr = r.play(ctx)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	cleanErr := r.tearDown(cctx)
+	cancel()
+	events := rec.Events()
+	if err := rec.Close(); err != nil {
+		cleanErr = errors.Join(cleanErr, err)
+	}
+
+	var checkOpts []checker.Option
+	switch {
+	case runErr != nil:
+		checkOpts = append(checkOpts, checker.Incomplete("the run failed: "+runErr.Error()))
+	case ctx.Err() != nil:
+		checkOpts = append(checkOpts, checker.Incomplete("the run was interrupted before its last step"))
+	}
+	res := checker.Check(events, checkOpts...)
+	cmd := opts.Command
+	if cmd == "" {
+		cmd = fmt.Sprintf("splitbrain run %s --seed %d", sc.Name, opts.Seed)
+	}
+	meta := results.Meta{
+		Scenario:    sc.Name,
+		Description: sc.Description,
+		Lock:        sc.Lock.Kind,
+		Seed:        opts.Seed,
+		Nodes:       r.nodeNames(),
+		Clients:     sc.Clients,
+		TTL:         sc.Lock.TTL,
+		Started:     started,
+		Duration:    time.Since(started),
+		Expect:      string(sc.Expect),
+		Command:     cmd,
+		Backend:     "local",
+	}
+	writeErr := results.Write(dir, meta, events, res)
+	out := &Outcome{Dir: dir, Result: res, AsExpected: results.AsExpected(meta.Expect, res.Verdict)}
+	return out, errors.Join(runErr, cleanErr, writeErr)
+}
+
+type runner struct {
+	sc      *Scenario
+	rec     *history.Recorder
+	logf    func(string, ...any)
+	nemRand *rand.Rand
+	wlRand  *rand.Rand
+
+	cluster *cluster.Local
+	net     *nemesis.Net
+	nem     *nemesis.Nemesis
+	clients map[string]*workload.Client
+}
+
+func (r *runner) setUp(ctx context.Context, dir, cacheDir string) error {
+	sc := r.sc
+	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: sc.Nodes, Dir: dir, CacheDir: cacheDir})
+	if err != nil {
+		return err
+	}
+	r.cluster = cl
+	var eps []nemesis.Endpoint
+	for _, n := range cl.Nodes() {
+		eps = append(eps, nemesis.Endpoint{Name: n.Name(), Addr: n.Addr()})
+	}
+	r.logf("started %d redis-server nodes: %s", len(eps), r.nodeList())
+	if r.net, err = nemesis.NewNet(sc.Clients, eps); err != nil {
+		return err
+	}
+	r.nem = nemesis.New(r.rec)
+	r.clients = map[string]*workload.Client{}
+	for _, name := range sc.Clients {
+		var nodes []workload.Node
+		for _, ep := range eps {
+			addr, err := r.net.Addr(name, ep.Name)
+			if err != nil {
+				return err
+			}
+			nodes = append(nodes, workload.Node{Name: ep.Name, Addr: addr})
+		}
+		c, err := workload.NewClient(name, nodes, cl.Password(), redlock.Options{NodeTimeout: sc.Lock.NodeTimeout}, r.rec)
+		if err != nil {
+			return err
+		}
+		r.clients[name] = c
+	}
+	return nil
+}
+
+func (r *runner) play(ctx context.Context) error {
+	for i, st := range r.sc.Steps {
+		if ctx.Err() != nil {
+			r.logf("interrupted before step %d", i+1)
+			return nil
+		}
+		if err := r.step(ctx, st); err != nil {
+			return fmt.Errorf("%s:%d: step %d (%s): %w", r.sc.File, st.Line, i+1, st.Kind, err)
+		}
+	}
+	return nil
+}
+
+func (r *runner) step(ctx context.Context, st Step) error {
+	key := st.Key
+	if key == "" {
+		key = r.sc.Lock.Key
+	}
+	switch st.Kind {
+	case StepCut:
+		links := make([]history.Link, len(st.Nodes))
+		for i, n := range st.Nodes {
+			links[i] = history.Link{Client: st.Client, Node: n}
+		}
+		f := nemesis.Cut{Net: r.net, Links: links}
+		r.logf("cut %s", f.Describe().Detail)
+		_, err := r.nem.Start(ctx, f)
+		return err
+	case StepHeal:
+		r.logf("heal %s", st.Heal)
+		return r.heal(ctx, st.Heal)
+	case StepClock:
+		node, ok := r.cluster.Node(st.Node)
+		if !ok {
+			return fmt.Errorf("no node %q", st.Node)
+		}
+		f := nemesis.ClockJump{Node: node, By: st.Span.Draw(r.nemRand)}
+		r.logf("jump %s", f.Describe().Detail)
+		_, err := r.nem.Start(ctx, f)
+		return err
+	case StepAcquire:
+		c := r.clients[st.Client]
+		if err := c.Acquire(ctx, key, r.sc.Lock.TTL); err != nil {
+			r.logf("%s acquire %q: not acquired: %v", st.Client, key, firstLine(err))
+		} else {
+			r.logf("%s acquire %q: acquired", st.Client, key)
+		}
+		return nil
+	case StepRelease:
+		c := r.clients[st.Client]
+		if !c.Holds(key) {
+			r.logf("%s release %q: holds no lease, skipped", st.Client, key)
+			return nil
+		}
+		if err := c.Release(ctx, key); err != nil {
+			r.logf("%s release %q: %v", st.Client, key, firstLine(err))
+		} else {
+			r.logf("%s release %q: released", st.Client, key)
+		}
+		return nil
+	case StepWait:
+		d := st.Span.Draw(r.wlRand)
+		r.logf("wait %v", d)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown step kind %q", st.Kind)
+}
+
+// faultKinds maps a heal step's target to the fault kinds it heals.
+var faultKinds = map[string][]string{
+	"links":  {"cut"},
+	"clocks": {"clock-jump"},
+	"all":    {"cut", "clock-jump"},
+}
+
+func (r *runner) heal(ctx context.Context, what string) error {
+	var errs []error
+	for _, kind := range faultKinds[what] {
+		errs = append(errs, r.nem.StopKind(ctx, kind))
+	}
+	return errors.Join(errs...)
+}
+
+// tearDown heals every fault and stops everything the run started, in the
+// reverse order of setUp, whatever state setUp reached.
+func (r *runner) tearDown(ctx context.Context) error {
+	var errs []error
+	if r.nem != nil {
+		errs = append(errs, r.nem.HealAll(ctx))
+	}
+	for _, c := range r.clients {
+		c.Close()
+	}
+	if r.net != nil {
+		r.net.Close()
+	}
+	if r.cluster != nil {
+		errs = append(errs, r.cluster.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *runner) nodeNames() []string {
+	var out []string
+	for i := 1; i <= r.sc.Nodes; i++ {
+		out = append(out, fmt.Sprintf("n%d", i))
+	}
+	return out
+}
+
+func (r *runner) nodeList() string {
+	var parts []string
+	for _, n := range r.cluster.Nodes() {
+		parts = append(parts, n.Name()+"="+n.Addr())
+	}
+	return strings.Join(parts, " ")
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
