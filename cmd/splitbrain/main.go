@@ -40,8 +40,10 @@ const usage = `splitbrain: Jepsen-style fault injection for the Redlock distribu
 Usage:
   splitbrain list                       list the built-in scenarios
   splitbrain run SCENARIO [flags]       run a built-in scenario or a scenario file
+  splitbrain suite [flags]              run every built-in scenario; exit 0 only
+                                        if each verdict meets its expectation
 
-Flags of run:
+Flags of run and suite:
   --seed N        seed of the workload's and the nemesis's random draws
                   (default: a fresh random seed, printed and stored)
   --store DIR     where runs are written (default: store)
@@ -79,11 +81,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdList(args[1:], stdout)
 	case "run":
 		code, err = cmdRun(args[1:], stdout, stderr)
+	case "suite":
+		code, err = cmdSuite(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	default:
-		err = &usageError{fmt.Sprintf("unknown command %q; want list or run", args[0])}
+		err = &usageError{fmt.Sprintf("unknown command %q; want list, run or suite", args[0])}
 	}
 	var ue *usageError
 	switch {
@@ -137,9 +141,11 @@ type runFlags struct {
 	json    bool
 }
 
-func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
+// parseRunFlags parses the flags shared by run and suite and returns the
+// positional arguments and the seed.
+func parseRunFlags(name string, args []string) (runFlags, []string, int64, error) {
 	var f runFlags
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.seed, "seed", "", "")
 	fs.StringVar(&f.store, "store", "store", "")
@@ -147,72 +153,154 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.BoolVar(&f.json, "json", false, "")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
+		return f, nil, 0, err
+	}
+	if f.backend != "local" {
+		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: only local is available", f.backend)}
+	}
+	if f.store == "" {
+		return f, nil, 0, &usageError{"--store is empty; give a folder for the runs"}
+	}
+	seed, err := parseSeed(f.seed)
+	return f, pos, seed, err
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
+	f, pos, seed, err := parseRunFlags("run", args)
+	if err != nil {
 		return exitUsage, err
 	}
 	if len(pos) != 1 {
 		return exitUsage, &usageError{fmt.Sprintf("run takes one scenario (a built-in name or a .yaml file), got %d; built-ins: %s",
 			len(pos), strings.Join(scenarios.Builtin(), ", "))}
 	}
-	if f.backend != "local" {
-		return exitUsage, &usageError{fmt.Sprintf("--backend %q: only local is available", f.backend)}
-	}
-	if f.store == "" {
-		return exitUsage, &usageError{"--store is empty; give a folder for the runs"}
-	}
-	seed, err := parseSeed(f.seed)
+	sc, err := loadScenario(pos[0])
 	if err != nil {
 		return exitUsage, err
 	}
-	sc, err := scenarios.Load(pos[0])
-	if err != nil {
-		var se scenarios.Errors
-		if errors.As(err, &se) || errors.Is(err, scenarios.ErrUnknownScenario) || errors.Is(err, os.ErrNotExist) {
-			return exitUsage, &usageError{err.Error()}
-		}
-		return exitInternal, err
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	out, err := runOne(ctx, sc, seed, f, stdout, stderr)
+	if out == nil {
+		return exitInternal, err
+	}
+	if f.json {
+		writeJSON(stdout, summarize(sc, seed, out))
+	}
+	if err != nil && out.Result.Verdict != checker.Invalid {
+		return exitInternal, nil
+	}
+	return out.Result.Verdict.ExitCode(), nil
+}
+
+func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
+	f, pos, seed, err := parseRunFlags("suite", args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) != 0 {
+		return exitUsage, &usageError{fmt.Sprintf("suite runs every built-in scenario and takes no scenario, got %q", strings.Join(pos, " "))}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var rows []runSummary
+	code := exitValid
+	for _, name := range scenarios.Builtin() {
+		if ctx.Err() != nil {
+			code = exitUnknown
+			break
+		}
+		sc, err := scenarios.Load(name)
+		if err != nil {
+			return exitInternal, err
+		}
+		out, err := runOne(ctx, sc, seed, f, stdout, stderr)
+		if out == nil {
+			return exitInternal, err
+		}
+		row := summarize(sc, seed, out)
+		rows = append(rows, row)
+		if !row.AsExpected && code == exitValid {
+			code = exitInvalid
+		}
+		if !f.json {
+			fmt.Fprintln(stdout)
+		}
+	}
+	if f.json {
+		writeJSON(stdout, rows)
+		return code, nil
+	}
+	fmt.Fprintf(stdout, "%-22s %-10s %-8s %-4s %s\n", "SCENARIO", "EXPECT", "VERDICT", "OK", "REPORT")
+	for _, r := range rows {
+		ok := "yes"
+		if !r.AsExpected {
+			ok = "NO"
+		}
+		fmt.Fprintf(stdout, "%-22s %-10s %-8s %-4s %s\n", r.Scenario, r.Expect, r.Verdict, ok, r.Report)
+	}
+	met := 0
+	for _, r := range rows {
+		if r.AsExpected {
+			met++
+		}
+	}
+	fmt.Fprintf(stdout, "%d of %d scenarios met their expectation (seed %d)\n", met, len(scenarios.Builtin()), seed)
+	return code, nil
+}
+
+func loadScenario(nameOrPath string) (*scenarios.Scenario, error) {
+	sc, err := scenarios.Load(nameOrPath)
+	if err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	return sc, nil
+}
+
+// runOne runs one scenario and prints its progress and verdict (text mode)
+// or only its progress, to stderr (JSON mode).
+func runOne(ctx context.Context, sc *scenarios.Scenario, seed int64, f runFlags, stdout, stderr io.Writer) (*scenarios.Outcome, error) {
 	progress := stderr
 	if !f.json {
 		progress = stdout
-		fmt.Fprintf(stdout, "splitbrain: scenario %s, seed %d\n", sc.Name, seed)
 	}
+	fmt.Fprintf(progress, "splitbrain: scenario %s, seed %d\n", sc.Name, seed)
 	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{
 		Seed:     seed,
 		Store:    f.store,
 		Command:  rerunCommand(sc, seed, f),
 		Progress: progress,
 	})
-	if out == nil {
-		return exitInternal, err
-	}
 	if err != nil {
 		fmt.Fprintf(stderr, "splitbrain: %v\n", err)
 	}
-	report := filepath.Join(out.Dir, "report.html")
-	if f.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(struct {
-			Scenario   string          `json:"scenario"`
-			Seed       int64           `json:"seed"`
-			Dir        string          `json:"dir"`
-			Report     string          `json:"report"`
-			Verdict    checker.Verdict `json:"verdict"`
-			Expect     string          `json:"expect"`
-			AsExpected bool            `json:"as_expected"`
-			Reason     string          `json:"reason"`
-		}{sc.Name, seed, out.Dir, report, out.Result.Verdict, string(sc.Expect), out.AsExpected, out.Result.Reason})
-	} else {
+	if out != nil && !f.json {
 		printVerdict(stdout, sc, out)
-		fmt.Fprintf(stdout, "report: %s\n", report)
+		fmt.Fprintf(stdout, "report: %s\n", filepath.Join(out.Dir, "report.html"))
 	}
-	if err != nil && out.Result.Verdict != checker.Invalid {
-		return exitInternal, nil
-	}
-	return out.Result.Verdict.ExitCode(), nil
+	return out, err
+}
+
+type runSummary struct {
+	Scenario   string          `json:"scenario"`
+	Seed       int64           `json:"seed"`
+	Dir        string          `json:"dir"`
+	Report     string          `json:"report"`
+	Verdict    checker.Verdict `json:"verdict"`
+	Expect     string          `json:"expect"`
+	AsExpected bool            `json:"as_expected"`
+	Reason     string          `json:"reason"`
+}
+
+func summarize(sc *scenarios.Scenario, seed int64, out *scenarios.Outcome) runSummary {
+	return runSummary{sc.Name, seed, out.Dir, filepath.Join(out.Dir, "report.html"),
+		out.Result.Verdict, string(sc.Expect), out.AsExpected, out.Result.Reason}
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }
 
 func printVerdict(w io.Writer, sc *scenarios.Scenario, out *scenarios.Outcome) {

@@ -1,0 +1,26 @@
+# The two commands of the README:
+#   make suite   installs what is missing, builds, runs the built-in suite
+#   make test    installs what is missing, vets and runs every test
+GO ?= go
+BIN := bin/splitbrain
+
+.PHONY: setup build suite test vet fuzz clean
+
+setup:
+	@bash scripts/setup.sh
+
+build:
+	$(GO) build -o $(BIN) ./cmd/splitbrain
+
+suite: setup build
+	./$(BIN) suite
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+test: setup vet
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,485 @@
+package history_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"splitbrain/history"
+)
+
+func i64(v int64) *int64 { return &v }
+
+// sample is a short history covering every optional field.
+func sample() []history.Event {
+	fault := history.Fault{ID: 1, Kind: "cut", Phase: history.PhaseStart,
+		Links:  []history.Link{{Client: "c1", Node: "n4"}, {Client: "c1", Node: "n5"}},
+		Detail: "c1→n4, c1→n5"}
+	return []history.Event{
+		{Process: history.ProcessNemesis, Type: history.Info, F: history.Nemesis, Value: history.MustValue(fault)},
+		{Process: "c1", Type: history.Invoke, F: history.Acquire, Key: "lock", Value: history.MustValue("v-\"1\"<é>")},
+		{Process: "c1", Type: history.OK, F: history.Acquire, Key: "lock", Value: history.MustValue("v-\"1\"<é>"),
+			Deadline: i64(1_999_000_000), Token: i64(7), Nodes: []string{"n1", "n2", "n3"}},
+		{Process: "c2", Type: history.Invoke, F: history.Write, Key: "counter", Value: history.MustValue(41)},
+		{Process: "c2", Type: history.Info, F: history.Write, Key: "counter", Err: "i/o timeout\nsecond line"},
+		{Process: "c3", Type: history.Fail, F: history.Release, Key: "lock", Err: "not the holder", Nodes: []string{}},
+		{Process: history.ProcessNemesis, Type: history.Info, F: history.Nemesis,
+			Value: history.MustValue(history.Fault{ID: 1, Kind: "cut", Phase: history.PhaseStop})},
+	}
+}
+
+// checkRoundTrip compares what was recorded with what was read back: the
+// recorder's stamps (index, time) and every field the caller set.
+func checkRoundTrip(t *testing.T, in, recorded, got []history.Event) {
+	t.Helper()
+	if len(got) != len(in) || len(recorded) != len(in) {
+		t.Fatalf("read %d events, recorded %d, wrote %d", len(got), len(recorded), len(in))
+	}
+	var last int64
+	for i, g := range got {
+		if g.Index != int64(i) {
+			t.Errorf("event %d: index %d", i, g.Index)
+		}
+		if g.Time < last {
+			t.Errorf("event %d: time %d before %d", i, g.Time, last)
+		}
+		last = g.Time
+		want := in[i]
+		want.Index, want.Time = g.Index, g.Time
+		if len(want.Nodes) == 0 {
+			want.Nodes = nil // omitempty: an empty list reads back as none
+		}
+		if !reflect.DeepEqual(g, want) {
+			t.Errorf("event %d:\n got  %+v\n want %+v", i, g, want)
+		}
+		if !reflect.DeepEqual(g, normalize(recorded[i])) {
+			t.Errorf("event %d: read %+v, Record returned %+v", i, g, recorded[i])
+		}
+	}
+}
+
+func normalize(e history.Event) history.Event {
+	if len(e.Nodes) == 0 {
+		e.Nodes = nil
+	}
+	return e
+}
+
+func TestRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		// record returns the events Record returned and the parsed history.
+		record func(t *testing.T, in []history.Event) (recorded, got []history.Event)
+	}{
+		{"buffer", func(t *testing.T, in []history.Event) ([]history.Event, []history.Event) {
+			var buf bytes.Buffer
+			r := history.NewRecorder(&buf, time.Now())
+			var recorded []history.Event
+			for _, e := range in {
+				recorded = append(recorded, r.Record(e))
+			}
+			if err := r.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatalf("Close of a writer recorder: %v", err)
+			}
+			if !reflect.DeepEqual(r.Events(), recorded) {
+				t.Errorf("Events() differs from what Record returned")
+			}
+			if n := strings.Count(buf.String(), "\n"); n != len(in) {
+				t.Errorf("%d lines for %d events", n, len(in))
+			}
+			got, err := history.Parse(&buf, "buf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return recorded, got
+		}},
+		{"file", func(t *testing.T, in []history.Event) ([]history.Event, []history.Event) {
+			path := filepath.Join(t.TempDir(), "history.jsonl")
+			before := time.Now()
+			r, err := history.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := r.Base(); b.Before(before) || b.After(time.Now()) {
+				t.Errorf("Base %v is not the creation instant", b)
+			}
+			var recorded []history.Event
+			for _, e := range in {
+				recorded = append(recorded, r.Record(e))
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+			got, err := history.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return recorded, got
+		}},
+	}
+	inputs := map[string][]history.Event{
+		"empty":  nil,
+		"one":    sample()[:1],
+		"sample": sample(),
+	}
+	for _, tt := range tests {
+		for iname, in := range inputs {
+			t.Run(tt.name+"/"+iname, func(t *testing.T) {
+				recorded, got := tt.record(t, in)
+				checkRoundTrip(t, in, recorded, got)
+			})
+		}
+	}
+}
+
+func TestRecorderClock(t *testing.T) {
+	base := time.Now().Add(-time.Hour)
+	r := history.NewRecorder(io.Discard, base)
+	if r.Base() != base {
+		t.Errorf("Base = %v, want %v", r.Base(), base)
+	}
+	if got := r.Since(base.Add(1500 * time.Millisecond)); got != int64(1500*time.Millisecond) {
+		t.Errorf("Since = %d", got)
+	}
+	if now := r.Now(); now < int64(time.Hour) {
+		t.Errorf("Now = %v, want at least an hour", time.Duration(now))
+	}
+	e := r.Record(history.Event{Process: "c1", Type: history.Invoke, F: history.Acquire, Index: 99, Time: -5})
+	if e.Index != 0 || e.Time < int64(time.Hour) {
+		t.Errorf("Record did not stamp index and time: %+v", e)
+	}
+}
+
+type failWriter struct{ n int }
+
+func (w *failWriter) Write(b []byte) (int, error) {
+	if w.n == 0 {
+		return 0, errors.New("disk full")
+	}
+	w.n--
+	return len(b), nil
+}
+
+func TestRecorderWriteError(t *testing.T) {
+	r := history.NewRecorder(&failWriter{n: 1}, time.Now())
+	for range 3 {
+		r.Record(history.Event{Process: "c1", Type: history.Invoke, F: history.Read})
+	}
+	err := r.Err()
+	if err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), "event 1") {
+		t.Errorf("Err = %v, want the first failed event (1) and the cause", err)
+	}
+	if n := len(r.Events()); n != 3 {
+		t.Errorf("kept %d events in memory after a write error, want 3", n)
+	}
+	if cerr := r.Close(); !errors.Is(cerr, err) && (cerr == nil || cerr.Error() != err.Error()) {
+		t.Errorf("Close = %v, want %v", cerr, err)
+	}
+}
+
+func TestCreateRefusesExistingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	if err := os.WriteFile(path, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := history.Create(path)
+	if err == nil {
+		r.Close()
+		t.Fatal("Create overwrote an existing history")
+	}
+	if !errors.Is(err, os.ErrExist) {
+		t.Errorf("err = %v, want os.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "precious\n" {
+		t.Errorf("existing file changed: %q", b)
+	}
+	if _, err := history.Create(filepath.Join(t.TempDir(), "missing", "h.jsonl")); err == nil {
+		t.Error("Create in a missing folder succeeded")
+	}
+}
+
+func TestReadFileMissing(t *testing.T) {
+	_, err := history.ReadFile(filepath.Join(t.TempDir(), "nope.jsonl"))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("err = %v, want os.ErrNotExist", err)
+	}
+}
+
+// Lines of a valid history, for building broken ones.
+const (
+	l0 = `{"i":0,"p":"c1","type":"invoke","f":"acquire","key":"lock","value":"a","t":10}`
+	l1 = `{"i":1,"p":"c1","type":"ok","f":"acquire","key":"lock","value":"a","t":20,"deadline":2000,"nodes":["n1","n2","n3"]}`
+	l2 = `{"i":2,"p":"nemesis","type":"info","f":"nemesis","value":{"id":1,"kind":"cut","phase":"start"},"t":30}`
+	l3 = `{"i":3,"p":"c1","type":"invoke","f":"release","key":"lock","value":"a","t":40}`
+)
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		input     string
+		line      int
+		events    int      // events returned before the error
+		want      []string // substrings of the message: what is wrong and what would be valid
+		truncated bool
+	}{
+		{"non-JSON line", l0 + "\n" + l1 + "\nhello world\n" + l2 + "\n", 3, 2,
+			[]string{"not a history event", "invalid character"}, false},
+		{"unknown field", l0 + "\n" + `{"i":1,"p":"c1","type":"ok","f":"acquire","t":20,"colour":"red"}` + "\n", 2, 1,
+			[]string{"not a history event", `unknown field "colour"`}, false},
+		{"wrong index", l0 + "\n" + strings.Replace(l1, `"i":1`, `"i":5`, 1) + "\n", 2, 1,
+			[]string{`field "i" is 5, want 1`, "count up from 0"}, false},
+		{"first index not zero", strings.Replace(l0, `"i":0`, `"i":1`, 1) + "\n", 1, 0,
+			[]string{`field "i" is 1, want 0`}, false},
+		{"unknown type", l0 + "\n" + strings.Replace(l1, `"type":"ok"`, `"type":"done"`, 1) + "\n", 2, 1,
+			[]string{`field "type" is "done"`, "invoke, ok, fail or info"}, false},
+		{"unknown f", l0 + "\n" + strings.Replace(l1, `"f":"acquire"`, `"f":"lock"`, 1) + "\n", 2, 1,
+			[]string{`field "f" is "lock"`, "acquire, release, extend, read, write, transfer, add or nemesis"}, false},
+		{"missing p", l0 + "\n" + strings.Replace(l1, `"p":"c1",`, "", 1) + "\n", 2, 1,
+			[]string{`field "p" is missing`, `"c1"`, `"nemesis"`}, false},
+		{"empty p", strings.Replace(l0, `"p":"c1"`, `"p":""`, 1) + "\n", 1, 0,
+			[]string{`field "p" is missing`}, false},
+		{"time going backwards", l0 + "\n" + l1 + "\n" + strings.Replace(l2, `"t":30`, `"t":15`, 1) + "\n", 3, 2,
+			[]string{`field "t" is 15, before the previous event's 20`, "never decrease"}, false},
+		{"empty line in the middle", l0 + "\n\n" + l1 + "\n", 2, 1,
+			[]string{"empty line"}, false},
+		{"blank line in the middle", l0 + "\n \t\n" + l1 + "\n", 2, 1,
+			[]string{"empty line"}, false},
+		{"wrong JSON type", l0 + "\n" + `{"i":"one","p":"c1","type":"ok","f":"acquire","t":20}` + "\n", 2, 1,
+			[]string{"not a history event"}, false},
+		{"JSON array", "[1,2]\n", 1, 0, []string{"not a history event"}, false},
+		{"torn last line", l0 + "\n" + l1 + "\n" + l2 + "\n" + `{"i":3,"p":`, 4, 3,
+			[]string{"partial line"}, true},
+		{"torn after a complete line without newline is still torn", l0 + "\n" + `{"i":1`, 2, 1,
+			[]string{"partial line"}, true},
+		{"invalid but complete last line is not torn", l0 + "\n" + `{"i":1,"p":` + "\n", 2, 1,
+			[]string{"not a history event"}, false},
+		{"valid JSON last line without newline is still validated",
+			l0 + "\n" + strings.Replace(l1, `"i":1`, `"i":2`, 1), 2, 1,
+			[]string{`field "i" is 2, want 1`}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "store/x/history.jsonl"
+			got, err := history.Parse(strings.NewReader(tt.input), name)
+			if err == nil {
+				t.Fatalf("no error; events %+v", got)
+			}
+			var le *history.LineError
+			if !errors.As(err, &le) {
+				t.Fatalf("err %T %v is not a *LineError", err, err)
+			}
+			if le.Name != name || le.Line != tt.line {
+				t.Errorf("LineError at %s:%d, want %s:%d", le.Name, le.Line, name, tt.line)
+			}
+			msg := err.Error()
+			if prefix := fmt.Sprintf("%s:%d: ", name, tt.line); !strings.HasPrefix(msg, prefix) {
+				t.Errorf("message %q does not start with %q", msg, prefix)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message %q lacks %q", msg, w)
+				}
+			}
+			if errors.Is(err, history.ErrTruncated) != tt.truncated {
+				t.Errorf("errors.Is(err, ErrTruncated) = %v, want %v (%v)", !tt.truncated, tt.truncated, err)
+			}
+			if len(got) != tt.events {
+				t.Fatalf("returned %d events with the error, want %d", len(got), tt.events)
+			}
+			for i, e := range got {
+				if e.Index != int64(i) {
+					t.Errorf("returned event %d has index %d", i, e.Index)
+				}
+			}
+		})
+	}
+}
+
+func TestParseErrorDefaultName(t *testing.T) {
+	_, err := history.Parse(strings.NewReader("x\n"), "")
+	if err == nil || !strings.HasPrefix(err.Error(), "history:1: ") {
+		t.Errorf("err = %v, want it to start with history:1:", err)
+	}
+}
+
+func TestParseFileErrorsNamePath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	if err := os.WriteFile(path, []byte(l0+"\n"+l1+"\n"+`{"i":2,"p":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	events, err := history.ReadFile(path)
+	var le *history.LineError
+	if !errors.As(err, &le) || le.Name != path || le.Line != 3 || !errors.Is(err, history.ErrTruncated) {
+		t.Fatalf("err = %v, want a truncation at %s:3", err, path)
+	}
+	if len(events) != 2 {
+		t.Errorf("got %d events of the prefix, want 2", len(events))
+	}
+}
+
+func TestParseValid(t *testing.T) {
+	tests := []struct {
+		name   string
+		input  string
+		events int
+	}{
+		{"empty", "", 0},
+		{"one line", l0 + "\n", 1},
+		{"no trailing newline", l0 + "\n" + l1 + "\n" + l2 + "\n" + l3, 4},
+		{"CRLF line ends", l0 + "\r\n" + l1 + "\r\n", 2},
+		{"equal times", l0 + "\n" + strings.Replace(l1, `"t":20`, `"t":10`, 1) + "\n", 2},
+		{"spaces around", "  " + l0 + "  \n", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := history.Parse(strings.NewReader(tt.input), "h")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tt.events {
+				t.Fatalf("%d events, want %d", len(got), tt.events)
+			}
+		})
+	}
+	got, err := history.Parse(strings.NewReader(l0+"\n"+l1+"\n"+l2+"\n"+l3), "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := got[1]
+	if e.Process != "c1" || e.Type != history.OK || e.F != history.Acquire || e.Key != "lock" ||
+		e.StringValue() != "a" || e.Time != 20 || e.Deadline == nil || *e.Deadline != 2000 ||
+		e.Token != nil || !reflect.DeepEqual(e.Nodes, []string{"n1", "n2", "n3"}) {
+		t.Errorf("event 1 decoded as %+v", e)
+	}
+}
+
+func TestFault(t *testing.T) {
+	want := history.Fault{ID: 3, Kind: "clock-jump", Phase: history.PhaseStart, Nodes: []string{"n3"},
+		Offset: int64(5 * time.Second), Detail: "n3 +5s"}
+	var buf bytes.Buffer
+	r := history.NewRecorder(&buf, time.Now())
+	r.Record(history.Event{Process: history.ProcessNemesis, Type: history.Info, F: history.Nemesis, Value: history.MustValue(want)})
+	r.Record(history.Event{Process: "c1", Type: history.Invoke, F: history.Acquire, Value: history.MustValue("v")})
+	r.Record(history.Event{Process: history.ProcessNemesis, Type: history.Info, F: history.Nemesis, Value: json.RawMessage(`"oops"`)})
+	events, err := history.Parse(&buf, "h")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := events[0].Fault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Fault = %+v, want %+v", got, want)
+	}
+	if _, err := events[1].Fault(); err == nil || !strings.Contains(err.Error(), "not a nemesis event") {
+		t.Errorf("Fault of an acquire: err = %v, want 'not a nemesis event'", err)
+	}
+	if _, err := events[2].Fault(); err == nil || !strings.Contains(err.Error(), "fault value") {
+		t.Errorf("Fault of a bad value: err = %v", err)
+	}
+	if s := events[1].StringValue(); s != "v" {
+		t.Errorf("StringValue = %q", s)
+	}
+	if s := events[0].StringValue(); s != "" {
+		t.Errorf("StringValue of a fault = %q, want empty", s)
+	}
+	if l := (history.Link{Client: "c1", Node: "n4"}).String(); l != "c1→n4" {
+		t.Errorf("Link.String = %q", l)
+	}
+}
+
+func TestValidEnums(t *testing.T) {
+	for _, ty := range []history.Type{history.Invoke, history.OK, history.Fail, history.Info} {
+		if !ty.Valid() {
+			t.Errorf("%q not valid", ty)
+		}
+	}
+	for _, f := range []history.Func{history.Acquire, history.Release, history.Extend, history.Read,
+		history.Write, history.Transfer, history.Add, history.Nemesis} {
+		if !f.Valid() {
+			t.Errorf("%q not valid", f)
+		}
+	}
+	if history.Type("").Valid() || history.Type("OK").Valid() || history.Func("").Valid() || history.Func("lock").Valid() {
+		t.Error("an unknown type or func is valid")
+	}
+}
+
+func TestMustValuePanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("MustValue of a channel did not panic")
+		}
+	}()
+	history.MustValue(make(chan int))
+}
+
+func TestConcurrentRecord(t *testing.T) {
+	const goroutines, each = 8, 200
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	r, err := history.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			p := fmt.Sprintf("c%d", g)
+			for i := range each {
+				ty := history.Invoke
+				if i%2 == 1 {
+					ty = history.OK
+				}
+				r.Record(history.Event{Process: p, Type: ty, F: history.Write, Key: "k",
+					Value: history.MustValue(i), Nodes: []string{p}})
+				if i%50 == 0 {
+					_ = r.Events()
+					_ = r.Now()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	events, err := history.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != goroutines*each {
+		t.Fatalf("%d events, want %d", len(events), goroutines*each)
+	}
+	if !reflect.DeepEqual(events, r.Events()) {
+		t.Error("file differs from the recorder's events")
+	}
+	// Each goroutine's own events appear in its order.
+	next := map[string]int{}
+	for _, e := range events {
+		var v int
+		if err := json.Unmarshal(e.Value, &v); err != nil {
+			t.Fatal(err)
+		}
+		if v != next[e.Process] {
+			t.Fatalf("event %d: %s wrote %d, want %d", e.Index, e.Process, v, next[e.Process])
+		}
+		next[e.Process]++
+	}
+}

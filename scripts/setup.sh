@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what splitbrain needs and a fresh machine lacks: redis-server
+# (Debian's package) and a C compiler for the clock shim. Idempotent: it
+# installs nothing that is already there.
+set -euo pipefail
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v cc >/dev/null 2>&1 || missing+=(gcc)
+command -v go >/dev/null 2>&1 || { echo "setup: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "setup: need root (or sudo) to install ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+# Debian's package may start a system-wide redis-server where systemd runs;
+# splitbrain never uses it (its nodes run on their own ports with their own
+# password), so it is left alone.
+command -v redis-server >/dev/null 2>&1 || { echo "setup: redis-server still missing after install" >&2; exit 1; }
