@@ -131,7 +131,7 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	live, err := registerRun(liveBase, cfg.RunID)
+	live, err := registerRun(liveBase, cfg.RunID, filepath.Join(cfg.Dir, "nodes"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -411,6 +411,10 @@ func (n *Node) config() string {
 		// persistence" would quietly keep its data.
 		`save ""`,
 		"enable-debug-command local",
+		// Redis rewrites its process title over the environment block by
+		// default, which would hide the run marker from the next start's
+		// reaper.
+		"set-proc-title no",
 	}
 	switch c.persist {
 	case PersistNone:

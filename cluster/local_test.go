@@ -208,10 +208,18 @@ func TestReapKillsOnlyMarkedLeftovers(t *testing.T) {
 	defer unmarked.Process.Kill()
 	defer marked.Process.Kill()
 	for name, c := range map[string]*exec.Cmd{"marked": marked, "unmarked": unmarked} {
-		pid := strconv.Itoa(c.Process.Pid)
+		pid := strconv.Itoa(c.Process.Pid) + " " + strconv.FormatUint(startTime(t, c.Process.Pid), 10)
 		if err := os.WriteFile(filepath.Join(entry, name+".pid"), []byte(pid), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The run's node data is removed with it.
+	data := filepath.Join(t.TempDir(), "nodes")
+	if err := os.MkdirAll(filepath.Join(data, "n1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(entry, "data"), []byte(data), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	killed, err := cluster.Reap(base)
 	if err != nil {
@@ -229,6 +237,23 @@ func TestReapKillsOnlyMarkedLeftovers(t *testing.T) {
 	if _, err := os.Stat(entry); !os.IsNotExist(err) {
 		t.Errorf("registry entry not removed: %v", err)
 	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("node data of the dead run not removed: %v", err)
+	}
+}
+
+func startTime(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	v, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // A live run's entry is never reaped.

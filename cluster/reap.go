@@ -30,9 +30,14 @@ type liveRun struct {
 	dir string
 }
 
-func registerRun(base, id string) (*liveRun, error) {
+// registerRun creates the run's entry. data is the folder of the nodes'
+// data, which a reaper removes along with the processes.
+func registerRun(base, id, data string) (*liveRun, error) {
 	dir := filepath.Join(base, id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("live registry: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data"), []byte(data), 0o600); err != nil {
 		return nil, fmt.Errorf("live registry: %w", err)
 	}
 	start, err := procStartTime(os.Getpid())
@@ -48,8 +53,14 @@ func registerRun(base, id string) (*liveRun, error) {
 
 func (r *liveRun) path(name string) string { return filepath.Join(r.dir, name) }
 
+// addPID records a child by pid and start time, so that a recycled pid is
+// never mistaken for it.
 func (r *liveRun) addPID(name string, pid int) error {
-	return os.WriteFile(r.path(name+".pid"), []byte(strconv.Itoa(pid)+"\n"), 0o600)
+	start, err := procStartTime(pid)
+	if err != nil {
+		return fmt.Errorf("live registry: %w", err)
+	}
+	return os.WriteFile(r.path(name+".pid"), fmt.Appendf(nil, "%d %d\n", pid, start), 0o600)
 }
 
 func (r *liveRun) removePID(name string) {
@@ -87,14 +98,22 @@ func Reap(base string) ([]string, error) {
 			if err != nil {
 				continue
 			}
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil || !startedBy(pid, e.Name()) {
+			var pid int
+			var start uint64
+			if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &start); err != nil {
+				continue
+			}
+			if got, err := procStartTime(pid); err != nil || got != start || !startedBy(pid, e.Name()) {
 				continue
 			}
 			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
 				killed = append(killed, fmt.Sprintf("run %s: %s (pid %d)", e.Name(),
 					strings.TrimSuffix(filepath.Base(pf), ".pid"), pid))
 			}
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, "data")); err == nil && filepath.IsAbs(string(data)) &&
+			filepath.Base(string(data)) == "nodes" {
+			errs = append(errs, os.RemoveAll(string(data)))
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)

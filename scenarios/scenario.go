@@ -474,6 +474,9 @@ func Builtin() []string {
 	for _, e := range entries {
 		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
 	}
+	// File names sort "clock-jump-control.yaml" before "clock-jump.yaml";
+	// a scenario should come before its control.
+	sort.Strings(out)
 	return out
 }
 
