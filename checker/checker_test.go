@@ -12,73 +12,24 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"splitbrain/history"
+	"splitbrain/history/historytest"
 )
-
-// builder assembles hand-written histories; times are in seconds.
-type builder struct{ events []history.Event }
-
-func sec(s float64) int64 { return int64(s * float64(time.Second)) }
-
-func (b *builder) add(p string, typ history.Type, f history.Func, key string, at float64, mods ...func(*history.Event)) *builder {
-	e := history.Event{Index: int64(len(b.events)), Process: p, Type: typ, F: f, Key: key, Time: sec(at)}
-	for _, m := range mods {
-		m(&e)
-	}
-	b.events = append(b.events, e)
-	return b
-}
-
-func deadline(s float64) func(*history.Event) {
-	return func(e *history.Event) { d := sec(s); e.Deadline = &d }
-}
-
-func nodes(n ...string) func(*history.Event) { return func(e *history.Event) { e.Nodes = n } }
-
-func value(v string) func(*history.Event) {
-	return func(e *history.Event) { e.Value = history.MustValue(v) }
-}
-
-func errText(s string) func(*history.Event) { return func(e *history.Event) { e.Err = s } }
-
-// acquire records an acquire that succeeded with the given deadline.
-func (b *builder) acquire(p, key string, inv, ok, dl float64) *builder {
-	b.add(p, history.Invoke, history.Acquire, key, inv)
-	return b.add(p, history.OK, history.Acquire, key, ok, deadline(dl), nodes("n1", "n2", "n3"))
-}
-
-func (b *builder) release(p, key string, inv, ok float64) *builder {
-	b.add(p, history.Invoke, history.Release, key, inv)
-	return b.add(p, history.OK, history.Release, key, ok)
-}
-
-func (b *builder) fault(at float64, f history.Fault) *builder {
-	return b.add(history.ProcessNemesis, history.Info, history.Nemesis, "", at,
-		func(e *history.Event) { e.Value = history.MustValue(f) })
-}
-
-func cut(id int, phase string, client string, ns ...string) history.Fault {
-	f := history.Fault{ID: id, Kind: "cut", Phase: phase}
-	for _, n := range ns {
-		f.Links = append(f.Links, history.Link{Client: client, Node: n})
-	}
-	return f
-}
 
 // clockJumpHistory is the shape of Kleppmann's clock-jump counterexample:
 // c1 is granted by n1..n3, n3's clock jumps and drops c1's key, and c2 is
 // granted by n3..n5 while c1 still believes it holds the lock.
 func clockJumpHistory() []history.Event {
-	b := &builder{}
-	b.fault(0, cut(1, history.PhaseStart, "c1", "n4", "n5"))
-	b.acquire("c1", "k", 0.1, 0.2, 2.1)
-	b.fault(0.5, history.Fault{ID: 2, Kind: "clock-jump", Phase: history.PhaseStart, Nodes: []string{"n3"}, Offset: int64(5 * time.Second)})
-	b.fault(0.7, cut(1, history.PhaseStop, "c1", "n4", "n5"))
-	b.fault(0.8, cut(3, history.PhaseStart, "c2", "n1", "n2"))
-	b.acquire("c2", "k", 1.0, 1.1, 3.0)
-	b.fault(1.2, cut(3, history.PhaseStop, "c2", "n1", "n2"))
-	b.release("c1", "k", 1.9, 1.95)
-	b.release("c2", "k", 2.5, 2.6)
-	return b.events
+	b := &historytest.Builder{}
+	b.Fault(0, historytest.Cut(1, history.PhaseStart, "c1", "n4", "n5"))
+	b.Acquire("c1", "k", 0.1, 0.2, 2.1)
+	b.Fault(0.5, history.Fault{ID: 2, Kind: "clock-jump", Phase: history.PhaseStart, Nodes: []string{"n3"}, Offset: int64(5 * time.Second)})
+	b.Fault(0.7, historytest.Cut(1, history.PhaseStop, "c1", "n4", "n5"))
+	b.Fault(0.8, historytest.Cut(3, history.PhaseStart, "c2", "n1", "n2"))
+	b.Acquire("c2", "k", 1.0, 1.1, 3.0)
+	b.Fault(1.2, historytest.Cut(3, history.PhaseStop, "c2", "n1", "n2"))
+	b.Release("c1", "k", 1.9, 1.95)
+	b.Release("c2", "k", 2.5, 2.6)
+	return b.Events()
 }
 
 func TestCheck(t *testing.T) {
@@ -101,50 +52,50 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name: "c2 acquires after c1's deadline; c2 fails while c1 holds",
-			events: (&builder{}).
-				acquire("c1", "k", 0.1, 0.2, 1.0).
-				add("c2", history.Invoke, history.Acquire, "k", 0.5).
-				add("c2", history.Fail, history.Acquire, "k", 0.6, errText("quorum not reached")).
-				acquire("c2", "k", 1.2, 1.3, 2.0).
-				release("c2", "k", 1.5, 1.6).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 1.0).
+				Add("c2", history.Invoke, history.Acquire, "k", 0.5).
+				Add("c2", history.Fail, history.Acquire, "k", 0.6, historytest.Err("quorum not reached")).
+				Acquire("c2", "k", 1.2, 1.3, 2.0).
+				Release("c2", "k", 1.5, 1.6).Events(),
 			verdict: Valid,
 			ops:     4,
 		},
 		{
 			name: "release before the deadline ends the belief",
-			events: (&builder{}).
-				acquire("c1", "k", 0.1, 0.2, 5.0).
-				release("c1", "k", 1.0, 1.1).
-				acquire("c2", "k", 1.4, 1.5, 3.0).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 5.0).
+				Release("c1", "k", 1.0, 1.1).
+				Acquire("c2", "k", 1.4, 1.5, 3.0).Events(),
 			verdict: Valid,
 			ops:     4,
 		},
 		{
 			name: "without that release the same history overlaps",
-			events: (&builder{}).
-				acquire("c1", "k", 0.1, 0.2, 5.0).
-				acquire("c2", "k", 1.4, 1.5, 3.0).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 5.0).
+				Acquire("c2", "k", 1.4, 1.5, 3.0).Events(),
 			verdict:    Invalid,
 			violations: 1,
 			ops:        4,
 		},
 		{
 			name: "separate keys do not conflict",
-			events: (&builder{}).
-				acquire("c1", "a", 0.1, 0.2, 2.0).
-				acquire("c2", "b", 0.3, 0.5, 2.0).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "a", 0.1, 0.2, 2.0).
+				Acquire("c2", "b", 0.3, 0.5, 2.0).Events(),
 			verdict: Valid,
 			ops:     4,
 		},
 		{
 			name: "failed, unknown and pending acquires are not operations",
-			events: (&builder{}).
-				acquire("c1", "k", 0.1, 0.2, 2.0).
-				add("c2", history.Invoke, history.Acquire, "k", 0.3).
-				add("c2", history.Fail, history.Acquire, "k", 0.4).
-				add("c3", history.Invoke, history.Acquire, "k", 0.5).
-				add("c3", history.Info, history.Acquire, "k", 0.9, errText("i/o timeout")).
-				add("c4", history.Invoke, history.Acquire, "k", 1.0).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 2.0).
+				Add("c2", history.Invoke, history.Acquire, "k", 0.3).
+				Add("c2", history.Fail, history.Acquire, "k", 0.4).
+				Add("c3", history.Invoke, history.Acquire, "k", 0.5).
+				Add("c3", history.Info, history.Acquire, "k", 0.9, historytest.Err("i/o timeout")).
+				Add("c4", history.Invoke, history.Acquire, "k", 1.0).Events(),
 			verdict: Valid,
 			ops:     2,
 		},
@@ -156,48 +107,48 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name: "only failed acquires",
-			events: (&builder{}).
-				add("c1", history.Invoke, history.Acquire, "k", 0.1).
-				add("c1", history.Fail, history.Acquire, "k", 0.2).events,
+			events: (&historytest.Builder{}).
+				Add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				Add("c1", history.Fail, history.Acquire, "k", 0.2).Events(),
 			verdict: Unknown,
 			reason:  "no acquire succeeded",
 		},
 		{
 			name: "completion without invoke",
-			events: (&builder{}).
-				acquire("c1", "k", 0.1, 0.2, 1.0).
-				add("c2", history.OK, history.Acquire, "k", 0.5, deadline(2)).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 1.0).
+				Add("c2", history.OK, history.Acquire, "k", 0.5, historytest.Deadline(2)).Events(),
 			verdict: Unknown,
 			reason:  "completes no pending invoke",
 		},
 		{
 			name: "completion of a different function",
-			events: (&builder{}).
-				add("c1", history.Invoke, history.Acquire, "k", 0.1).
-				add("c1", history.OK, history.Release, "k", 0.2).events,
+			events: (&historytest.Builder{}).
+				Add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				Add("c1", history.OK, history.Release, "k", 0.2).Events(),
 			verdict: Unknown,
 			reason:  "completes a acquire",
 		},
 		{
 			name: "double invoke",
-			events: (&builder{}).
-				add("c1", history.Invoke, history.Acquire, "k", 0.1).
-				add("c1", history.Invoke, history.Acquire, "k", 0.2).events,
+			events: (&historytest.Builder{}).
+				Add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				Add("c1", history.Invoke, history.Acquire, "k", 0.2).Events(),
 			verdict: Unknown,
 			reason:  "still pending",
 		},
 		{
 			name: "time going backwards",
-			events: (&builder{}).
-				acquire("c1", "k", 0.5, 0.6, 1.0).
-				add("c2", history.Invoke, history.Acquire, "k", 0.1).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.5, 0.6, 1.0).
+				Add("c2", history.Invoke, history.Acquire, "k", 0.1).Events(),
 			verdict: Unknown,
 			reason:  "earlier than the event before it",
 		},
 		{
 			name: "incomplete history without a violation",
-			events: (&builder{}).
-				acquire("c1", "k", 0.1, 0.2, 1.0).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 1.0).Events(),
 			opts:    []Option{Incomplete("torn last line")},
 			verdict: Unknown,
 			ops:     2,
@@ -213,61 +164,61 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name: "an extend pushes the deadline",
-			events: (&builder{}).
-				acquire("c1", "k", 0.1, 0.2, 1.0).
-				add("c1", history.Invoke, history.Extend, "k", 0.7).
-				add("c1", history.OK, history.Extend, "k", 0.8, deadline(3.0)).
-				acquire("c2", "k", 1.4, 1.5, 3.0).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 1.0).
+				Add("c1", history.Invoke, history.Extend, "k", 0.7).
+				Add("c1", history.OK, history.Extend, "k", 0.8, historytest.Deadline(3.0)).
+				Acquire("c2", "k", 1.4, 1.5, 3.0).Events(),
 			verdict:    Invalid,
 			violations: 1,
 			ops:        4,
 		},
 		{
 			name: "a failed extend does not",
-			events: (&builder{}).
-				acquire("c1", "k", 0.1, 0.2, 1.0).
-				add("c1", history.Invoke, history.Extend, "k", 0.7).
-				add("c1", history.Fail, history.Extend, "k", 0.8).
-				acquire("c2", "k", 1.4, 1.5, 3.0).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 1.0).
+				Add("c1", history.Invoke, history.Extend, "k", 0.7).
+				Add("c1", history.Fail, history.Extend, "k", 0.8).
+				Acquire("c2", "k", 1.4, 1.5, 3.0).Events(),
 			verdict: Valid,
 			ops:     4,
 		},
 		{
 			name: "release under a new process id is matched by lock value",
-			events: (&builder{}).
-				add("c1", history.Invoke, history.Acquire, "k", 0.1).
-				add("c1", history.OK, history.Acquire, "k", 0.2, deadline(5), value("v1")).
-				add("c1", history.Invoke, history.Write, "", 0.3).
-				add("c1", history.Info, history.Write, "", 0.4).
-				add("c1b", history.Invoke, history.Release, "k", 0.5, value("v1")).
-				add("c1b", history.OK, history.Release, "k", 0.6).
-				acquire("c2", "k", 1.0, 1.1, 3.0).events,
+			events: (&historytest.Builder{}).
+				Add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				Add("c1", history.OK, history.Acquire, "k", 0.2, historytest.Deadline(5), historytest.Value("v1")).
+				Add("c1", history.Invoke, history.Write, "", 0.3).
+				Add("c1", history.Info, history.Write, "", 0.4).
+				Add("c1b", history.Invoke, history.Release, "k", 0.5, historytest.Value("v1")).
+				Add("c1b", history.OK, history.Release, "k", 0.6).
+				Acquire("c2", "k", 1.0, 1.1, 3.0).Events(),
 			verdict: Valid,
 			ops:     4,
 		},
 		{
 			name: "re-acquire by the same client is not a self-overlap",
-			events: (&builder{}).
-				acquire("c1", "k", 0.1, 0.2, 5.0).
-				acquire("c1", "k", 0.5, 0.6, 5.0).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 5.0).
+				Acquire("c1", "k", 0.5, 0.6, 5.0).Events(),
 			verdict: Valid,
 			ops:     4,
 		},
 		{
 			name: "grant without a deadline is held until release",
-			events: (&builder{}).
-				add("c1", history.Invoke, history.Acquire, "k", 0.1).
-				add("c1", history.OK, history.Acquire, "k", 0.2).
-				acquire("c2", "k", 1.4, 1.5, 3.0).events,
+			events: (&historytest.Builder{}).
+				Add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				Add("c1", history.OK, history.Acquire, "k", 0.2).
+				Acquire("c2", "k", 1.4, 1.5, 3.0).Events(),
 			verdict:    Invalid,
 			violations: 1,
 			ops:        3,
 		},
 		{
 			name: "touching intervals are not an overlap",
-			events: (&builder{}).
-				acquire("c1", "k", 0.1, 0.2, 1.0).
-				acquire("c2", "k", 0.9, 1.0, 2.0).events,
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 1.0).
+				Acquire("c2", "k", 0.9, 1.0, 2.0).Events(),
 			verdict: Valid,
 			ops:     4,
 		},
@@ -307,8 +258,8 @@ func TestClockJumpViolationExplained(t *testing.T) {
 		t.Errorf("violation on %q by %v, want \"k\" by [c1 c2]", v.Key, v.Clients)
 	}
 	// c1 believes [0.2, release invoke 1.9]; c2 believes [1.1, 2.5].
-	if v.From != sec(1.1) || v.To != sec(1.9) {
-		t.Errorf("overlap = [%d, %d], want [%d, %d]", v.From, v.To, sec(1.1), sec(1.9))
+	if v.From != historytest.Sec(1.1) || v.To != historytest.Sec(1.9) {
+		t.Errorf("overlap = [%d, %d], want [%d, %d]", v.From, v.To, historytest.Sec(1.1), historytest.Sec(1.9))
 	}
 	var kinds []string
 	for _, f := range v.Faults {
@@ -327,7 +278,7 @@ func TestClockJumpViolationExplained(t *testing.T) {
 		t.Fatalf("keys = %+v", res.Keys)
 	}
 	c1 := res.Keys[0].Beliefs[0]
-	if c1.Client != "c1" || c1.End != sec(1.9) || c1.EndReason != EndRelease || c1.EndIndex < 0 {
+	if c1.Client != "c1" || c1.End != historytest.Sec(1.9) || c1.EndReason != EndRelease || c1.EndIndex < 0 {
 		t.Errorf("c1 belief = %+v, want it to end at its release", c1)
 	}
 	if len(res.Faults) != 3 || res.Faults[1].Healed || !res.Faults[0].Healed {
@@ -336,13 +287,13 @@ func TestClockJumpViolationExplained(t *testing.T) {
 }
 
 func TestFaultsOutsideTheWindowAreNotBlamed(t *testing.T) {
-	b := &builder{}
-	b.fault(0, history.Fault{ID: 1, Kind: "kill", Phase: history.PhaseStart, Nodes: []string{"n2"}})
-	b.fault(0.05, history.Fault{ID: 1, Kind: "kill", Phase: history.PhaseStop, Nodes: []string{"n2"}})
-	b.acquire("c1", "k", 0.1, 0.2, 5.0)
-	b.acquire("c2", "k", 1.4, 1.5, 3.0)
-	b.fault(4, history.Fault{ID: 2, Kind: "pause", Phase: history.PhaseStart, Nodes: []string{"n1"}})
-	res := Check(b.events)
+	b := &historytest.Builder{}
+	b.Fault(0, history.Fault{ID: 1, Kind: "kill", Phase: history.PhaseStart, Nodes: []string{"n2"}})
+	b.Fault(0.05, history.Fault{ID: 1, Kind: "kill", Phase: history.PhaseStop, Nodes: []string{"n2"}})
+	b.Acquire("c1", "k", 0.1, 0.2, 5.0)
+	b.Acquire("c2", "k", 1.4, 1.5, 3.0)
+	b.Fault(4, history.Fault{ID: 2, Kind: "pause", Phase: history.PhaseStart, Nodes: []string{"n1"}})
+	res := Check(b.Events())
 	if res.Verdict != Invalid || len(res.Violations) != 1 {
 		t.Fatalf("got %s, %d violations", res.Verdict, len(res.Violations))
 	}
@@ -352,16 +303,16 @@ func TestFaultsOutsideTheWindowAreNotBlamed(t *testing.T) {
 }
 
 func TestBeliefEndsAtDeadlineWhenEarlierThanRelease(t *testing.T) {
-	res := Check((&builder{}).
-		acquire("c1", "k", 0.1, 0.2, 1.0).
-		release("c1", "k", 1.5, 1.6).
-		add("c2", history.Invoke, history.Acquire, "k", 2.0).
-		add("c2", history.Info, history.Acquire, "k", 2.5).events)
+	res := Check((&historytest.Builder{}).
+		Acquire("c1", "k", 0.1, 0.2, 1.0).
+		Release("c1", "k", 1.5, 1.6).
+		Add("c2", history.Invoke, history.Acquire, "k", 2.0).
+		Add("c2", history.Info, history.Acquire, "k", 2.5).Events())
 	if res.Verdict != Valid {
 		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
 	}
 	k := res.Keys[0]
-	if b := k.Beliefs[0]; b.End != sec(1.0) || b.EndReason != EndDeadline {
+	if b := k.Beliefs[0]; b.End != historytest.Sec(1.0) || b.EndReason != EndDeadline {
 		t.Errorf("belief = %+v, want it to end at the deadline", b)
 	}
 	if k.Acquired != 1 || k.Unknown != 1 || k.Releases != 1 || len(k.Attempts) != 1 || k.Attempts[0].Outcome != "info" {
@@ -370,7 +321,7 @@ func TestBeliefEndsAtDeadlineWhenEarlierThanRelease(t *testing.T) {
 }
 
 func TestPorcupineTimeoutIsUnknown(t *testing.T) {
-	valid := (&builder{}).acquire("c1", "k", 0.1, 0.2, 1.0).acquire("c2", "k", 1.1, 1.2, 2.0).events
+	valid := (&historytest.Builder{}).Acquire("c1", "k", 0.1, 0.2, 1.0).Acquire("c2", "k", 1.1, 1.2, 2.0).Events()
 	t.Run("injected", func(t *testing.T) {
 		res := Check(valid, WithTimeout(time.Second))
 		if res.Verdict != Valid {
@@ -398,16 +349,16 @@ func TestPorcupineTimeoutIsUnknown(t *testing.T) {
 		// Every acquire is invoked at 0 and the beliefs follow one another,
 		// so there is no quiescent point: one partition of thousands of
 		// operations, which porcupine cannot finish in a nanosecond.
-		b := &builder{}
+		b := &historytest.Builder{}
 		const n = 3000
 		for i := 0; i < n; i++ {
-			b.add(clientName(i), history.Invoke, history.Acquire, "k", 0)
+			b.Add(clientName(i), history.Invoke, history.Acquire, "k", 0)
 		}
 		for i := 0; i < n; i++ {
 			at := float64(i)*0.01 + 0.001
-			b.add(clientName(i), history.OK, history.Acquire, "k", at, deadline(at+0.005))
+			b.Add(clientName(i), history.OK, history.Acquire, "k", at, historytest.Deadline(at+0.005))
 		}
-		res := Check(b.events, WithTimeout(time.Nanosecond))
+		res := Check(b.Events(), WithTimeout(time.Nanosecond))
 		if res.Verdict != Unknown || !strings.Contains(res.Reason, "did not finish") {
 			t.Fatalf("got %s (%s), want unknown", res.Verdict, res.Reason)
 		}
@@ -425,7 +376,7 @@ func itoa(i int) string {
 }
 
 func TestPorcupineIllegalWithoutOverlapIsInvalid(t *testing.T) {
-	valid := (&builder{}).acquire("c1", "k", 0.1, 0.2, 1.0).acquire("c2", "k", 1.1, 1.2, 2.0).events
+	valid := (&historytest.Builder{}).Acquire("c1", "k", 0.1, 0.2, 1.0).Acquire("c2", "k", 1.1, 1.2, 2.0).Events()
 	illegal := func(c *config) {
 		c.check = func(porcupine.Model, []porcupine.Operation, time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo) {
 			return porcupine.Illegal, porcupine.LinearizationInfo{}
@@ -453,9 +404,9 @@ func TestPanicIsUnknown(t *testing.T) {
 }
 
 func TestBadNemesisValueIsANote(t *testing.T) {
-	b := (&builder{}).acquire("c1", "k", 0.1, 0.2, 1.0)
-	b.add(history.ProcessNemesis, history.Info, history.Nemesis, "", 0.5, func(e *history.Event) { e.Value = json.RawMessage(`"nope"`) })
-	res := Check(b.events)
+	b := (&historytest.Builder{}).Acquire("c1", "k", 0.1, 0.2, 1.0)
+	b.Add(history.ProcessNemesis, history.Info, history.Nemesis, "", 0.5, func(e *history.Event) { e.Value = json.RawMessage(`"nope"`) })
+	res := Check(b.Events())
 	if res.Verdict != Valid || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "nemesis event 2") {
 		t.Errorf("got %s, notes %q", res.Verdict, res.Notes)
 	}
@@ -464,21 +415,21 @@ func TestBadNemesisValueIsANote(t *testing.T) {
 func TestWriteVisualization(t *testing.T) {
 	// A quiet, valid stretch first: the visualization shows only the
 	// failing window, not the whole history.
-	b := &builder{}
-	b.acquire("c3", "k", 0, 0.01, 0.05).release("c3", "k", 0.02, 0.03)
-	b.acquire("c3", "other", 0.04, 0.045, 0.05)
+	b := &historytest.Builder{}
+	b.Acquire("c3", "k", 0, 0.01, 0.05).Release("c3", "k", 0.02, 0.03)
+	b.Acquire("c3", "other", 0.04, 0.045, 0.05)
+	b.Add("c4", history.Invoke, history.Acquire, "k", 1.5)
+	b.Add("c4", history.Fail, history.Acquire, "k", 1.6, historytest.Err("quorum not reached"))
+	events := b.Events()
 	for _, e := range clockJumpHistory() {
-		e.Index = int64(len(b.events))
-		e.Time += sec(0.1)
-		b.events = append(b.events, e)
+		e.Time += historytest.Sec(0.1)
+		events = append(events, e)
 	}
-	b.add("c4", history.Invoke, history.Acquire, "k", 1.5)
-	b.add("c4", history.Fail, history.Acquire, "k", 1.6, errText("quorum not reached"))
-	sort.SliceStable(b.events, func(i, j int) bool { return b.events[i].Time < b.events[j].Time })
-	for i := range b.events {
-		b.events[i].Index = int64(i)
+	sort.SliceStable(events, func(i, j int) bool { return events[i].Time < events[j].Time })
+	for i := range events {
+		events[i].Index = int64(i)
 	}
-	res := Check(b.events)
+	res := Check(events)
 	if res.Verdict != Invalid {
 		t.Fatalf("verdict %s: %s", res.Verdict, res.Reason)
 	}
@@ -499,7 +450,7 @@ func TestWriteVisualization(t *testing.T) {
 		t.Error("visualization shows c3, which is outside the failing window")
 	}
 
-	valid := Check((&builder{}).acquire("c1", "k", 0.1, 0.2, 1.0).events)
+	valid := Check((&historytest.Builder{}).Acquire("c1", "k", 0.1, 0.2, 1.0).Events())
 	if err := valid.WriteVisualization(&buf); !errors.Is(err, ErrNoVisualization) {
 		t.Errorf("valid result: err = %v, want ErrNoVisualization", err)
 	}
@@ -583,7 +534,7 @@ func TestSortNaturalAndLabels(t *testing.T) {
 	if got := FaultLabel(history.Fault{Kind: "clock-jump", Nodes: []string{"n3"}, Offset: -int64(1500 * time.Millisecond)}); got != "clock-jump n3 -1.5s" {
 		t.Errorf("label = %q", got)
 	}
-	for ns, want := range map[int64]string{0: "0s", sec(2.314): "2.31s", sec(0.74): "0.740s", int64(3200 * time.Microsecond): "3.2ms"} {
+	for ns, want := range map[int64]string{0: "0s", historytest.Sec(2.314): "2.31s", historytest.Sec(0.74): "0.740s", int64(3200 * time.Microsecond): "3.2ms"} {
 		if got := Seconds(ns); got != want {
 			t.Errorf("Seconds(%d) = %q, want %q", ns, got, want)
 		}

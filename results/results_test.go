@@ -14,66 +14,27 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
+	"splitbrain/history/historytest"
 )
 
 const evilKey = `<script>alert(1)</script>`
 
-type builder struct{ events []history.Event }
-
-func sec(s float64) int64 { return int64(s * float64(time.Second)) }
-
-func (b *builder) add(p string, typ history.Type, f history.Func, key string, at float64, mods ...func(*history.Event)) *builder {
-	e := history.Event{Index: int64(len(b.events)), Process: p, Type: typ, F: f, Key: key, Time: sec(at)}
-	for _, m := range mods {
-		m(&e)
-	}
-	b.events = append(b.events, e)
-	return b
-}
-
-func (b *builder) acquire(p, key string, inv, ok, dl float64) *builder {
-	b.add(p, history.Invoke, history.Acquire, key, inv)
-	return b.add(p, history.OK, history.Acquire, key, ok, func(e *history.Event) {
-		d := sec(dl)
-		e.Deadline = &d
-		e.Nodes = []string{"n1", "n2", "n3"}
-	})
-}
-
-func (b *builder) release(p, key string, inv, ok float64) *builder {
-	b.add(p, history.Invoke, history.Release, key, inv)
-	return b.add(p, history.OK, history.Release, key, ok)
-}
-
-func (b *builder) fault(at float64, f history.Fault) *builder {
-	return b.add(history.ProcessNemesis, history.Info, history.Nemesis, "", at,
-		func(e *history.Event) { e.Value = history.MustValue(f) })
-}
-
-func cut(id int, phase, client string, nodes ...string) history.Fault {
-	f := history.Fault{ID: id, Kind: "cut", Phase: phase, Detail: "drop"}
-	for _, n := range nodes {
-		f.Links = append(f.Links, history.Link{Client: client, Node: n})
-	}
-	return f
-}
-
 // clockJump is the clock-jump counterexample on a lock whose key name would
 // be markup if it were not escaped.
 func clockJump() []history.Event {
-	b := &builder{}
-	b.fault(0, cut(1, history.PhaseStart, "c1", "n4", "n5"))
-	b.acquire("c1", evilKey, 0.1, 0.2, 2.1)
-	b.fault(0.5, history.Fault{ID: 2, Kind: "clock-jump", Phase: history.PhaseStart, Nodes: []string{"n3"}, Offset: int64(5 * time.Second)})
-	b.fault(0.7, cut(1, history.PhaseStop, "c1", "n4", "n5"))
-	b.fault(0.8, cut(3, history.PhaseStart, "c2", "n1", "n2"))
-	b.add("c3", history.Invoke, history.Acquire, evilKey, 0.85)
-	b.add("c3", history.Fail, history.Acquire, evilKey, 0.9, func(e *history.Event) { e.Err = "<b>quorum</b> not reached" })
-	b.acquire("c2", evilKey, 1.0, 1.1, 3.0)
-	b.fault(1.2, cut(3, history.PhaseStop, "c2", "n1", "n2"))
-	b.release("c1", evilKey, 1.9, 1.95)
-	b.release("c2", evilKey, 2.5, 2.6)
-	return b.events
+	b := &historytest.Builder{}
+	b.Fault(0, historytest.Cut(1, history.PhaseStart, "c1", "n4", "n5"))
+	b.Acquire("c1", evilKey, 0.1, 0.2, 2.1)
+	b.Fault(0.5, history.Fault{ID: 2, Kind: "clock-jump", Phase: history.PhaseStart, Nodes: []string{"n3"}, Offset: int64(5 * time.Second)})
+	b.Fault(0.7, historytest.Cut(1, history.PhaseStop, "c1", "n4", "n5"))
+	b.Fault(0.8, historytest.Cut(3, history.PhaseStart, "c2", "n1", "n2"))
+	b.Add("c3", history.Invoke, history.Acquire, evilKey, 0.85)
+	b.Add("c3", history.Fail, history.Acquire, evilKey, 0.9, func(e *history.Event) { e.Err = "<b>quorum</b> not reached" })
+	b.Acquire("c2", evilKey, 1.0, 1.1, 3.0)
+	b.Fault(1.2, historytest.Cut(3, history.PhaseStop, "c2", "n1", "n2"))
+	b.Release("c1", evilKey, 1.9, 1.95)
+	b.Release("c2", evilKey, 2.5, 2.6)
+	return b.Events()
 }
 
 func meta(scenario, expect string) Meta {
@@ -220,7 +181,7 @@ func TestWriteViolatingReport(t *testing.T) {
 		t.Errorf("meta did not round-trip: %+v", rec.Meta)
 	}
 	if rec.Result.Verdict != checker.Invalid || len(rec.Result.Violations) != 1 ||
-		rec.Result.Violations[0].Text != res.Violations[0].Text || rec.Result.Violations[0].From != sec(1.1) {
+		rec.Result.Violations[0].Text != res.Violations[0].Text || rec.Result.Violations[0].From != historytest.Sec(1.1) {
 		t.Errorf("result did not round-trip: %+v", rec.Result)
 	}
 	if !rec.AsExpected || rec.Files["porcupine"] != PorcupineFile || rec.Files["history"] != HistoryFile {
@@ -272,12 +233,12 @@ func TestWriteViolatingReport(t *testing.T) {
 
 func TestWriteValidReport(t *testing.T) {
 	dir := t.TempDir()
-	events := (&builder{}).
-		acquire("c1", "k", 0.1, 0.2, 1.0).
-		add("c2", history.Invoke, history.Acquire, "k", 0.5).
-		add("c2", history.Fail, history.Acquire, "k", 0.6).
-		acquire("c2", "k", 1.2, 1.3, 2.0).
-		release("c2", "k", 1.5, 1.6).events
+	events := (&historytest.Builder{}).
+		Acquire("c1", "k", 0.1, 0.2, 1.0).
+		Add("c2", history.Invoke, history.Acquire, "k", 0.5).
+		Add("c2", history.Fail, history.Acquire, "k", 0.6).
+		Acquire("c2", "k", 1.2, 1.3, 2.0).
+		Release("c2", "k", 1.5, 1.6).Events()
 	writeHistory(t, dir, events)
 	// A stale visualization from an earlier check of this run must go.
 	if err := os.WriteFile(filepath.Join(dir, PorcupineFile), []byte("old"), 0o644); err != nil {
