@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"splitbrain/checker"
 	"splitbrain/cluster"
 	"splitbrain/history"
@@ -137,6 +139,29 @@ type runner struct {
 	net     *nemesis.Net
 	nem     *nemesis.Nemesis
 	clients map[string]*workload.Client
+	conns   []*redis.Client
+}
+
+// newRedlock builds client's instance of our Redlock: its own connection to
+// every node, through its own proxies.
+func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password string) (workload.Lock, error) {
+	var conns []*redis.Client
+	var names []string
+	for _, ep := range eps {
+		addr, err := r.net.Addr(client, ep.Name)
+		if err != nil {
+			return nil, err
+		}
+		c := redis.NewClient(redlock.ClientOptions(addr, password))
+		r.conns = append(r.conns, c)
+		conns = append(conns, c)
+		names = append(names, ep.Name)
+	}
+	l, err := redlock.New(conns, redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", client, err)
+	}
+	return &workload.Redlock{Locker: l, Nodes: names}, nil
 }
 
 func (r *runner) setUp(ctx context.Context, dir, cacheDir string) error {
@@ -157,19 +182,11 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir string) error {
 	r.nem = nemesis.New(r.rec)
 	r.clients = map[string]*workload.Client{}
 	for _, name := range sc.Clients {
-		var nodes []workload.Node
-		for _, ep := range eps {
-			addr, err := r.net.Addr(name, ep.Name)
-			if err != nil {
-				return err
-			}
-			nodes = append(nodes, workload.Node{Name: ep.Name, Addr: addr})
-		}
-		c, err := workload.NewClient(name, nodes, cl.Password(), redlock.Options{NodeTimeout: sc.Lock.NodeTimeout}, r.rec)
+		lock, err := r.newRedlock(name, eps, cl.Password())
 		if err != nil {
 			return err
 		}
-		r.clients[name] = c
+		r.clients[name] = workload.NewClient(name, lock, r.rec)
 	}
 	return nil
 }
@@ -270,8 +287,8 @@ func (r *runner) tearDown(ctx context.Context) error {
 	if r.nem != nil {
 		errs = append(errs, r.nem.HealAll(ctx))
 	}
-	for _, c := range r.clients {
-		c.Close()
+	for _, c := range r.conns {
+		_ = c.Close()
 	}
 	if r.net != nil {
 		r.net.Close()

@@ -8,10 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"splitbrain/history"
-	"splitbrain/redlock"
 )
 
 // Recorder is the run's history as the workload writes it.
@@ -21,40 +18,22 @@ type Recorder interface {
 	Since(time.Time) int64
 }
 
-// Node is one lock node as a client reaches it.
-type Node struct {
-	Name string
-	Addr string // through the client's proxy for this link
-}
-
-// Client is one harness client: its own connections to every node (through
-// its own proxies, so the nemesis can cut its links alone), its own Locker,
-// and the leases it believes it holds.
+// Client is one harness client: it drives its own instance of the lock
+// under test (with its own connections, through its own proxies, so the
+// nemesis can cut its links alone) and remembers the leases it believes it
+// holds.
 type Client struct {
 	name    string
 	process string
 	restart int
 	rec     Recorder
-	nodes   []string
-	conns   []*redis.Client
-	locker  *redlock.Locker
-	leases  map[string]*redlock.Lease
+	lock    Lock
+	leases  map[string]*Lease
 }
 
-// NewClient connects client name to nodes with password.
-func NewClient(name string, nodes []Node, password string, opts redlock.Options, rec Recorder) (*Client, error) {
-	c := &Client{name: name, process: name, rec: rec, leases: map[string]*redlock.Lease{}}
-	for _, n := range nodes {
-		c.nodes = append(c.nodes, n.Name)
-		c.conns = append(c.conns, redis.NewClient(redlock.ClientOptions(n.Addr, password)))
-	}
-	l, err := redlock.New(c.conns, opts)
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("client %s: %w", name, err)
-	}
-	c.locker = l
-	return c, nil
+// NewClient returns client name driving lock.
+func NewClient(name string, lock Lock, rec Recorder) *Client {
+	return &Client{name: name, process: name, rec: rec, lock: lock, leases: map[string]*Lease{}}
 }
 
 // Name is the client's name (c1, c2, ...).
@@ -70,10 +49,10 @@ func (c *Client) Holds(key string) bool { return c.leases[key] != nil }
 // lost attempt is an outcome, not a failure of the run.
 func (c *Client) Acquire(ctx context.Context, key string, ttl time.Duration) error {
 	c.record(history.Invoke, history.Acquire, key, nil)
-	lease, err := c.locker.TryLock(ctx, key, ttl)
+	lease, err := c.lock.Acquire(ctx, key, ttl)
 	if err != nil {
 		typ := history.Info
-		if errors.Is(err, redlock.ErrNotAcquired) {
+		if errors.Is(err, ErrNotAcquired) {
 			typ = history.Fail
 		}
 		c.record(typ, history.Acquire, key, func(e *history.Event) { e.Err = err.Error() })
@@ -84,7 +63,8 @@ func (c *Client) Acquire(ctx context.Context, key string, ttl time.Duration) err
 	c.record(history.OK, history.Acquire, key, func(e *history.Event) {
 		e.Value = history.MustValue(lease.Value)
 		e.Deadline = &deadline
-		e.Nodes = c.names(lease.Granted)
+		e.Token = lease.Token
+		e.Nodes = lease.Granted
 	})
 	return nil
 }
@@ -98,38 +78,21 @@ func (c *Client) Release(ctx context.Context, key string) error {
 	}
 	delete(c.leases, key)
 	c.record(history.Invoke, history.Release, key, func(e *history.Event) { e.Value = history.MustValue(lease.Value) })
-	deleted, err := c.locker.Release(ctx, lease)
+	err := c.lock.Release(ctx, lease)
 	typ := history.OK
 	switch {
-	case errors.Is(err, redlock.ErrNotHeld):
+	case errors.Is(err, ErrNotHeld):
 		typ = history.Fail
 	case err != nil:
 		typ = history.Info
 	}
 	c.record(typ, history.Release, key, func(e *history.Event) {
 		e.Value = history.MustValue(lease.Value)
-		e.Nodes = c.names(deleted)
 		if err != nil {
 			e.Err = err.Error()
 		}
 	})
 	return err
-}
-
-// Close releases the client's connections (not its leases: a client that
-// stops does not get to clean up, and the checker sees leases expire).
-func (c *Client) Close() {
-	for _, conn := range c.conns {
-		_ = conn.Close()
-	}
-}
-
-func (c *Client) names(idx []int) []string {
-	out := make([]string, len(idx))
-	for i, j := range idx {
-		out[i] = c.nodes[j]
-	}
-	return out
 }
 
 func (c *Client) record(typ history.Type, f history.Func, key string, fill func(*history.Event)) {

@@ -1,0 +1,93 @@
+package workload
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"splitbrain/history"
+)
+
+// fakeLock answers from a script: the client's bookkeeping and recording do
+// not depend on Redis.
+type fakeLock struct {
+	acquireErr, releaseErr error
+	token                  *int64
+}
+
+func (f *fakeLock) Acquire(_ context.Context, key string, ttl time.Duration) (*Lease, error) {
+	if f.acquireErr != nil {
+		return nil, f.acquireErr
+	}
+	return &Lease{Key: key, Value: "v-" + key, Deadline: time.Now().Add(ttl), Token: f.token, Granted: []string{"n1", "n2"}}, nil
+}
+
+func (f *fakeLock) Release(context.Context, *Lease) error { return f.releaseErr }
+
+func TestClientRecordsOutcomes(t *testing.T) {
+	seven := int64(7)
+	for _, tc := range []struct {
+		name        string
+		lock        fakeLock
+		wantAcquire history.Type
+		wantRelease history.Type // "" when no release is recorded
+		wantProcess string       // the process after both operations
+	}{
+		{"granted and released", fakeLock{token: &seven}, history.OK, history.OK, "c1"},
+		{"lost attempt", fakeLock{acquireErr: errors.Join(ErrNotAcquired, errors.New("2 of 5"))}, history.Fail, "", "c1"},
+		{"unknown attempt", fakeLock{acquireErr: errors.New("connection reset")}, history.Info, "", "c1.1"},
+		{"lease lost before release", fakeLock{releaseErr: errors.Join(ErrNotHeld, errors.New("1 of 5"))}, history.OK, history.Fail, "c1"},
+		{"release outcome unknown", fakeLock{releaseErr: errors.New("timeout")}, history.OK, history.Info, "c1.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			rec := history.NewRecorder(&buf, time.Now())
+			c := NewClient("c1", &tc.lock, rec)
+			ctx := context.Background()
+			_ = c.Acquire(ctx, "k", time.Second)
+			if got := c.Holds("k"); got != (tc.wantAcquire == history.OK) {
+				t.Errorf("Holds after acquire = %v", got)
+			}
+			_ = c.Release(ctx, "k")
+			if c.Holds("k") {
+				t.Error("still holds k after release")
+			}
+			events, err := history.Parse(&buf, "mem")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types []history.Type
+			for _, e := range events {
+				types = append(types, e.Type)
+			}
+			want := []history.Type{history.Invoke, tc.wantAcquire}
+			if tc.wantRelease != "" {
+				want = append(want, history.Invoke, tc.wantRelease)
+			}
+			if len(types) != len(want) {
+				t.Fatalf("recorded %v, want %v", types, want)
+			}
+			for i := range want {
+				if types[i] != want[i] {
+					t.Fatalf("recorded %v, want %v", types, want)
+				}
+			}
+			ok := events[1]
+			if tc.wantAcquire == history.OK {
+				if ok.Deadline == nil || *ok.Deadline <= ok.Time || ok.StringValue() != "v-k" || len(ok.Nodes) != 2 {
+					t.Errorf("acquire ok event lacks lease details: %+v", ok)
+				}
+				if tc.lock.token != nil && (ok.Token == nil || *ok.Token != 7) {
+					t.Errorf("token not recorded: %+v", ok)
+				}
+			} else if ok.Err == "" {
+				t.Errorf("failed acquire recorded without its error: %+v", ok)
+			}
+			if c.process != tc.wantProcess {
+				t.Errorf("process %q after the run, want %q", c.process, tc.wantProcess)
+			}
+		})
+	}
+}

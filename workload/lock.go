@@ -1,0 +1,81 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"splitbrain/redlock"
+)
+
+// Lock is the lock under test as the workload drives it: ours, or a
+// third-party lock behind an adapter. Implementations map their own errors
+// onto ErrNotAcquired and ErrNotHeld (wrapping the cause) so that the
+// history can tell a lost attempt (fail) from an unknown outcome (info).
+type Lock interface {
+	// Acquire makes one attempt to take key for ttl.
+	Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error)
+	// Release gives the lease up.
+	Release(ctx context.Context, lease *Lease) error
+}
+
+// Lease is a lock a client believes it holds.
+type Lease struct {
+	Key   string
+	Value string
+	// Deadline is when the lock's validity ends, on the monotonic clock.
+	Deadline time.Time
+	// Token is the fencing token, if the lock hands one out.
+	Token *int64
+	// Granted names the nodes that granted the lock, if known.
+	Granted []string
+	// impl is the adapter's own lease.
+	impl any
+}
+
+var (
+	// ErrNotAcquired: the attempt certainly did not take the lock.
+	ErrNotAcquired = errors.New("lock not acquired")
+	// ErrNotHeld: the release found the lease already lost.
+	ErrNotHeld = errors.New("lock not held")
+)
+
+// Redlock adapts our redlock.Locker to Lock.
+type Redlock struct {
+	Locker *redlock.Locker
+	// Nodes names the Locker's nodes in its order.
+	Nodes []string
+}
+
+// Acquire implements Lock.
+func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+	l, err := r.Locker.TryLock(ctx, key, ttl)
+	if err != nil {
+		if errors.Is(err, redlock.ErrNotAcquired) {
+			return nil, errors.Join(ErrNotAcquired, err)
+		}
+		return nil, err
+	}
+	return &Lease{Key: l.Key, Value: l.Value, Deadline: l.Deadline, Granted: r.names(l.Granted), impl: l}, nil
+}
+
+// Release implements Lock.
+func (r *Redlock) Release(ctx context.Context, lease *Lease) error {
+	l, ok := lease.impl.(*redlock.Lease)
+	if !ok {
+		return errors.New("redlock adapter: lease was not acquired through this adapter")
+	}
+	_, err := r.Locker.Release(ctx, l)
+	if errors.Is(err, redlock.ErrNotHeld) {
+		return errors.Join(ErrNotHeld, err)
+	}
+	return err
+}
+
+func (r *Redlock) names(idx []int) []string {
+	out := make([]string, len(idx))
+	for i, j := range idx {
+		out[i] = r.Nodes[j]
+	}
+	return out
+}
