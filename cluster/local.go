@@ -55,6 +55,8 @@ type Config struct {
 	Dir string
 	// Persistence applies to every node; empty means PersistNone.
 	Persistence Persistence
+	// NodePersistence overrides Persistence for the nodes it names.
+	NodePersistence map[string]Persistence
 	// RedisServer is the redis-server binary; empty means look it up in PATH.
 	RedisServer string
 	// CacheDir holds the compiled clock shim and the registry of live runs;
@@ -79,9 +81,12 @@ type Local struct {
 	redis    string
 	shim     string
 	dir      string
-	persist  Persistence
 	live     *liveRun
 	nodes    []*Node
+
+	extraMu sync.Mutex
+	extra   []*Node // added by AddNode
+	closed  bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -107,6 +112,14 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 	}
 	if !cfg.Persistence.valid() {
 		return nil, fmt.Errorf("cluster: persistence %q, want none, aof-everysec or aof-always", cfg.Persistence)
+	}
+	for name, p := range cfg.NodePersistence {
+		if !p.valid() {
+			return nil, fmt.Errorf("cluster: node %s: persistence %q, want none, aof-everysec or aof-always", name, p)
+		}
+		if i, err := strconv.Atoi(strings.TrimPrefix(name, "n")); err != nil || !strings.HasPrefix(name, "n") || i < 1 || i > cfg.Nodes {
+			return nil, fmt.Errorf("cluster: persistence given for node %q; this cluster has n1..n%d", name, cfg.Nodes)
+		}
 	}
 	if cfg.RedisServer == "" {
 		p, err := exec.LookPath("redis-server")
@@ -140,7 +153,6 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 		redis:    cfg.RedisServer,
 		shim:     shim,
 		dir:      cfg.Dir,
-		persist:  cfg.Persistence,
 		live:     live,
 	}
 	defer func() {
@@ -154,7 +166,12 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 		}
 	}
 	for i := 1; i <= cfg.Nodes; i++ {
-		n, err := c.newNode(fmt.Sprintf("n%d", i))
+		name := fmt.Sprintf("n%d", i)
+		p := cfg.NodePersistence[name]
+		if p == "" {
+			p = cfg.Persistence
+		}
+		n, err := c.newNode(NodeSpec{Name: name, Persistence: p})
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +189,8 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 	return c, nil
 }
 
-func (c *Local) newNode(name string) (*Node, error) {
+func (c *Local) newNode(spec NodeSpec) (*Node, error) {
+	name := spec.Name
 	data := filepath.Join(c.dir, "nodes", name)
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: node %s: %w", name, err)
@@ -182,20 +200,30 @@ func (c *Local) newNode(name string) (*Node, error) {
 		return nil, fmt.Errorf("cluster: node %s: %w", name, err)
 	}
 	return &Node{
-		name:    name,
-		cluster: c,
-		dataDir: data,
-		logPath: filepath.Join(c.dir, "logs", name+".log"),
-		clock:   clock,
+		name:      name,
+		cluster:   c,
+		dataDir:   data,
+		logPath:   filepath.Join(c.dir, "logs", name+".log"),
+		clock:     clock,
+		persist:   spec.Persistence,
+		replicaOf: spec.ReplicaOf,
 	}, nil
 }
 
-// Nodes returns the nodes in name order.
+// Nodes returns the lock's nodes, n1..nN, in name order; nodes added with
+// AddNode (replicas, storage) are not among them.
 func (c *Local) Nodes() []*Node { return c.nodes }
 
-// Node returns the node called name.
+// All returns every node: n1..nN, then the added ones in the order added.
+func (c *Local) All() []*Node {
+	c.extraMu.Lock()
+	defer c.extraMu.Unlock()
+	return append(append([]*Node(nil), c.nodes...), c.extra...)
+}
+
+// Node returns the node called name, added nodes included.
 func (c *Local) Node(name string) (*Node, bool) {
-	for _, n := range c.nodes {
+	for _, n := range c.All() {
 		if n.name == name {
 			return n, true
 		}
@@ -211,9 +239,13 @@ func (c *Local) Password() string { return c.password }
 // It is safe to call more than once.
 func (c *Local) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
-		errs := make([]error, len(c.nodes))
+		c.extraMu.Lock()
+		c.closed = true
+		c.extraMu.Unlock()
+		all := c.All()
+		errs := make([]error, len(all))
 		var wg sync.WaitGroup
-		for i, n := range c.nodes {
+		for i, n := range all {
 			wg.Go(func() { errs[i] = n.close(ctx) })
 		}
 		wg.Wait()
@@ -231,10 +263,13 @@ type Node struct {
 	logPath string
 	clock   *clockFile
 
-	mu    sync.Mutex
-	port  int
-	proc  *process
-	admin *redis.Client
+	mu        sync.Mutex
+	port      int
+	proc      *process
+	admin     *redis.Client
+	persist   Persistence
+	replicaOf string // host:port of the master; empty for a master
+	paused    bool
 }
 
 type process struct {
@@ -342,6 +377,7 @@ func (n *Node) spawn(ctx context.Context) error {
 		return fmt.Errorf("node %s: starting %s: %w", n.name, c.redis, err)
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
+	n.paused = false
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -415,8 +451,15 @@ func (n *Node) config() string {
 		// default, which would hide the run marker from the next start's
 		// reaper.
 		"set-proc-title no",
+		// A replica's first sync must not wait for more replicas to come
+		// along (the default waits 5 s).
+		"repl-diskless-sync-delay 0",
 	}
-	switch c.persist {
+	if n.replicaOf != "" {
+		host, port, _ := net.SplitHostPort(n.replicaOf)
+		lines = append(lines, "replicaof "+quoteConf(host)+" "+port, "masterauth "+quoteConf(c.password))
+	}
+	switch n.persist {
 	case PersistNone:
 		lines = append(lines, "appendonly no")
 	case PersistAOFEverysec:
@@ -443,6 +486,7 @@ func (n *Node) stopLocked(ctx context.Context) error {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	// A paused (SIGSTOPped) node would never act on the SIGTERM.
 	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	n.paused = false
 	select {
 	case <-p.done:
 		n.cluster.live.removePID(n.name)
@@ -471,6 +515,7 @@ func (n *Node) killLocked() error {
 		return fmt.Errorf("node %s: kill: %w", n.name, err)
 	}
 	<-p.done
+	n.paused = false
 	n.cluster.live.removePID(n.name)
 	return nil
 }

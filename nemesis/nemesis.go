@@ -1,8 +1,12 @@
-// Package nemesis injects faults into a run and heals them: network cuts
-// between clients and nodes, clock jumps, and (later) pauses, kills and
-// failovers. Every fault is one value behind the small Fault interface;
-// Nemesis enforces the lifecycle (inject, record, heal, heal-all) in one
-// place so that no fault can be left behind or go unrecorded.
+// Package nemesis injects faults into a run and heals them: network faults
+// on client↔node and replication links (drop, reset, refuse, delay) and the
+// partitions built from them, clock jumps and strobes, node pauses, kills
+// and restarts with or without their data, client pauses at the lock's hook
+// points, and replica promotion. Every fault is one value behind the small
+// Fault interface; Nemesis enforces the lifecycle (inject, record, heal,
+// heal-all) in one place so that no fault can be left behind or go
+// unrecorded. Random schedules (Plan, RunSchedule) are drawn from the run's
+// seed.
 package nemesis
 
 import (
@@ -11,9 +15,31 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"splitbrain/history"
 )
+
+// Fault kinds, as recorded in the history.
+const (
+	KindCut         = "cut"
+	KindReset       = "reset"
+	KindRefuse      = "refuse"
+	KindDelay       = "delay"
+	KindPartition   = "partition"
+	KindClockJump   = "clock-jump"
+	KindClockStrobe = "clock-strobe"
+	KindClockReset  = "clock-reset"
+	KindPause       = "pause"
+	KindKill        = "kill"
+	KindStop        = "stop"
+	KindClientPause = "client-pause"
+	KindPromote     = "promote"
+)
+
+// healTimeout bounds a heal that runs on its own (a timed fault's end),
+// when no caller's context is there to bound it.
+const healTimeout = 30 * time.Second
 
 // Fault is one injectable fault.
 type Fault interface {
@@ -40,11 +66,15 @@ type Nemesis struct {
 	nextID int
 	active map[int]activeFault
 	closed bool
+	// bgErrs are errors of heals that ran on their own (timed faults);
+	// HealAll reports them.
+	bgErrs []error
 }
 
 type activeFault struct {
-	desc history.Fault
-	heal Heal
+	desc  history.Fault
+	heal  Heal
+	timer *time.Timer // ends a timed fault; nil otherwise
 }
 
 // New returns a Nemesis that records into rec.
@@ -58,6 +88,20 @@ var ErrClosed = errors.New("nemesis: closed, no new faults")
 // Start injects f and records its start. It returns the fault's id for Stop.
 // A fault that fails to inject is not recorded and leaves nothing to heal.
 func (m *Nemesis) Start(ctx context.Context, f Fault) (int, error) {
+	return m.start(ctx, f, 0)
+}
+
+// StartFor injects f and heals it d later, on its own: a pause for 3 s, a
+// restart after a delay. Stop and HealAll may end it earlier. The recorded
+// detail says for how long.
+func (m *Nemesis) StartFor(ctx context.Context, f Fault, d time.Duration) (int, error) {
+	if d <= 0 {
+		return 0, fmt.Errorf("nemesis: StartFor %s: duration %v, want > 0 (use Start and Stop for an instant fault)", f.Describe().Kind, d)
+	}
+	return m.start(ctx, f, d)
+}
+
+func (m *Nemesis) start(ctx context.Context, f Fault, d time.Duration) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -71,10 +115,35 @@ func (m *Nemesis) Start(ctx context.Context, f Fault) (int, error) {
 	desc.ID = m.nextID
 	m.nextID++
 	desc.Phase = history.PhaseStart
-	m.active[desc.ID] = activeFault{desc: desc, heal: heal}
+	a := activeFault{desc: desc, heal: heal}
+	if d > 0 {
+		a.desc.Detail += " for " + d.String()
+		desc = a.desc
+		id := desc.ID
+		// The heal outlives the caller's context (a step may return long
+		// before the fault ends), so it gets its own bound.
+		hctx := context.WithoutCancel(ctx)
+		a.timer = time.AfterFunc(d, func() {
+			ctx, cancel := context.WithTimeout(hctx, healTimeout)
+			defer cancel()
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if _, ok := m.active[id]; !ok {
+				return // stopped meanwhile
+			}
+			if err := m.stopLocked(ctx, id); err != nil {
+				m.bgErrs = append(m.bgErrs, err)
+			}
+		})
+	}
+	m.active[desc.ID] = a
 	m.record(desc, nil)
 	return desc.ID, nil
 }
+
+// ErrNotActive is returned by Stop for a fault that is not (or no longer)
+// active.
+var ErrNotActive = errors.New("not active")
 
 // Stop heals fault id and records its end.
 func (m *Nemesis) Stop(ctx context.Context, id int) error {
@@ -86,7 +155,10 @@ func (m *Nemesis) Stop(ctx context.Context, id int) error {
 func (m *Nemesis) stopLocked(ctx context.Context, id int) error {
 	a, ok := m.active[id]
 	if !ok {
-		return fmt.Errorf("nemesis: fault %d is not active", id)
+		return fmt.Errorf("nemesis: fault %d: %w", id, ErrNotActive)
+	}
+	if a.timer != nil {
+		a.timer.Stop()
 	}
 	err := a.heal(ctx)
 	if err != nil {
@@ -103,11 +175,16 @@ func (m *Nemesis) stopLocked(ctx context.Context, id int) error {
 
 // StopKind heals every active fault of one kind, newest first.
 func (m *Nemesis) StopKind(ctx context.Context, kind string) error {
+	return m.StopMatching(ctx, func(f history.Fault) bool { return f.Kind == kind })
+}
+
+// StopMatching heals every active fault match selects, newest first.
+func (m *Nemesis) StopMatching(ctx context.Context, match func(history.Fault) bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var errs []error
 	for _, id := range m.activeIDsLocked() {
-		if m.active[id].desc.Kind == kind {
+		if match(m.active[id].desc) {
 			errs = append(errs, m.stopLocked(ctx, id))
 		}
 	}
@@ -115,12 +192,14 @@ func (m *Nemesis) StopKind(ctx context.Context, kind string) error {
 }
 
 // HealAll heals every active fault, newest first, and refuses new ones
-// afterwards. It is what every run ends with, also on Ctrl-C.
+// afterwards. It is what every run ends with, also on Ctrl-C. Its error
+// includes those of timed faults that healed on their own.
 func (m *Nemesis) HealAll(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	var errs []error
+	errs := m.bgErrs
+	m.bgErrs = nil
 	for _, id := range m.activeIDsLocked() {
 		errs = append(errs, m.stopLocked(ctx, id))
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
@@ -36,6 +37,7 @@ type Net struct {
 
 // NewNet starts a proxy on a free loopback port for every client × node.
 func NewNet(clients []string, nodes []Endpoint) (_ *Net, err error) {
+	registerToxics()
 	logger := zerolog.Nop()
 	n := &Net{
 		server:  toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), logger),
@@ -48,18 +50,62 @@ func NewNet(clients []string, nodes []Endpoint) (_ *Net, err error) {
 	}()
 	for _, c := range clients {
 		for _, node := range nodes {
-			link := history.Link{Client: c, Node: node.Name}
-			if _, dup := n.proxies[link]; dup {
-				return nil, fmt.Errorf("net: link %s given twice", link)
+			if _, err := n.AddLink(c, node); err != nil {
+				return nil, err
 			}
-			p := toxiproxy.NewProxy(n.server, c+"-"+node.Name, "127.0.0.1:0", node.Addr)
-			if err := p.Start(); err != nil {
-				return nil, fmt.Errorf("net: proxy for %s: %w", link, err)
-			}
-			n.proxies[link] = p
 		}
 	}
 	return n, nil
+}
+
+// AddLink puts a proxy on one more link and returns the address from dial
+// to reach node through it. The "client" is whoever dials: a harness client,
+// or a replica whose replication link to its master should be cuttable
+// (then its "node" is the master).
+func (n *Net) AddLink(client string, node Endpoint) (string, error) {
+	link := history.Link{Client: client, Node: node.Name}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return "", errors.New("net: closed")
+	}
+	if _, dup := n.proxies[link]; dup {
+		return "", fmt.Errorf("net: link %s given twice", link)
+	}
+	p := toxiproxy.NewProxy(n.server, client+"-"+node.Name, "127.0.0.1:0", node.Addr)
+	if err := p.Start(); err != nil {
+		return "", fmt.Errorf("net: proxy for %s: %w", link, err)
+	}
+	n.proxies[link] = p
+	return p.Listen, nil
+}
+
+// Upstream is the address a link's proxy forwards to.
+func (n *Net) Upstream(l history.Link) (string, error) {
+	p, err := n.proxy(l)
+	if err != nil {
+		return "", err
+	}
+	p.Lock()
+	defer p.Unlock()
+	return p.Upstream, nil
+}
+
+// Retarget points a link's proxy at another node, on the same listening
+// address, as a failover (Sentinel, a DNS change) points clients at a
+// promoted replica. Connections open on the link are closed; toxics stay.
+func (n *Net) Retarget(l history.Link, addr string) error {
+	p, err := n.proxy(l)
+	if err != nil {
+		return err
+	}
+	p.Lock()
+	listen := p.Listen
+	p.Unlock()
+	if err := p.Update(&toxiproxy.Proxy{Listen: listen, Upstream: addr, Enabled: true}); err != nil {
+		return fmt.Errorf("net: retarget %s to %s: %w", l, addr, err)
+	}
+	return nil
 }
 
 // Addr is the address client must dial to reach node.
@@ -68,6 +114,9 @@ func (n *Net) Addr(client, node string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// A retarget restarts the proxy, which rewrites Listen under the lock.
+	p.Lock()
+	defer p.Unlock()
 	return p.Listen, nil
 }
 
@@ -108,17 +157,96 @@ func (n *Net) Links() []history.Link {
 	return out
 }
 
-// toxic adds a named toxic to a link's proxy.
-func (n *Net) addToxic(l history.Link, name, kind, stream, attrs string) error {
+// addToxic adds a named toxic to a link's proxy.
+func (n *Net) addToxic(l history.Link, name, kind, stream, attrs string) (*toxics.ToxicWrapper, error) {
 	p, err := n.proxy(l)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, kind, stream, attrs)
-	if _, err := p.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
-		return fmt.Errorf("net: %s on %s: %w", kind, l, err)
+	w, err := p.Toxics.AddToxicJson(strings.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("net: %s on %s: %w", kind, l, err)
 	}
-	return nil
+	return w, nil
+}
+
+// Direction says which bytes of a link a fault acts on.
+type Direction string
+
+const (
+	// Both directions; also the zero value.
+	Both Direction = "both"
+	// ToNode is what the client sends: requests (upstream). On a
+	// replication link, what the replica sends its master.
+	ToNode Direction = "to-node"
+	// ToClient is what the node sends back: replies (downstream). On a
+	// replication link, the master's stream of writes.
+	ToClient Direction = "to-client"
+)
+
+// streams maps a direction onto toxiproxy's stream names.
+func (d Direction) streams() ([]string, error) {
+	switch d {
+	case "", Both:
+		return []string{"upstream", "downstream"}, nil
+	case ToNode:
+		return []string{"upstream"}, nil
+	case ToClient:
+		return []string{"downstream"}, nil
+	}
+	return nil, fmt.Errorf("net: direction %q, want both, to-node or to-client", d)
+}
+
+// arrow draws a direction for fault details.
+func (d Direction) arrow() string {
+	switch d {
+	case ToNode:
+		return " →"
+	case ToClient:
+		return " ←"
+	}
+	return ""
+}
+
+// poison adds one toxic per link and stream and returns the heal that
+// removes them all. On error, what was added is removed again. arm, if
+// set, runs on each toxic once it is in place.
+func (n *Net) poison(ctx context.Context, prefix string, links []history.Link, dir Direction,
+	kind, attrs string, arm func(*toxics.ToxicWrapper)) (Heal, error) {
+	if len(links) == 0 {
+		return nil, fmt.Errorf("%s: no links given", prefix)
+	}
+	streams, err := dir.streams()
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("%s-%d", prefix, n.nextToxicID())
+	type added struct {
+		link   history.Link
+		stream string
+	}
+	var done []added
+	heal := func(ctx context.Context) error {
+		var errs []error
+		for _, a := range done {
+			errs = append(errs, n.removeToxic(ctx, a.link, name+"-"+a.stream))
+		}
+		return errors.Join(errs...)
+	}
+	for _, l := range links {
+		for _, st := range streams {
+			w, err := n.addToxic(l, name+"-"+st, kind, st, attrs)
+			if err != nil {
+				return nil, errors.Join(err, heal(ctx))
+			}
+			done = append(done, added{l, st})
+			if arm != nil {
+				arm(w)
+			}
+		}
+	}
+	return heal, nil
 }
 
 // removeToxic removes a toxic; removing one that is not there is not an

@@ -1,0 +1,232 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// NodeSpec describes a node added to a running cluster.
+type NodeSpec struct {
+	// Name must be unique in the cluster: lower-case letters, digits and
+	// dashes, starting with a letter (r1, storage).
+	Name string
+	// Persistence is the node's; empty means PersistNone.
+	Persistence Persistence
+	// ReplicaOf makes the node an asynchronous replica of the master that
+	// answers at this host:port. Give the address of a proxy in front of
+	// the master to be able to cut or delay the replication link.
+	ReplicaOf string
+}
+
+var nodeName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// ErrClosed is returned by AddNode after Close.
+var ErrClosed = errors.New("cluster: closed")
+
+// AddNode starts one more node, outside the lock's nodes: a replica, or the
+// storage the workload protects. It is stopped and removed with the rest at
+// Close. A replica is returned as soon as it answers; WaitSynced waits for
+// its first sync.
+func (c *Local) AddNode(ctx context.Context, spec NodeSpec) (*Node, error) {
+	if !nodeName.MatchString(spec.Name) {
+		return nil, fmt.Errorf("cluster: node name %q: want lower-case letters, digits and dashes, starting with a letter", spec.Name)
+	}
+	if spec.Persistence == "" {
+		spec.Persistence = PersistNone
+	}
+	if !spec.Persistence.valid() {
+		return nil, fmt.Errorf("cluster: node %s: persistence %q, want none, aof-everysec or aof-always", spec.Name, spec.Persistence)
+	}
+	if spec.ReplicaOf != "" {
+		if _, _, err := net.SplitHostPort(spec.ReplicaOf); err != nil {
+			return nil, fmt.Errorf("cluster: node %s: ReplicaOf %q: want host:port: %w", spec.Name, spec.ReplicaOf, err)
+		}
+	}
+	if _, dup := c.Node(spec.Name); dup {
+		return nil, fmt.Errorf("cluster: a node named %s exists already", spec.Name)
+	}
+	n, err := c.newNode(spec)
+	if err != nil {
+		return nil, err
+	}
+	c.extraMu.Lock()
+	if c.closed {
+		c.extraMu.Unlock()
+		return nil, errors.Join(ErrClosed, n.clock.close())
+	}
+	c.extra = append(c.extra, n)
+	c.extraMu.Unlock()
+	if err := n.Start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Persistence is the mode the node runs with (or will, after SetPersistence,
+// from its next start).
+func (n *Node) Persistence() Persistence {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.persist
+}
+
+// SetPersistence changes the node's persistence from its next start on.
+func (n *Node) SetPersistence(p Persistence) error {
+	if !p.valid() {
+		return fmt.Errorf("node %s: persistence %q, want none, aof-everysec or aof-always", n.name, p)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.persist = p
+	return nil
+}
+
+// ErrNotRunning is returned by operations that need the node's process.
+var ErrNotRunning = errors.New("not running")
+
+// Pause stops the node's process with SIGSTOP. The kernel still completes
+// TCP handshakes to it, so clients see timeouts, not refusals. Pausing a
+// paused node is a no-op.
+func (n *Node) Pause() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	p := n.proc
+	if p == nil || p.exited() {
+		return fmt.Errorf("node %s: pause: %w", n.name, ErrNotRunning)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("node %s: pause: %w", n.name, err)
+	}
+	n.paused = true
+	return nil
+}
+
+// Resume continues a paused node with SIGCONT. Resuming a node that is not
+// paused, or not running, is a no-op, so a heal can always run.
+func (n *Node) Resume() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	p := n.proc
+	if p == nil || p.exited() || !n.paused {
+		n.paused = false
+		return nil
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("node %s: resume: %w", n.name, err)
+	}
+	n.paused = false
+	return nil
+}
+
+// Paused reports whether the node is paused.
+func (n *Node) Paused() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.paused
+}
+
+// PID is the node's process id, or 0 when it is not running.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil || n.proc.exited() {
+		return 0
+	}
+	return n.proc.cmd.Process.Pid
+}
+
+// WipeData deletes everything in the stopped node's data dir (AOF, RDB), so
+// that its next start comes back empty: "amnesia", a crash that lost what
+// the page cache held. A kill -9 alone loses nothing under AOF, whatever
+// the fsync setting, because the page cache survives the process.
+func (n *Node) WipeData() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc != nil && !n.proc.exited() {
+		return fmt.Errorf("node %s: wipe data: still running; kill or stop it first", n.name)
+	}
+	entries, err := os.ReadDir(n.dataDir)
+	if err != nil {
+		return fmt.Errorf("node %s: wipe data: %w", n.name, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		errs = append(errs, os.RemoveAll(filepath.Join(n.dataDir, e.Name())))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("node %s: wipe data: %w", n.name, err)
+	}
+	return nil
+}
+
+// ReplicaOf is the address the node replicates from; empty for a master.
+func (n *Node) ReplicaOf() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.replicaOf
+}
+
+// Promote turns a replica into a master (REPLICAOF NO ONE), keeping what it
+// has replicated so far, and returns the address it replicated from. It is
+// also what a restart keeps: a promoted node restarts as a master.
+func (n *Node) Promote(ctx context.Context) (string, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.proc == nil || n.proc.exited() {
+		return "", fmt.Errorf("node %s: promote: %w", n.name, ErrNotRunning)
+	}
+	if err := n.admin.Do(ctx, "replicaof", "no", "one").Err(); err != nil {
+		return "", fmt.Errorf("node %s: REPLICAOF NO ONE: %w", n.name, err)
+	}
+	prev := n.replicaOf
+	n.replicaOf = ""
+	return prev, nil
+}
+
+// Follow makes the node a replica of the master at addr (host:port): it
+// drops its own data and syncs from that master. A restart keeps following.
+func (n *Node) Follow(ctx context.Context, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("node %s: follow %q: want host:port: %w", n.name, addr, err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.replicaOf = addr
+	if n.proc == nil || n.proc.exited() {
+		return nil // the config written at the next start follows addr
+	}
+	if err := n.admin.ConfigSet(ctx, "masterauth", n.cluster.password).Err(); err != nil {
+		return fmt.Errorf("node %s: follow: %w", n.name, err)
+	}
+	if err := n.admin.Do(ctx, "replicaof", host, port).Err(); err != nil {
+		return fmt.Errorf("node %s: REPLICAOF %s %s: %w", n.name, host, port, err)
+	}
+	return nil
+}
+
+// WaitSynced waits until the replica's link to its master is up and its
+// sync finished.
+func (n *Node) WaitSynced(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		info, err := n.Admin().Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s: replica not in sync: %w (last INFO error: %v)", n.name, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}

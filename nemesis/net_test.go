@@ -1,0 +1,314 @@
+package nemesis_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"splitbrain/cluster"
+	"splitbrain/history"
+	"splitbrain/nemesis"
+)
+
+// linkClient is a client with one pooled connection over a link.
+func linkClient(t *testing.T, links *nemesis.Net, pw, client, node string) *redis.Client {
+	t.Helper()
+	addr, err := links.Addr(client, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: pw, MaxRetries: -1, ContextTimeoutEnabled: true,
+		PoolSize: 1, DialTimeout: 2 * time.Second})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func within(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+// eventually retries f until it succeeds or a generous deadline passes.
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still failing: %v", what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func exists(t *testing.T, n *cluster.Node, key string) bool {
+	t.Helper()
+	ctx, cancel := within(5 * time.Second)
+	defer cancel()
+	v, err := n.Admin().Exists(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("EXISTS %s on %s: %v", key, n.Name(), err)
+	}
+	return v == 1
+}
+
+func setup(t *testing.T, nodes int, clients ...string) (*cluster.Local, *nemesis.Net, *nemesis.Nemesis, *memRecorder) {
+	t.Helper()
+	cl := startNodes(t, nodes)
+	links, err := nemesis.NewNet(clients, endpoints(cl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &memRecorder{}
+	nem := nemesis.New(rec)
+	t.Cleanup(func() {
+		if err := nem.HealAll(context.Background()); err != nil {
+			t.Errorf("HealAll: %v", err)
+		}
+		links.Close()
+	})
+	return cl, links, nem, rec
+}
+
+// Dropping one direction: requests lost means the command never runs;
+// replies lost means it runs but the client cannot know. Both look the
+// same to the client — a timeout — which is why a lock must treat a
+// timed-out SET as possibly applied.
+func TestCutPerDirection(t *testing.T) {
+	cl, links, nem, _ := setup(t, 1, "c1")
+	n1 := cl.Nodes()[0]
+	pw := cl.Password()
+	for _, tc := range []struct {
+		dir     nemesis.Direction
+		key     string
+		applied bool
+	}{
+		{nemesis.ToNode, "k-to-node", false},
+		{nemesis.ToClient, "k-to-client", true},
+	} {
+		t.Run(string(tc.dir), func(t *testing.T) {
+			c := linkClient(t, links, pw, "c1", "n1")
+			if err := c.Ping(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			id, err := nem.Start(context.Background(), nemesis.Cut{Net: links, Links: []history.Link{{Client: "c1", Node: "n1"}}, Direction: tc.dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := within(300 * time.Millisecond)
+			err = c.Set(ctx, tc.key, "v", 0).Err()
+			cancel()
+			if !isTimeout(err) {
+				t.Errorf("SET during %s cut: %v, want a timeout", tc.dir, err)
+			}
+			if tc.applied {
+				// The request got through; only the reply is lost.
+				eventually(t, "SET applied behind a lost reply", func() error {
+					if !exists(t, n1, tc.key) {
+						return errors.New("key absent")
+					}
+					return nil
+				})
+			} else if exists(t, n1, tc.key) {
+				t.Errorf("SET applied although its request was dropped")
+			}
+			if err := nem.Stop(context.Background(), id); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "c1→n1 after heal", func() error { return ping(t, links, pw, "c1", "n1") })
+		})
+	}
+}
+
+// A reset fails commands at once with a connection error, not a timeout;
+// after the heal the link works again.
+func TestResetFailsFastAndHeals(t *testing.T) {
+	cl, links, nem, rec := setup(t, 2, "c1")
+	pw := cl.Password()
+	c := linkClient(t, links, pw, "c1", "n1")
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := nem.Start(context.Background(), nemesis.Reset{Net: links, Links: []history.Link{{Client: "c1", Node: "n1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A generous deadline: the reset must beat it by failing, not by time.
+	for _, what := range []string{"pooled connection", "new connection"} {
+		ctx, cancel := within(10 * time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil || isTimeout(err) {
+			t.Errorf("PING over a reset link (%s): %v, want a connection error", what, err)
+		}
+	}
+	if err := ping(t, links, pw, "c1", "n2"); err != nil {
+		t.Errorf("c1→n2, not reset: %v", err)
+	}
+	if err := nem.Stop(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "c1→n1 after heal", func() error { return ping(t, links, pw, "c1", "n1") })
+	if f := rec.faults(t); len(f) != 2 || f[0].Kind != nemesis.KindReset || f[0].Detail != "c1 ↯ n1" {
+		t.Errorf("recorded %+v", f)
+	}
+}
+
+// Refusing new connections leaves open ones working: a pooled connection
+// still answers while every new one is closed at once.
+func TestRefuseTurnsAwayNewConnectionsOnly(t *testing.T) {
+	cl, links, nem, _ := setup(t, 1, "c1")
+	pw := cl.Password()
+	open := linkClient(t, links, pw, "c1", "n1")
+	if err := open.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := nem.Start(context.Background(), nemesis.Refuse{Net: links, Links: []history.Link{{Client: "c1", Node: "n1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		ctx, cancel := within(10 * time.Second)
+		err := open.Set(ctx, "k", i, 0).Err()
+		cancel()
+		if err != nil {
+			t.Fatalf("command %d on the connection opened before: %v, want it to work", i, err)
+		}
+	}
+	for i := range 3 {
+		fresh := linkClient(t, links, pw, "c1", "n1")
+		ctx, cancel := within(10 * time.Second)
+		err := fresh.Ping(ctx).Err()
+		cancel()
+		if err == nil || isTimeout(err) {
+			t.Errorf("new connection %d: %v, want it closed at once", i, err)
+		}
+	}
+	if err := nem.Stop(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "new connection after heal", func() error { return ping(t, links, pw, "c1", "n1") })
+	if err := open.Ping(context.Background()).Err(); err != nil {
+		t.Errorf("the old connection after heal: %v", err)
+	}
+}
+
+// A delayed link holds bytes and then delivers them, here on the link to a
+// storage node outside the lock's nodes: a write whose sender gave up
+// lands later anyway.
+func TestDelayHoldsThenDelivers(t *testing.T) {
+	cl := startNodes(t, 1)
+	ctx := context.Background()
+	storage, err := cl.AddNode(ctx, cluster.NodeSpec{Name: "storage"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	links, err := nemesis.NewNet(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer links.Close()
+	if _, err := links.AddLink("c1", nemesis.Endpoint{Name: "storage", Addr: storage.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	nem := nemesis.New(&memRecorder{})
+	defer nem.HealAll(ctx)
+	pw := cl.Password()
+	c := linkClient(t, links, pw, "c1", "storage")
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	link := []history.Link{{Client: "c1", Node: "storage"}}
+
+	// Held for a minute: the client gives up, the write has not landed.
+	id, err := nem.Start(ctx, nemesis.Delay{Net: links, Links: link, Direction: nemesis.ToNode, By: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := within(200 * time.Millisecond)
+	err = c.Set(sctx, "balance", "stale", 0).Err()
+	cancel()
+	if !isTimeout(err) {
+		t.Fatalf("SET over a 1-minute delay: %v, want the client to time out", err)
+	}
+	if exists(t, storage, "balance") {
+		t.Fatal("the held write landed before its delay")
+	}
+	// The heal delivers what is held.
+	if err := nem.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "held write delivered at heal", func() error {
+		if !exists(t, storage, "balance") {
+			return errors.New("not there")
+		}
+		return nil
+	})
+
+	// A short delay runs out by itself: the command succeeds, late.
+	c2 := linkClient(t, links, pw, "c1", "storage")
+	if err := c2.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const by = 300 * time.Millisecond
+	id, err = nem.Start(ctx, nemesis.Delay{Net: links, Links: link, By: by})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := c2.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET over a %v delay: %v", by, err)
+	}
+	if took := time.Since(start); took < by {
+		t.Errorf("SET over a %v delay (both ways) returned after %v", by, took)
+	}
+	if err := nem.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nem.Start(ctx, nemesis.Delay{Net: links, Links: link, By: 2 * time.Hour}); err == nil {
+		t.Error("a 2-hour delay was accepted")
+	}
+}
+
+// Partitions cut exactly their grudge's links; the heal restores them all.
+func TestPartitionCutsItsGrudge(t *testing.T) {
+	clients := []string{"c1", "c2"}
+	cl, links, nem, rec := setup(t, 5, clients...)
+	pw := cl.Password()
+	nodes := []string{"n1", "n2", "n3", "n4", "n5"}
+	grudge, err := nemesis.Bridge(clients, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := nem.Start(context.Background(), nemesis.Partition{Net: links, Shape: nemesis.ShapeBridge, Links: grudge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// c1 is on n1,n2's side, c2 on n4,n5's; both reach the bridge n3.
+	reach := map[string]string{"c1": "n1 n2 n3", "c2": "n3 n4 n5"}
+	for _, c := range clients {
+		for _, n := range nodes {
+			err := ping(t, links, pw, c, n)
+			if want := strings.Contains(reach[c], n); want != (err == nil) {
+				t.Errorf("%s→%s: err %v, want reachable=%v", c, n, err, want)
+			}
+		}
+	}
+	if err := nem.Stop(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clients {
+		for _, n := range nodes {
+			eventually(t, c+"→"+n+" after heal", func() error { return ping(t, links, pw, c, n) })
+		}
+	}
+	if f := rec.faults(t); f[0].Detail != "bridge: c1 ✂ n4,n5; c2 ✂ n1,n2" {
+		t.Errorf("detail %q", f[0].Detail)
+	}
+}

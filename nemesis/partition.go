@@ -1,0 +1,27 @@
+package nemesis
+
+import (
+	"context"
+
+	"splitbrain/history"
+)
+
+// Partition drops every byte, both ways, on the links of a grudge (see
+// Isolate, Halves, Bridge, ClientCut, RandomGrudge). It is a Cut that
+// remembers its shape, so reports can say "halves" instead of listing
+// links. Healing closes the cut connections, as Cut's does.
+type Partition struct {
+	Net   *Net
+	Shape string
+	Links []history.Link
+}
+
+// Describe implements Fault.
+func (p Partition) Describe() history.Fault {
+	return history.Fault{Kind: KindPartition, Links: p.Links, Detail: p.Shape + ": " + describeLinks(p.Links, "✂")}
+}
+
+// Inject implements Fault.
+func (p Partition) Inject(ctx context.Context) (Heal, error) {
+	return Cut{Net: p.Net, Links: p.Links}.Inject(ctx)
+}
