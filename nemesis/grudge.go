@@ -40,16 +40,17 @@ func ClientCut(client string, nodes []string) []history.Link {
 	return Isolate([]string{client}, nodes)
 }
 
-// Halves splits nodes into a majority side (the first len/2+1) and a
-// minority side (the rest), and clients alternately into the majority and
-// the minority side, beginning with the majority; each client is cut from
-// the nodes of the other side. With one node nothing can be split.
+// Halves splits nodes into two sides, the first ⌈n/2⌉ nodes (a majority
+// when n is odd; with an even n neither side has one) and the rest, and
+// clients alternately into the first and the second side; each client is
+// cut from the nodes of the other side. With one node nothing can be
+// split.
 func Halves(clients, nodes []string) ([]history.Link, error) {
 	if len(nodes) < 2 {
 		return nil, fmt.Errorf("halves: %d node(s), want at least 2", len(nodes))
 	}
-	maj := nodes[:len(nodes)/2+1]
-	return sides(clients, maj, nodes[len(maj):]), nil
+	first := nodes[:(len(nodes)+1)/2]
+	return sides(clients, first, nodes[len(first):]), nil
 }
 
 // Bridge splits nodes into two sides and a bridge, the middle node, that
