@@ -106,7 +106,30 @@ func (n *Node) Pause() error {
 		return fmt.Errorf("node %s: pause: %w", n.name, err)
 	}
 	n.paused = true
+	// The signal is delivered asynchronously; the fault is in effect only
+	// once the process is stopped.
+	if err := waitState(p, true); err != nil {
+		return fmt.Errorf("node %s: pause: %w", n.name, err)
+	}
 	return nil
+}
+
+// waitState waits until the process is stopped (or no longer stopped).
+func waitState(p *process, stopped bool) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := procState(p.cmd.Process.Pid)
+		if err != nil || p.exited() {
+			return nil // gone: nothing left to wait for
+		}
+		if (st == 'T' || st == 't') == stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d still in state %c", p.cmd.Process.Pid, st)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Resume continues a paused node with SIGCONT. Resuming a node that is not
@@ -123,7 +146,7 @@ func (n *Node) Resume() error {
 		return fmt.Errorf("node %s: resume: %w", n.name, err)
 	}
 	n.paused = false
-	return nil
+	return waitState(p, false)
 }
 
 // Paused reports whether the node is paused.
@@ -213,14 +236,17 @@ func (n *Node) Follow(ctx context.Context, addr string) error {
 	return nil
 }
 
-// WaitSynced waits until the replica's link to its master is up and its
-// sync finished.
+// WaitSynced waits until the replica's link to its master is up, its sync
+// finished and, under AOF, the rewrite that follows a sync is done: until
+// then Redis keeps no AOF a restart could load, and a replica killed early
+// comes back empty whatever appendfsync says.
 func (n *Node) WaitSynced(ctx context.Context) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		info, err := n.Admin().Info(ctx, "replication").Result()
-		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") {
+		info, err := n.Admin().Info(ctx, "replication", "persistence").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") &&
+			strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") {
 			return nil
 		}
 		select {

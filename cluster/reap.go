@@ -158,20 +158,41 @@ func startedBy(pid int, id string) bool {
 
 // procStartTime reads a process's start time (clock ticks since boot).
 func procStartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	fields, err := procStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) may contain spaces and parentheses; the
-	// fields after the last ')' are plain. starttime is field 22.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	fields := strings.Fields(string(b[i+1:]))
 	const startField = 22 - 3 // fields[0] is field 3
 	if len(fields) <= startField {
 		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	return strconv.ParseUint(fields[startField], 10, 64)
+}
+
+// procState reads a process's state letter (R, S, T, Z, ...).
+func procState(pid int) (byte, error) {
+	fields, err := procStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return fields[0][0], nil
+}
+
+// procStat returns the fields of /proc/pid/stat from the third (state) on.
+func procStat(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	// The command name (field 2) may contain spaces and parentheses; the
+	// fields after the last ')' are plain.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) == 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return fields, nil
 }
