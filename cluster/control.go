@@ -92,10 +92,23 @@ func (n *Node) SetPersistence(p Persistence) error {
 // ErrNotRunning is returned by operations that need the node's process.
 var ErrNotRunning = errors.New("not running")
 
-// Pause stops the node's process with SIGSTOP. The kernel still completes
-// TCP handshakes to it, so clients see timeouts, not refusals. Pausing a
-// paused node is a no-op.
-func (n *Node) Pause() error {
+// Controls is the node as fault injection drives it: the method set it
+// shares with the Docker backend's nodes, in which every blocking operation
+// takes a context — Kill included, which on Node predates that and takes
+// none.
+type Controls struct{ *Node }
+
+// Controls returns n's Controls.
+func (n *Node) Controls() Controls { return Controls{n} }
+
+// Kill sends SIGKILL and waits for the process to be gone; a local kill is
+// a signal and a wait for the exit, which ctx has no reason to cut short.
+func (c Controls) Kill(context.Context) error { return c.Node.Kill() }
+
+// Pause stops the node's process with SIGSTOP and waits until it is
+// stopped. The kernel still completes TCP handshakes to it, so clients see
+// timeouts, not refusals. Pausing a paused node is a no-op.
+func (n *Node) Pause(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	p := n.proc
@@ -108,14 +121,14 @@ func (n *Node) Pause() error {
 	n.paused = true
 	// The signal is delivered asynchronously; the fault is in effect only
 	// once the process is stopped.
-	if err := waitState(p, true); err != nil {
+	if err := waitState(ctx, p, true); err != nil {
 		return fmt.Errorf("node %s: pause: %w", n.name, err)
 	}
 	return nil
 }
 
 // waitState waits until the process is stopped (or no longer stopped).
-func waitState(p *process, stopped bool) error {
+func waitState(ctx context.Context, p *process, stopped bool) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := procState(p.cmd.Process.Pid)
@@ -125,8 +138,8 @@ func waitState(p *process, stopped bool) error {
 		if (st == 'T' || st == 't') == stopped {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("process %d still in state %c", p.cmd.Process.Pid, st)
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("process %d still in state %c (%v)", p.cmd.Process.Pid, st, ctx.Err())
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -134,7 +147,7 @@ func waitState(p *process, stopped bool) error {
 
 // Resume continues a paused node with SIGCONT. Resuming a node that is not
 // paused, or not running, is a no-op, so a heal can always run.
-func (n *Node) Resume() error {
+func (n *Node) Resume(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	p := n.proc
@@ -146,7 +159,7 @@ func (n *Node) Resume() error {
 		return fmt.Errorf("node %s: resume: %w", n.name, err)
 	}
 	n.paused = false
-	return waitState(p, false)
+	return waitState(ctx, p, false)
 }
 
 // Paused reports whether the node is paused.
@@ -170,7 +183,7 @@ func (n *Node) PID() int {
 // that its next start comes back empty: "amnesia", a crash that lost what
 // the page cache held. A kill -9 alone loses nothing under AOF, whatever
 // the fsync setting, because the page cache survives the process.
-func (n *Node) WipeData() error {
+func (n *Node) WipeData(context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.proc != nil && !n.proc.exited() {

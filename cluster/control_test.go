@@ -102,7 +102,7 @@ func TestPauseResumeAndWipe(t *testing.T) {
 	cl := startCluster(t, 1, t.TempDir())
 	ctx := context.Background()
 	n := cl.Nodes()[0]
-	if err := n.Pause(); err != nil || !n.Paused() {
+	if err := n.Pause(ctx); err != nil || !n.Paused() {
 		t.Fatalf("Pause: %v, paused %v", err, n.Paused())
 	}
 	pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
@@ -111,17 +111,17 @@ func TestPauseResumeAndWipe(t *testing.T) {
 	if err == nil {
 		t.Error("a paused node answered")
 	}
-	if err := n.Resume(); err != nil || n.Paused() {
+	if err := n.Resume(ctx); err != nil || n.Paused() {
 		t.Fatalf("Resume: %v, paused %v", err, n.Paused())
 	}
-	if err := n.Resume(); err != nil {
+	if err := n.Resume(ctx); err != nil {
 		t.Errorf("second Resume: %v", err)
 	}
-	if err := n.WipeData(); err == nil {
+	if err := n.WipeData(ctx); err == nil {
 		t.Error("wiped a running node's data")
 	}
 	// A paused node still stops gracefully: Stop resumes it.
-	if err := n.Pause(); err != nil {
+	if err := n.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -132,10 +132,10 @@ func TestPauseResumeAndWipe(t *testing.T) {
 	if n.Paused() || n.Running() {
 		t.Errorf("after Stop: paused %v, running %v", n.Paused(), n.Running())
 	}
-	if err := n.Pause(); !errors.Is(err, cluster.ErrNotRunning) {
+	if err := n.Pause(ctx); !errors.Is(err, cluster.ErrNotRunning) {
 		t.Errorf("Pause of a stopped node: %v, want ErrNotRunning", err)
 	}
-	if err := n.WipeData(); err != nil {
+	if err := n.WipeData(ctx); err != nil {
 		t.Errorf("WipeData of a stopped node: %v", err)
 	}
 	if err := n.Start(ctx); err != nil {

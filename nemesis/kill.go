@@ -7,17 +7,32 @@ import (
 	"splitbrain/history"
 )
 
-// Killable is a node that can be killed and started again.
+// Killable is a node that can be killed and started again. Killing a node
+// that is down does nothing; starting one that runs is an error.
 type Killable interface {
 	Name() string
-	Kill() error
+	Kill(ctx context.Context) error
 	Start(ctx context.Context) error
-	Running() bool
 }
 
 // Wipeable is a stopped node whose data can be deleted before it restarts.
 type Wipeable interface {
-	WipeData() error
+	WipeData(ctx context.Context) error
+}
+
+// runningNode is a node that can say whether it runs; the kill and stop
+// faults use it, where a backend offers it, to refuse taking down a node
+// that is down and to leave alone one that something else restarted.
+type runningNode interface {
+	Running() bool
+}
+
+func running(node Killable) (bool, bool) {
+	r, ok := node.(runningNode)
+	if !ok {
+		return false, false
+	}
+	return r.Running(), true
 }
 
 // Kill crashes a node with SIGKILL (kill -9): no shutdown, no last fsync.
@@ -37,11 +52,11 @@ func (k Kill) Describe() history.Fault {
 }
 
 // Inject implements Fault.
-func (k Kill) Inject(context.Context) (Heal, error) {
-	if !k.Node.Running() {
+func (k Kill) Inject(ctx context.Context) (Heal, error) {
+	if up, known := running(k.Node); known && !up {
 		return nil, fmt.Errorf("kill %s: not running", k.Node.Name())
 	}
-	if err := k.Node.Kill(); err != nil {
+	if err := k.Node.Kill(ctx); err != nil {
 		return nil, err
 	}
 	return restart(k.Node, k.Amnesia), nil
@@ -52,7 +67,7 @@ func (k Kill) Inject(context.Context) (Heal, error) {
 // already started is left alone.
 func restart(node Killable, amnesia bool) Heal {
 	return func(ctx context.Context) error {
-		if node.Running() {
+		if up, _ := running(node); up {
 			return nil
 		}
 		if amnesia {
@@ -60,7 +75,7 @@ func restart(node Killable, amnesia bool) Heal {
 			if !ok {
 				return fmt.Errorf("restart %s: amnesia asked, but the node cannot wipe its data", node.Name())
 			}
-			if err := w.WipeData(); err != nil {
+			if err := w.WipeData(ctx); err != nil {
 				return err
 			}
 		}

@@ -19,7 +19,7 @@ import (
 
 // The cluster's nodes are what the nemesis's node faults act on.
 var (
-	_ nemesis.ScheduleNode = (*cluster.Node)(nil)
+	_ nemesis.ScheduleNode = cluster.Controls{}
 	_ nemesis.Promotable   = (*cluster.Node)(nil)
 )
 
@@ -134,9 +134,9 @@ func TestKillAndRestartPerPersistence(t *testing.T) {
 			}
 			rec := &memRecorder{}
 			nem := nemesis.New(rec)
-			var f nemesis.Fault = nemesis.Kill{Node: n, Amnesia: tc.amnesia}
+			var f nemesis.Fault = nemesis.Kill{Node: n.Controls(), Amnesia: tc.amnesia}
 			if tc.graceful {
-				f = nemesis.Stop{Node: n, Amnesia: tc.amnesia}
+				f = nemesis.Stop{Node: n.Controls(), Amnesia: tc.amnesia}
 			}
 			if _, err := nem.Start(ctx, f); err != nil {
 				t.Fatal(err)
@@ -169,7 +169,7 @@ func TestDelayedRestart(t *testing.T) {
 	rec := &memRecorder{}
 	nem := nemesis.New(rec)
 	defer nem.HealAll(ctx)
-	if _, err := nem.StartFor(ctx, nemesis.Kill{Node: n}, 300*time.Millisecond); err != nil {
+	if _, err := nem.StartFor(ctx, nemesis.Kill{Node: n.Controls()}, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if n.Running() {
@@ -188,10 +188,10 @@ func TestDelayedRestart(t *testing.T) {
 	if len(fs) != 2 || fs[1].Phase != history.PhaseStop || !strings.HasSuffix(fs[0].Detail, "for 300ms") {
 		t.Errorf("recorded %+v, want kill for 300ms, start and stop", fs)
 	}
-	if _, err := nem.Start(ctx, nemesis.Kill{Node: n}); err != nil {
+	if _, err := nem.Start(ctx, nemesis.Kill{Node: n.Controls()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nem.Start(ctx, nemesis.Kill{Node: n}); err == nil {
+	if _, err := nem.Start(ctx, nemesis.Kill{Node: n.Controls()}); err == nil {
 		t.Error("killing a node that is down succeeded")
 	}
 }
@@ -236,7 +236,7 @@ func TestFailoverLosesUnreplicatedWrite(t *testing.T) {
 	if got, err := c1.Do(ctx, "wait", 1, 300).Int(); err != nil || got != 0 {
 		t.Fatalf("WAIT 1 during the cut: %d replicas, %v; want 0", got, err)
 	}
-	if _, err := nem.Start(ctx, nemesis.Kill{Node: n1}); err != nil {
+	if _, err := nem.Start(ctx, nemesis.Kill{Node: n1.Controls()}); err != nil {
 		t.Fatal(err)
 	}
 	promote := nemesis.Promote{Net: links, Replica: r1, Links: []history.Link{{Client: "c1", Node: "n1"}}}

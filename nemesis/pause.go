@@ -9,8 +9,8 @@ import (
 // Pausable is a node whose process can be frozen and thawed.
 type Pausable interface {
 	Name() string
-	Pause() error
-	Resume() error
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
 }
 
 // Pause freezes a node (SIGSTOP, docker pause): it answers nothing, but the
@@ -27,9 +27,9 @@ func (p Pause) Describe() history.Fault {
 }
 
 // Inject implements Fault.
-func (p Pause) Inject(context.Context) (Heal, error) {
-	if err := p.Node.Pause(); err != nil {
+func (p Pause) Inject(ctx context.Context) (Heal, error) {
+	if err := p.Node.Pause(ctx); err != nil {
 		return nil, err
 	}
-	return func(context.Context) error { return p.Node.Resume() }, nil
+	return p.Node.Resume, nil
 }

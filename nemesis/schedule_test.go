@@ -131,7 +131,7 @@ func TestRunScheduleHealsAndRepeats(t *testing.T) {
 	env := nemesis.Env{Net: links, Nodes: map[string]nemesis.ScheduleNode{}, Gates: map[string]*nemesis.ClientGate{}}
 	var names []string
 	for _, n := range cl.Nodes() {
-		env.Nodes[n.Name()] = n
+		env.Nodes[n.Name()] = n.Controls()
 		names = append(names, n.Name())
 	}
 	for _, c := range clients {
@@ -192,7 +192,7 @@ func TestRunScheduleHealsAndRepeats(t *testing.T) {
 
 func TestRunScheduleStopsWithContext(t *testing.T) {
 	cl, links, nem, _ := setup(t, 1, "c1")
-	env := nemesis.Env{Net: links, Nodes: map[string]nemesis.ScheduleNode{"n1": cl.Nodes()[0]}}
+	env := nemesis.Env{Net: links, Nodes: map[string]nemesis.ScheduleNode{"n1": cl.Nodes()[0].Controls()}}
 	ops := []nemesis.Op{{At: 0, For: time.Hour, Kind: nemesis.RandomPause, Nodes: []string{"n1"}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

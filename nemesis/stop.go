@@ -30,7 +30,7 @@ func (s Stop) Describe() history.Fault {
 
 // Inject implements Fault.
 func (s Stop) Inject(ctx context.Context) (Heal, error) {
-	if !s.Node.Running() {
+	if up, known := running(s.Node); known && !up {
 		return nil, fmt.Errorf("stop %s: not running", s.Node.Name())
 	}
 	if err := s.Node.Stop(ctx); err != nil {

@@ -140,6 +140,7 @@ type runner struct {
 	nem     *nemesis.Nemesis
 	clients map[string]*workload.Client
 	conns   []*redis.Client
+	faults  faultRig
 }
 
 // newRedlock builds client's instance of our Redlock: its own connection to
@@ -157,7 +158,7 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		conns = append(conns, c)
 		names = append(names, ep.Name)
 	}
-	l, err := redlock.New(conns, redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout})
+	l, err := redlock.New(conns, redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout, Hooks: r.hooks(client)})
 	if err != nil {
 		return nil, fmt.Errorf("client %s: %w", client, err)
 	}
@@ -166,7 +167,7 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 
 func (r *runner) setUp(ctx context.Context, dir, cacheDir string) error {
 	sc := r.sc
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: sc.Nodes, Dir: dir, CacheDir: cacheDir})
+	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: sc.Nodes, Dir: dir, CacheDir: cacheDir, NodePersistence: sc.Persistence})
 	if err != nil {
 		return err
 	}
@@ -180,6 +181,9 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir string) error {
 		return err
 	}
 	r.nem = nemesis.New(r.rec)
+	if err := r.setUpFaults(ctx); err != nil {
+		return err
+	}
 	r.clients = map[string]*workload.Client{}
 	for _, name := range sc.Clients {
 		lock, err := r.newRedlock(name, eps, cl.Password())
@@ -261,20 +265,14 @@ func (r *runner) step(ctx context.Context, st Step) error {
 		case <-ctx.Done():
 		}
 		return nil
+	default:
+		return r.faultStep(ctx, st)
 	}
-	return fmt.Errorf("unknown step kind %q", st.Kind)
-}
-
-// faultKinds maps a heal step's target to the fault kinds it heals.
-var faultKinds = map[string][]string{
-	"links":  {"cut"},
-	"clocks": {"clock-jump"},
-	"all":    {"cut", "clock-jump"},
 }
 
 func (r *runner) heal(ctx context.Context, what string) error {
 	var errs []error
-	for _, kind := range faultKinds[what] {
+	for _, kind := range healKindsFor(what) {
 		errs = append(errs, r.nem.StopKind(ctx, kind))
 	}
 	return errors.Join(errs...)

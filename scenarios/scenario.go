@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"splitbrain/cluster"
+	"splitbrain/nemesis"
 )
 
 //go:embed builtin/*.yaml
@@ -44,6 +47,11 @@ type Scenario struct {
 	// File is where the scenario came from ("builtin/clock-jump.yaml" or a
 	// user path), for messages.
 	File string
+	// Persistence is each lock node's (n1..nN) persistence.
+	Persistence map[string]cluster.Persistence
+	// Replicas names the nodes that get an asynchronous replica; nK's
+	// replica is rK.
+	Replicas []string
 }
 
 // Lock is the lock under test and its parameters.
@@ -64,6 +72,19 @@ const (
 	StepAcquire StepKind = "acquire"
 	StepRelease StepKind = "release"
 	StepWait    StepKind = "wait"
+	// Fault steps, run by faults.go.
+	StepNet         StepKind = "net"
+	StepReplication StepKind = "replication"
+	StepPartition   StepKind = "partition"
+	StepStrobe      StepKind = "strobe"
+	StepClockReset  StepKind = "clock-reset"
+	StepPause       StepKind = "pause"
+	StepResume      StepKind = "resume"
+	StepKill        StepKind = "kill"
+	StepStop        StepKind = "stop"
+	StepRestart     StepKind = "restart"
+	StepPromote     StepKind = "promote"
+	StepRandom      StepKind = "random"
 )
 
 // Step is one scripted action. Which fields are set depends on Kind.
@@ -77,8 +98,24 @@ type Step struct {
 	// Span is the clock jump (clock) or the pause (wait); a range is drawn
 	// from the run's seed.
 	Span Span
-	// Heal is what a heal step heals: "links", "clocks" or "all".
+	// Heal is what a heal step heals: "links", "clocks", "nodes",
+	// "clients", "failover" or "all".
 	Heal string
+	// Fault steps (see faultsteps.go for each kind's fields).
+	Clients   []string      // partition: the clients, in the order the shape splits them
+	Fault     string        // net, replication: drop, reset, refuse or delay
+	Direction string        // net, replication: both, to-node or to-client
+	Delay     Span          // net, replication with fault delay: how long bytes are held
+	Shape     string        // partition
+	Point     string        // pause of a client: a hook point, any or random
+	Amnesia   bool          // kill, stop: restart with the data lost
+	Period    time.Duration // strobe
+	// For heals the fault on its own after this long (for kill and stop:
+	// restarts the node, 0s at once); unset (HasFor false) means until a
+	// heal, resume or restart step.
+	For      Span
+	HasFor   bool
+	Schedule nemesis.ScheduleSpec // random
 }
 
 // Span is a duration or a range of durations to draw from.
@@ -149,7 +186,9 @@ type fileSpec struct {
 }
 
 type clusterSpec struct {
-	Nodes yaml.Node `yaml:"nodes"`
+	Nodes       yaml.Node `yaml:"nodes"`
+	Persistence yaml.Node `yaml:"persistence"`
+	Replicas    yaml.Node `yaml:"replicas"`
 }
 
 type lockSpec struct {
@@ -166,7 +205,7 @@ type workloadSpec struct {
 // sections lists the fields of each mapping, for "unknown field" errors.
 var sections = map[string]struct{ name, fields string }{
 	"fileSpec":     {"the top level", "name, description, expect, cluster, lock, workload, steps"},
-	"clusterSpec":  {"cluster", "nodes"},
+	"clusterSpec":  {"cluster", "nodes, persistence, replicas"},
 	"lockSpec":     {"lock", "kind, ttl, key, node_timeout"},
 	"workloadSpec": {"workload", "clients"},
 }
@@ -227,10 +266,11 @@ func yamlError(file string, err error) error {
 }
 
 type parser struct {
-	file  string
-	errs  Errors
-	nodes map[string]bool
-	cls   map[string]bool
+	file       string
+	errs       Errors
+	nodes      map[string]bool
+	cls        map[string]bool
+	replicated map[string]bool // nodes with a replica
 }
 
 func (p *parser) fail(n *yaml.Node, field, format string, args ...any) {
@@ -254,6 +294,8 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 	for i := 1; i <= sc.Nodes; i++ {
 		p.nodes[fmt.Sprintf("n%d", i)] = true
 	}
+	sc.Persistence = p.persistence(&s.Cluster.Persistence, sc.Nodes)
+	sc.Replicas = p.replicas(&s.Cluster.Replicas)
 	clients := p.count(&s.Workload.Clients, "workload.clients", 2, 1, 64)
 	p.cls = map[string]bool{}
 	for i := 1; i <= clients; i++ {
@@ -357,11 +399,24 @@ var stepFields = map[StepKind]string{
 	StepClock:   "node, jump",
 	StepAcquire: "client, key",
 	StepRelease: "client, key",
+	// Fault steps: faultsteps.go.
+	StepNet:         "client, nodes, fault, direction, delay, for",
+	StepReplication: "node, fault, direction, delay, for",
+	StepPartition:   "shape, client, clients, nodes, for",
+	StepStrobe:      "node, delta, period, for",
+	StepClockReset:  "nodes",
+	StepPause:       "node, client, at, for",
+	StepResume:      "node, client",
+	StepKill:        "node, amnesia, for",
+	StepStop:        "node, amnesia, for",
+	StepRestart:     "node",
+	StepPromote:     "node",
+	StepRandom:      "faults, targets, interval, duration, for, max_clock",
 }
 
 func (p *parser) step(n *yaml.Node, i int) (Step, bool) {
 	field := fmt.Sprintf("steps[%d]", i)
-	kinds := "cut, heal, clock, acquire, release, wait"
+	kinds := "cut, heal, clock, acquire, release, wait, net, replication, partition, strobe, clock-reset, pause, resume, kill, stop, restart, promote, random"
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
 		p.fail(n, field, "want a mapping with exactly one of %s", kinds)
 		return Step{}, false
@@ -375,9 +430,11 @@ func (p *parser) step(n *yaml.Node, i int) (Step, bool) {
 		st.Span, ok = p.span(val, field, false)
 		return st, ok
 	case StepHeal:
-		st.Heal = p.enum(val, field, "", "links", "clocks", "all")
+		st.Heal = p.enum(val, field, "", "links", "clocks", "nodes", "clients", "failover", "all")
 		return st, st.Heal != ""
 	case StepCut, StepClock, StepAcquire, StepRelease:
+	case StepNet, StepReplication, StepPartition, StepStrobe, StepClockReset, StepPause, StepResume,
+		StepKill, StepStop, StepRestart, StepPromote, StepRandom:
 	default:
 		p.fail(key, field, "unknown step; want one of %s", kinds)
 		return Step{}, false
@@ -429,6 +486,8 @@ func (p *parser) step(n *yaml.Node, i int) (Step, bool) {
 		if v := seen["key"]; v != nil {
 			st.Key = v.Value
 		}
+	default:
+		ok = p.faultStep(&st, val, field, seen, need) && ok
 	}
 	return st, ok
 }

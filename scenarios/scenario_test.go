@@ -75,7 +75,7 @@ func TestParseErrorsNameLineAndField(t *testing.T) {
 		{"missing step field", good + "  - clock: {node: n1}\n", []string{"f.yaml:8", "steps[1].clock.jump", "missing"}},
 		{"bad jump", good + "  - clock: {node: n1, jump: 5s..2s}\n", []string{"f.yaml:8", "steps[1].clock.jump", "3s..6s"}},
 		{"negative wait", good + "  - wait: -1s\n", []string{"f.yaml:8", "steps[1].wait"}},
-		{"bad heal", good + "  - heal: everything\n", []string{"f.yaml:8", "steps[1].heal", "links, clocks, all"}},
+		{"bad heal", good + "  - heal: everything\n", []string{"f.yaml:8", "steps[1].heal", "links, clocks, nodes, clients, failover, all"}},
 		{"two keys in a step", good + "  - {wait: 1s, heal: all}\n", []string{"f.yaml:8", "steps[1]", "exactly one"}},
 		{"no steps", strings.Split(good, "steps:")[0], []string{"steps", "at least one step"}},
 		{"not yaml", "name: [unclosed\n", []string{"f.yaml"}},

@@ -1,0 +1,264 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"splitbrain/cluster"
+	"splitbrain/history"
+	"splitbrain/nemesis"
+	"splitbrain/redlock"
+)
+
+// faultRig is what the fault steps need beyond the nemesis: each client's
+// gate (its lock hooks stop there) and the replicas.
+type faultRig struct {
+	gates map[string]*nemesis.ClientGate
+}
+
+// setUpFaults makes the clients' gates and starts the replicas, each
+// replicating through a proxy of its own so that its link can be cut.
+// It runs before the lock clients are made: their hooks need the gates.
+func (r *runner) setUpFaults(ctx context.Context) error {
+	r.faults.gates = map[string]*nemesis.ClientGate{}
+	for _, c := range r.sc.Clients {
+		r.faults.gates[c] = nemesis.NewClientGate(c)
+	}
+	for _, name := range r.sc.Replicas {
+		master, ok := r.cluster.Node(name)
+		if !ok {
+			return fmt.Errorf("replica of %s: no such node", name)
+		}
+		rname := ReplicaName(name)
+		via, err := r.net.AddLink(rname, nemesis.Endpoint{Name: name, Addr: master.Addr()})
+		if err != nil {
+			return err
+		}
+		rep, err := r.cluster.AddNode(ctx, cluster.NodeSpec{Name: rname, Persistence: master.Persistence(), ReplicaOf: via})
+		if err != nil {
+			return err
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = rep.WaitSynced(sctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		r.logf("started %s=%s, a replica of %s through %s", rname, rep.Addr(), name, via)
+	}
+	return nil
+}
+
+// hooks stops client at its gate at each of the lock's hook points.
+func (r *runner) hooks(client string) redlock.Hooks {
+	g := r.faults.gates[client]
+	return redlock.Hooks{
+		AfterReplies:  func(ctx context.Context, _ string) { g.At(ctx, nemesis.AfterReplies) },
+		AfterAcquire:  func(ctx context.Context, _ *redlock.Lease) { g.At(ctx, nemesis.AfterAcquire) },
+		BeforeRelease: func(ctx context.Context, _ *redlock.Lease) { g.At(ctx, nemesis.BeforeRelease) },
+	}
+}
+
+// healKinds maps a heal step's target to the fault kinds it heals; "all"
+// heals every one of them.
+var healKinds = map[string][]string{
+	"links":    {nemesis.KindCut, nemesis.KindReset, nemesis.KindRefuse, nemesis.KindDelay, nemesis.KindPartition},
+	"clocks":   {nemesis.KindClockJump, nemesis.KindClockStrobe},
+	"nodes":    {nemesis.KindPause, nemesis.KindKill, nemesis.KindStop},
+	"clients":  {nemesis.KindClientPause},
+	"failover": {nemesis.KindPromote},
+}
+
+func healKindsFor(what string) []string {
+	if what != "all" {
+		return healKinds[what]
+	}
+	var all []string
+	for _, target := range []string{"clients", "failover", "nodes", "clocks", "links"} {
+		all = append(all, healKinds[target]...)
+	}
+	return all
+}
+
+// faultStep runs a fault step.
+func (r *runner) faultStep(ctx context.Context, st Step) error {
+	switch st.Kind {
+	case StepNet:
+		return r.linkFault(ctx, st, clientLinks([]string{st.Client}, st.Nodes))
+	case StepReplication:
+		return r.linkFault(ctx, st, []history.Link{{Client: ReplicaName(st.Node), Node: st.Node}})
+	case StepPartition:
+		return r.partition(ctx, st)
+	case StepStrobe:
+		node, err := r.node(st.Node)
+		if err != nil {
+			return err
+		}
+		return r.start(ctx, st, nemesis.ClockStrobe{Node: node, Delta: st.Span.Draw(r.nemRand), Period: st.Period})
+	case StepClockReset:
+		names := st.Nodes
+		if len(names) == 0 {
+			names = r.nodeNames()
+		}
+		var nodes []nemesis.ClockNode
+		for _, name := range names {
+			n, err := r.node(name)
+			if err != nil {
+				return err
+			}
+			nodes = append(nodes, n)
+		}
+		r.logf("reset the clocks of %s", strings.Join(names, ","))
+		return r.nem.ResetClocks(ctx, nodes...)
+	case StepPause:
+		if st.Client != "" {
+			at := nemesis.Point(st.Point)
+			if st.Point == "random" {
+				at = nemesis.HookPoints[r.nemRand.IntN(len(nemesis.HookPoints))]
+			}
+			return r.start(ctx, st, nemesis.ClientPause{Gate: r.faults.gates[st.Client], At: at})
+		}
+		node, err := r.node(st.Node)
+		if err != nil {
+			return err
+		}
+		return r.start(ctx, st, nemesis.Pause{Node: node})
+	case StepResume:
+		if st.Client != "" {
+			return r.stopOn(ctx, "resume", st.Client, nemesis.KindClientPause)
+		}
+		return r.stopOn(ctx, "resume", st.Node, nemesis.KindPause)
+	case StepKill, StepStop:
+		node, err := r.node(st.Node)
+		if err != nil {
+			return err
+		}
+		if st.Kind == StepKill {
+			return r.start(ctx, st, nemesis.Kill{Node: node.Controls(), Amnesia: st.Amnesia})
+		}
+		return r.start(ctx, st, nemesis.Stop{Node: node.Controls(), Amnesia: st.Amnesia})
+	case StepRestart:
+		return r.stopOn(ctx, "restart", st.Node, nemesis.KindKill, nemesis.KindStop)
+	case StepPromote:
+		rep, err := r.node(ReplicaName(st.Node))
+		if err != nil {
+			return err
+		}
+		return r.start(ctx, st, nemesis.Promote{Net: r.net, Replica: rep, Links: clientLinks(r.sc.Clients, []string{st.Node})})
+	case StepRandom:
+		return r.random(ctx, st)
+	}
+	return fmt.Errorf("unknown step kind %q", st.Kind)
+}
+
+func clientLinks(clients, nodes []string) []history.Link {
+	return nemesis.Isolate(clients, nodes)
+}
+
+func (r *runner) node(name string) (*cluster.Node, error) {
+	n, ok := r.cluster.Node(name)
+	if !ok {
+		return nil, fmt.Errorf("no node %q", name)
+	}
+	return n, nil
+}
+
+// start injects f, healing it on its own after the step's "for" if given;
+// "for: 0s" (kill and stop) heals it at once.
+func (r *runner) start(ctx context.Context, st Step, f nemesis.Fault) error {
+	desc := f.Describe().Detail
+	if !st.HasFor {
+		r.logf("%s", desc)
+		_, err := r.nem.Start(ctx, f)
+		return err
+	}
+	d := st.For.Draw(r.nemRand)
+	if d == 0 {
+		r.logf("%s, back at once", desc)
+		id, err := r.nem.Start(ctx, f)
+		if err != nil {
+			return err
+		}
+		return r.nem.Stop(ctx, id)
+	}
+	r.logf("%s for %v", desc, d)
+	_, err := r.nem.StartFor(ctx, f, d)
+	return err
+}
+
+// stopOn heals the active faults of the given kinds on target (a node or a
+// client); it is an error if there is none.
+func (r *runner) stopOn(ctx context.Context, verb, target string, kinds ...string) error {
+	match := func(f history.Fault) bool { return slices.Contains(kinds, f.Kind) && slices.Contains(f.Nodes, target) }
+	if !slices.ContainsFunc(r.nem.Active(), match) {
+		return fmt.Errorf("%s %s: no %s active on it", verb, target, strings.Join(kinds, " or "))
+	}
+	r.logf("%s %s", verb, target)
+	return r.nem.StopMatching(ctx, match)
+}
+
+func (r *runner) linkFault(ctx context.Context, st Step, links []history.Link) error {
+	dir := nemesis.Direction(st.Direction)
+	var f nemesis.Fault
+	switch st.Fault {
+	case "drop":
+		f = nemesis.Cut{Net: r.net, Links: links, Direction: dir}
+	case "reset":
+		f = nemesis.Reset{Net: r.net, Links: links, Direction: dir}
+	case "refuse":
+		f = nemesis.Refuse{Net: r.net, Links: links}
+	case "delay":
+		f = nemesis.Delay{Net: r.net, Links: links, Direction: dir, By: st.Delay.Draw(r.nemRand).Truncate(time.Millisecond)}
+	default:
+		return fmt.Errorf("unknown link fault %q", st.Fault)
+	}
+	return r.start(ctx, st, f)
+}
+
+func (r *runner) partition(ctx context.Context, st Step) error {
+	clients, nodes := st.Clients, st.Nodes
+	if len(clients) == 0 {
+		clients = r.sc.Clients
+	}
+	if len(nodes) == 0 {
+		nodes = r.nodeNames()
+	}
+	var links []history.Link
+	var err error
+	switch st.Shape {
+	case nemesis.ShapeIsolate:
+		links = nemesis.Isolate(clients, nodes)
+	case nemesis.ShapeClient:
+		links = nemesis.ClientCut(st.Client, nodes)
+	case nemesis.ShapeHalves:
+		links, err = nemesis.Halves(clients, nodes)
+	case nemesis.ShapeBridge:
+		links, err = nemesis.Bridge(clients, nodes)
+	case nemesis.ShapeRandom:
+		links = nemesis.RandomGrudge(clients, nodes, r.nemRand)
+	default:
+		err = fmt.Errorf("unknown partition shape %q", st.Shape)
+	}
+	if err != nil {
+		return err
+	}
+	return r.start(ctx, st, nemesis.Partition{Net: r.net, Shape: st.Shape, Links: links})
+}
+
+// random plays a random schedule drawn from the run's seed; the step ends
+// when the schedule does.
+func (r *runner) random(ctx context.Context, st Step) error {
+	ops, err := nemesis.Plan(st.Schedule, r.sc.Clients, r.nodeNames(), r.nemRand)
+	if err != nil {
+		return err
+	}
+	env := nemesis.Env{Net: r.net, Nodes: map[string]nemesis.ScheduleNode{}, Gates: r.faults.gates}
+	for _, n := range r.cluster.Nodes() {
+		env.Nodes[n.Name()] = n.Controls()
+	}
+	r.logf("random schedule: %d faults over %v", len(ops), st.Schedule.Total)
+	return r.nem.RunSchedule(ctx, ops, env, func(op nemesis.Op) { r.logf("random: %s", op) })
+}

@@ -1,0 +1,357 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"splitbrain/cluster"
+	"splitbrain/nemesis"
+)
+
+// This file parses the cluster's fault-related settings and the fault
+// steps; faults.go runs them.
+
+var persistModes = []string{string(cluster.PersistNone), string(cluster.PersistAOFEverysec), string(cluster.PersistAOFAlways)}
+
+// persistence parses cluster.persistence: one mode for every node, or a
+// mapping of node names (and "default") to modes.
+func (p *parser) persistence(n *yaml.Node, nodes int) map[string]cluster.Persistence {
+	out := map[string]cluster.Persistence{}
+	all := func(mode cluster.Persistence) {
+		for i := 1; i <= nodes; i++ {
+			out[fmt.Sprintf("n%d", i)] = mode
+		}
+	}
+	switch n.Kind {
+	case 0:
+		all(cluster.PersistNone)
+	case yaml.ScalarNode:
+		all(cluster.Persistence(p.enum(n, "cluster.persistence", string(cluster.PersistNone), persistModes...)))
+	case yaml.MappingNode:
+		all(cluster.PersistNone)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			field := "cluster.persistence." + k.Value
+			if k.Value == "default" {
+				mode := cluster.Persistence(p.enum(v, field, string(cluster.PersistNone), persistModes...))
+				for name := range out {
+					if !p.namedIn(n, name) {
+						out[name] = mode
+					}
+				}
+				continue
+			}
+			if p.node(k, field) != "" && p.nodes[k.Value] {
+				out[k.Value] = cluster.Persistence(p.enum(v, field, string(cluster.PersistNone), persistModes...))
+			}
+		}
+	default:
+		p.fail(n, "cluster.persistence", "want a mode (%s) or a mapping of nodes to modes such as {default: none, n3: aof-always}",
+			strings.Join(persistModes, ", "))
+	}
+	return out
+}
+
+// namedIn reports whether a persistence mapping names node.
+func (p *parser) namedIn(m *yaml.Node, node string) bool {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == node {
+			return true
+		}
+	}
+	return false
+}
+
+// replicas parses cluster.replicas: the nodes that get a replica.
+func (p *parser) replicas(n *yaml.Node) []string {
+	if n.Kind == 0 {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.fail(n, "cluster.replicas", "want a list of the nodes that get a replica, such as [n1]")
+		return nil
+	}
+	var out []string
+	for _, v := range n.Content {
+		name := p.node(v, "cluster.replicas")
+		if slices.Contains(out, name) {
+			p.fail(v, "cluster.replicas", "%s given twice", name)
+			continue
+		}
+		out = append(out, name)
+	}
+	p.replicated = map[string]bool{}
+	for _, r := range out {
+		p.replicated[r] = true
+	}
+	return out
+}
+
+// ReplicaName is the name of node's replica: n1's is r1.
+func ReplicaName(node string) string { return "r" + strings.TrimPrefix(node, "n") }
+
+var (
+	linkFaults = []string{"drop", "reset", "refuse", "delay"}
+	directions = []string{string(nemesis.Both), string(nemesis.ToNode), string(nemesis.ToClient)}
+	shapes     = []string{nemesis.ShapeIsolate, nemesis.ShapeClient, nemesis.ShapeHalves, nemesis.ShapeBridge, nemesis.ShapeRandom}
+)
+
+// faultStep parses the fields of a fault step; step has checked that the
+// fields present are the kind's.
+func (p *parser) faultStep(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) bool {
+	before := len(p.errs)
+	if v := seen["for"]; v != nil && st.Kind != StepRandom {
+		var good bool
+		if st.For, good = p.span(v, field+".for", false); good {
+			st.HasFor = true
+			if st.For.Min == 0 && st.Kind != StepKill && st.Kind != StepStop {
+				p.fail(v, field+".for", "%q: want more than 0s (0s means \"restart at once\" and is for kill and stop only)", v.Value)
+			}
+		}
+	}
+	switch st.Kind {
+	case StepNet:
+		st.Client = p.client(need("client"), field+".client")
+		st.Nodes = p.nodeList(need("nodes"), field+".nodes", true)
+		p.linkFault(st, seen, field)
+	case StepReplication:
+		st.Node = p.replicatedNode(need("node"), field+".node")
+		p.linkFault(st, seen, field)
+	case StepPartition:
+		p.partition(st, val, field, seen, need)
+	case StepStrobe:
+		st.Node = p.node(need("node"), field+".node")
+		if v := need("delta"); v != nil {
+			if sp, good := p.span(v, field+".delta", true); good {
+				if sp.Min <= 0 && sp.Max >= 0 {
+					p.fail(v, field+".delta", "%q: want an offset that cannot be 0, such as 5s, -2s or 1s..3s", v.Value)
+				}
+				st.Span = sp
+			}
+		}
+		st.Period = p.durationOf(need("period"), field+".period")
+	case StepClockReset:
+		if v := seen["nodes"]; v != nil {
+			st.Nodes = p.nodeList(v, field+".nodes", true)
+		}
+	case StepPause, StepResume:
+		p.pauseTarget(st, val, field, seen)
+	case StepKill, StepStop:
+		st.Node = p.node(need("node"), field+".node")
+		if v := seen["amnesia"]; v != nil {
+			st.Amnesia = p.boolean(v, field+".amnesia")
+		}
+	case StepRestart:
+		st.Node = p.node(need("node"), field+".node")
+	case StepPromote:
+		st.Node = p.replicatedNode(need("node"), field+".node")
+	case StepRandom:
+		p.random(st, val, field, seen, need)
+	}
+	return len(p.errs) == before
+}
+
+func (p *parser) linkFault(st *Step, seen map[string]*yaml.Node, field string) {
+	st.Fault, st.Direction = "drop", string(nemesis.Both)
+	if v := seen["fault"]; v != nil {
+		st.Fault = p.enum(v, field+".fault", "drop", linkFaults...)
+	}
+	if v := seen["direction"]; v != nil {
+		st.Direction = p.enum(v, field+".direction", string(nemesis.Both), directions...)
+		if st.Fault == "refuse" && st.Direction != string(nemesis.Both) {
+			p.fail(v, field+".direction", "refuse turns connections away, which has no direction; leave direction out")
+		}
+	}
+	v := seen["delay"]
+	switch {
+	case st.Fault == "delay" && v == nil:
+		p.fail(nil, field+".delay", "missing: fault delay needs how long bytes are held, such as delay: 90s")
+	case st.Fault != "delay" && v != nil:
+		p.fail(v, field+".delay", "only for fault: delay")
+	case v != nil:
+		if sp, good := p.span(v, field+".delay", false); good {
+			if sp.Min < time.Millisecond || sp.Max > nemesis.MaxDelay {
+				p.fail(v, field+".delay", "%q: want from 1ms to %v", v.Value, nemesis.MaxDelay)
+			}
+			st.Delay = sp
+		}
+	}
+}
+
+func (p *parser) partition(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) {
+	if v := need("shape"); v != nil {
+		st.Shape = p.enum(v, field+".shape", "", shapes...)
+	}
+	if v := seen["client"]; v != nil {
+		st.Client = p.client(v, field+".client")
+	}
+	if v := seen["clients"]; v != nil {
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			p.fail(v, field+".clients", "want a list of clients such as [c1, c2]")
+		}
+		for _, c := range v.Content {
+			st.Clients = append(st.Clients, p.client(c, field+".clients"))
+		}
+	}
+	if v := seen["nodes"]; v != nil {
+		st.Nodes = p.nodeList(v, field+".nodes", true)
+	}
+	notFor := func(name, why string) {
+		if v := seen[name]; v != nil {
+			p.fail(v, field+"."+name, "not used by shape %s: %s", st.Shape, why)
+		}
+	}
+	switch st.Shape {
+	case nemesis.ShapeIsolate:
+		if seen["nodes"] == nil {
+			p.fail(val, field+".nodes", "missing: shape isolate cuts every client from these nodes")
+		}
+		notFor("client", "it cuts every client (or those in clients)")
+	case nemesis.ShapeClient:
+		if seen["client"] == nil || seen["nodes"] == nil {
+			p.fail(val, field, "shape client needs client and nodes: the client is cut from those nodes")
+		}
+		notFor("clients", "it cuts one client, given as client")
+	case nemesis.ShapeHalves, nemesis.ShapeBridge:
+		notFor("client", "list the clients in the order they alternate between the sides as clients")
+		min := map[string]int{nemesis.ShapeHalves: 2, nemesis.ShapeBridge: 3}[st.Shape]
+		n := len(st.Nodes)
+		if seen["nodes"] == nil {
+			n = len(p.nodes)
+		}
+		if n < min {
+			p.fail(val, field+".nodes", "shape %s needs at least %d nodes, has %d", st.Shape, min, n)
+		}
+	case nemesis.ShapeRandom:
+		notFor("client", "each client↔node link is cut or not at random")
+		notFor("nodes", "each client↔node link is cut or not at random")
+	}
+}
+
+func (p *parser) pauseTarget(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node) {
+	node, client := seen["node"], seen["client"]
+	if (node == nil) == (client == nil) {
+		p.fail(val, field, "want exactly one of node (pause the redis-server) or client (a client's GC pause)")
+		return
+	}
+	if node != nil {
+		st.Node = p.node(node, field+".node")
+		if v := seen["at"]; v != nil {
+			p.fail(v, field+".at", "only for a client pause")
+		}
+		return
+	}
+	st.Client = p.client(client, field+".client")
+	if st.Kind == StepResume {
+		return
+	}
+	points := []string{string(nemesis.AfterReplies), string(nemesis.AfterAcquire), string(nemesis.BeforeRelease), string(nemesis.AnyPoint), "random"}
+	if v := seen["at"]; v != nil {
+		st.Point = p.enum(v, field+".at", "", points...)
+	} else {
+		p.fail(val, field+".at", "missing: where the client stops, one of %s", strings.Join(points, ", "))
+	}
+	// Steps run one after another: a client held without an end would
+	// block the step that drives it, and with it the script, for good.
+	if !st.HasFor && seen["for"] == nil {
+		p.fail(val, field+".for", "missing: a client pause needs a duration, such as for: 3s")
+	}
+}
+
+func (p *parser) random(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) {
+	s := &st.Schedule
+	before := len(p.errs)
+	if v := need("faults"); v != nil {
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			p.fail(v, field+".faults", "want a list of fault kinds, some of %s", strings.Join(nemesis.RandomKinds, ", "))
+		}
+		for _, k := range v.Content {
+			if kind := p.enum(k, field+".faults", "", nemesis.RandomKinds...); kind != "" {
+				s.Kinds = append(s.Kinds, kind)
+			}
+		}
+	}
+	if v := seen["targets"]; v != nil {
+		names := make([]string, len(nemesis.Targets))
+		for i, t := range nemesis.Targets {
+			names[i] = string(t)
+		}
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			p.fail(v, field+".targets", "want a list, some of %s", strings.Join(names, ", "))
+		}
+		for _, t := range v.Content {
+			if target := p.enum(t, field+".targets", "", names...); target != "" {
+				s.Targets = append(s.Targets, nemesis.Target(target))
+			}
+		}
+	}
+	s.Interval = p.durationOf(need("interval"), field+".interval")
+	if v := need("duration"); v != nil {
+		if sp, good := p.span(v, field+".duration", false); good {
+			s.MinFor, s.MaxFor = sp.Min, sp.Max
+		}
+	}
+	s.Total = p.durationOf(need("for"), field+".for")
+	s.MaxClock = p.durationOf(seen["max_clock"], field+".max_clock")
+	if len(p.errs) == before {
+		if err := s.Validate(); err != nil {
+			for _, e := range joined(err) {
+				p.fail(val, field, "%v", e)
+			}
+		}
+	}
+}
+
+// joined splits an errors.Join result into its errors.
+func joined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// durationOf parses a duration of at least 1ms; a missing one (nil, already
+// reported if required) is 0.
+func (p *parser) durationOf(n *yaml.Node, field string) time.Duration {
+	if n == nil {
+		return 0
+	}
+	return p.duration(n, field, 0, time.Millisecond)
+}
+
+// nodeList parses a list of lock nodes.
+func (p *parser) nodeList(n *yaml.Node, field string, nonEmpty bool) []string {
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode || (nonEmpty && len(n.Content) == 0) {
+		p.fail(n, field, "want a list of node names such as [n4, n5]")
+		return nil
+	}
+	var out []string
+	for _, v := range n.Content {
+		out = append(out, p.node(v, field))
+	}
+	return out
+}
+
+// replicatedNode parses a node that must have a replica.
+func (p *parser) replicatedNode(n *yaml.Node, field string) string {
+	name := p.node(n, field)
+	if name != "" && p.nodes[name] && !p.replicated[name] {
+		p.fail(n, field, "%s has no replica; add it to cluster.replicas, such as replicas: [%s]", name, name)
+	}
+	return name
+}
+
+func (p *parser) boolean(n *yaml.Node, field string) bool {
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.Decode(&b) != nil {
+		p.fail(n, field, "%q is not valid; want true or false", n.Value)
+	}
+	return b
+}
