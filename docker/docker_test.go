@@ -30,6 +30,12 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	testEngine, testEngineErr = Connect(ctx)
 	cancel()
+	if dir := os.Getenv(helperEnv); dir != "" {
+		// A helper harness shares its parent's cache and is killed, not
+		// cleaned up.
+		testCacheDir = dir
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "splitbrain-docker-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

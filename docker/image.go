@@ -299,7 +299,8 @@ func parseLdd(out []byte) ([]string, error) {
 		} else {
 			target = s
 		}
-		if i := strings.LastIndex(target, " ("); i >= 0 {
+		// Drop the load address, "(0x...)".
+		if i := strings.LastIndex(target, "("); i >= 0 && strings.HasSuffix(target, ")") {
 			target = target[:i]
 		}
 		target = strings.TrimSpace(target)
