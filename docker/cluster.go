@@ -70,8 +70,8 @@ type Cluster struct {
 	logDir   string
 	nodes    []*Node
 
-	closeOnce sync.Once
-	closeErr  error
+	closeMu sync.Mutex
+	closed  bool
 }
 
 // StartCluster reaps leftovers of dead harnesses, builds the image if its
@@ -163,13 +163,7 @@ func StartCluster(ctx context.Context, eng *Engine, cfg Config) (_ *Cluster, err
 		}
 		c.nodes = append(c.nodes, n)
 	}
-	errs := make([]error, len(c.nodes))
-	var wg sync.WaitGroup
-	for i, n := range c.nodes {
-		wg.Go(func() { errs[i] = n.Start(ctx) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := inParallel(c.nodes, func(n *Node) error { return n.Start(ctx) }); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -280,25 +274,30 @@ func (c *Cluster) Image() Image { return c.image }
 
 // Close writes the nodes' logs to the run's folder and removes every
 // container, volume and network of the run, whatever state the nodes are
-// in (paused, isolated, stopped), and the run's host-side files. It is safe
-// to call more than once; after a Ctrl-C, call it with a fresh context (not
-// the cancelled one of the run). Objects it could not remove are reaped at
-// the next start, once this process has exited.
+// in (paused, isolated, stopped), and the run's host-side files. After a
+// Ctrl-C, call it with a fresh context, not the cancelled one of the run.
+// When it fails (its context ended, the engine went away) it can be called
+// again and does what is left; once it has succeeded, further calls do
+// nothing. What it never manages to remove is reaped at the next start,
+// once this process has exited.
 func (c *Cluster) Close(ctx context.Context) error {
-	c.closeOnce.Do(func() {
-		errs := make([]error, len(c.nodes))
-		var wg sync.WaitGroup
-		for i, n := range c.nodes {
-			wg.Go(func() { errs[i] = n.close(ctx) })
-		}
-		wg.Wait()
-		// By label rather than by the ids we hold: this also catches what a
-		// failed start created before its error.
-		errs = append(errs, c.eng.removeRun(ctx, c.runID))
-		errs = append(errs, os.RemoveAll(c.stateDir))
-		c.closeErr = errors.Join(errs...)
-	})
-	return c.closeErr
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed {
+		return nil
+	}
+	err := inParallel(c.nodes, func(n *Node) error { return n.close(ctx) })
+	// By label rather than by the ids we hold: this also catches what a
+	// failed start created before its error.
+	if err := errors.Join(err, c.eng.removeRun(ctx, c.runID)); err != nil {
+		// Keep the host-side files: the containers may still map them.
+		return fmt.Errorf("docker: closing run %s: %w", c.runID, err)
+	}
+	if err := os.RemoveAll(c.stateDir); err != nil {
+		return fmt.Errorf("docker: closing run %s: %w", c.runID, err)
+	}
+	c.closed = true
+	return nil
 }
 
 // RunObjects lists what the engine holds of a run, by label: containers,
@@ -339,12 +338,7 @@ func (e *Engine) removeRun(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	errs := make([]error, len(ctrs))
-	var wg sync.WaitGroup
-	for i, o := range ctrs {
-		wg.Go(func() { errs[i] = e.removeContainer(ctx, o.ID) })
-	}
-	wg.Wait()
+	errs := []error{inParallel(ctrs, func(o objectInfo) error { return e.removeContainer(ctx, o.ID) })}
 	vols, err := e.listVolumes(ctx, sel)
 	errs = append(errs, err)
 	for _, o := range vols {
@@ -362,4 +356,15 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux (Go ≥1.24 panics instead)
 	return hex.EncodeToString(b)
+}
+
+// inParallel runs fn on every item at once and joins the errors.
+func inParallel[T any](items []T, fn func(T) error) error {
+	errs := make([]error, len(items))
+	var wg sync.WaitGroup
+	for i, it := range items {
+		wg.Go(func() { errs[i] = fn(it) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -268,9 +268,10 @@ func TestClusterFaults(t *testing.T) {
 		}
 	})
 
-	t.Run("kill and start lose the data (tmpfs)", func(t *testing.T) {
+	t.Run("kill (of a paused node) and start lose the data (tmpfs)", func(t *testing.T) {
 		ctx := testCtx(t)
 		mustDo(t, "SET", n4.Admin().Set(ctx, "durable?", "no", 0).Err())
+		mustDo(t, "pause", n4.Pause(ctx)) // a frozen node dies as well
 		mustDo(t, "kill", n4.Kill(ctx))
 		if st, err := n4.State(ctx); err != nil || st.Running {
 			t.Errorf("state after kill: %+v, %v", st, err)
@@ -386,7 +387,14 @@ func TestPersistence(t *testing.T) {
 	if len(objs) != 3 {
 		t.Errorf("run objects after amnesia: %v, want one container, one volume, one network", objs)
 	}
-	mustDo(t, "close", c.Close(ctx))
+	// Closing with the run's context after a Ctrl-C fails, and leaves the
+	// cluster closable with a fresh one.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := c.Close(cancelled); err == nil {
+		t.Errorf("close with a cancelled context: no error")
+	}
+	mustDo(t, "close with a fresh context", c.Close(ctx))
 	if left, err := c.eng.RunObjects(ctx, c.RunID()); err != nil || len(left) > 0 {
 		t.Errorf("after close: %v, %v; want nothing", left, err)
 	}

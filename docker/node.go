@@ -46,6 +46,7 @@ type Node struct {
 	mu       sync.Mutex
 	id       string // the container; amnesia with a volume replaces it
 	isolated bool
+	closed   bool // log saved, admin client and clock file released
 }
 
 func (c *Cluster) newNode(ctx context.Context, name, ip string) (*Node, error) {
@@ -498,10 +499,17 @@ func (n *Node) saveLogLocked(ctx context.Context) error {
 }
 
 // close saves the node's log and releases what the harness holds; the
-// container itself goes with the rest of the run.
+// container itself goes with the rest of the run. After a success it does
+// nothing, so a Close that failed elsewhere can be retried.
 func (n *Node) close(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	err := n.saveLogLocked(ctx)
-	return errors.Join(err, n.admin.Close(), n.clock.close())
+	if n.closed {
+		return nil
+	}
+	if err := n.saveLogLocked(ctx); err != nil {
+		return err
+	}
+	n.closed = true
+	return errors.Join(n.admin.Close(), n.clock.close())
 }
