@@ -24,6 +24,9 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 )
 
+// errNoContainer means the container is gone (removed behind our back).
+var errNoContainer = errors.New("no such container")
+
 // ErrNoEngine means no Docker engine answered: none is running, DOCKER_HOST
 // points elsewhere, or this user may not use its socket.
 var ErrNoEngine = errors.New("no Docker engine reachable")
@@ -246,7 +249,10 @@ func (e *Engine) stopContainer(ctx context.Context, id string, timeoutSec int) e
 
 // killContainer sends SIGKILL and waits until the container has stopped.
 func (e *Engine) killContainer(ctx context.Context, id string) error {
-	// Register the wait before the kill, so the exit cannot slip by.
+	// Register the wait before the kill, so the exit cannot slip by; the
+	// cancel ends the wait's request on every return.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	waitCh, errCh := e.api.ContainerWait(ctx, id, container.WaitConditionNotRunning)
 	if err := e.api.ContainerKill(ctx, id, "KILL"); err != nil {
 		if st, ierr := e.containerState(ctx, id); ierr == nil && !st.Running {
@@ -286,6 +292,9 @@ func (e *Engine) removeContainer(ctx context.Context, id string) error {
 
 func (e *Engine) containerState(ctx context.Context, id string) (containerState, error) {
 	resp, err := e.api.ContainerInspect(ctx, id)
+	if client.IsErrNotFound(err) {
+		return containerState{}, fmt.Errorf("docker: %w: %v", errNoContainer, err)
+	}
 	if err != nil {
 		return containerState{}, fmt.Errorf("docker: inspecting container: %w", err)
 	}
@@ -305,6 +314,9 @@ func (e *Engine) containerLogs(ctx context.Context, id, tail string, since time.
 		opts.Since = fmt.Sprintf("%d.%09d", since.Unix(), since.Nanosecond())
 	}
 	rc, err := e.api.ContainerLogs(ctx, id, opts)
+	if client.IsErrNotFound(err) {
+		return nil, fmt.Errorf("docker: container logs: %w: %v", errNoContainer, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("docker: container logs: %w", err)
 	}

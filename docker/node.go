@@ -507,7 +507,8 @@ func (n *Node) close(ctx context.Context) error {
 	if n.closed {
 		return nil
 	}
-	if err := n.saveLogLocked(ctx); err != nil {
+	// A container removed behind our back has no log left to save.
+	if err := n.saveLogLocked(ctx); err != nil && !errors.Is(err, errNoContainer) {
 		return err
 	}
 	n.closed = true
