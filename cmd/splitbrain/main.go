@@ -42,6 +42,8 @@ Usage:
   splitbrain run SCENARIO [flags]       run a built-in scenario or a scenario file
   splitbrain suite [flags]              run every built-in scenario; exit 0 only
                                         if each verdict meets its expectation
+  splitbrain doctor                     check what the local and Docker backends need;
+                                        exit 0 when the local backend can run
 
 Flags of run and suite:
   --seed N        seed of the workload's and the nemesis's random draws
@@ -83,6 +85,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdRun(args[1:], stdout, stderr)
 	case "suite":
 		code, err = cmdSuite(args[1:], stdout, stderr)
+	case "doctor":
+		code, err = cmdDoctor(args[1:], stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitValid
