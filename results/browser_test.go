@@ -1,0 +1,278 @@
+package results_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"image/png"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"splitbrain/checker"
+	"splitbrain/results"
+	"splitbrain/results/internal/headless"
+	"splitbrain/scenarios"
+)
+
+var updateDocs = flag.Bool("update-docs", false, "write the report screenshots into docs/")
+
+// browser starts the headless Chromium CI installs (scripts/setup.sh). In
+// CI a missing browser fails the test; elsewhere it skips it.
+func browser(t testing.TB, ctx context.Context) *headless.Browser {
+	t.Helper()
+	path, err := headless.Find()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%v; CI must have it: scripts/setup.sh installs Debian's chromium", err)
+		}
+		t.Skipf("%v; not in CI (CI unset), so skipping", err)
+	}
+	b, err := headless.Start(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("closing chromium: %v", err)
+		}
+	})
+	return b
+}
+
+func fileURL(path string) string {
+	abs, _ := filepath.Abs(path)
+	return (&url.URL{Scheme: "file", Path: abs}).String()
+}
+
+// open loads a page and waits until report.js says the first frame is
+// painted (index pages have no such mark and only wait for load).
+func open(t *testing.T, ctx context.Context, b *headless.Browser, path string, width, height int, ready bool) *headless.Page {
+	t.Helper()
+	p, err := b.NewPage(ctx, width, height)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Navigate(ctx, fileURL(path)); err != nil {
+		t.Fatal(err)
+	}
+	if ready {
+		if err := p.WaitFor(ctx, `document.documentElement.hasAttribute("data-ready")`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func screenshot(t *testing.T, ctx context.Context, p *headless.Page, full bool, name string) {
+	t.Helper()
+	shot, err := p.Screenshot(ctx, full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 {
+		t.Errorf("screenshot is %dx%d", b.Dx(), b.Dy())
+	}
+	out := filepath.Join(t.TempDir(), name)
+	if *updateDocs {
+		out = filepath.Join("..", "docs", name)
+	}
+	if err := os.WriteFile(out, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", out)
+}
+
+type box struct {
+	X, Y, W, H float64
+	Fill       string
+	Tip        string
+}
+
+// probe is what the test asks the rendered page.
+const probe = `(() => {
+  const box = el => { const r = el.getBoundingClientRect(); return {X: r.left, Y: r.top, W: r.width, H: r.height,
+    Fill: getComputedStyle(el).fill, Tip: el.getAttribute("data-tip") || ""}; };
+  const lane = name => [...document.querySelectorAll("#timeline-svg text.lane-label")].find(t => t.textContent === name);
+  const clip = document.querySelector("#clip-tl rect");
+  const svg = document.getElementById("timeline-svg");
+  const s = svg.getBoundingClientRect(), k = s.width / svg.viewBox.baseVal.width;
+  return {
+    Verdict: document.getElementById("verdict").textContent,
+    VerdictShown: getComputedStyle(document.getElementById("verdict")).textTransform,
+    VerdictColor: getComputedStyle(document.getElementById("verdict")).color,
+    Rerun: (document.getElementById("rerun") || {}).textContent || "",
+    Overlaps: [...document.querySelectorAll("#timeline-svg rect.overlap")].map(box),
+    Lanes: Object.fromEntries(["c1", "c2", "n3"].map(n => [n, lane(n) ? box(lane(n)) : null])),
+    Clock: [...document.querySelectorAll("#timeline-svg g.clock-jump")].map(g => Object.assign(box(g.querySelector("line")), {Text: g.textContent})),
+    PlotLeft: s.left + clip.x.baseVal.value * k, PlotRight: s.left + (clip.x.baseVal.value + clip.width.baseVal.value) * k,
+    Status: document.getElementById("view-status").textContent,
+    Fetched: performance.getEntriesByType("resource").map(e => e.name),
+    Links: [...document.querySelectorAll(".files a")].map(a => a.getAttribute("href")),
+  };
+})()`
+
+type probed struct {
+	Verdict, VerdictShown, VerdictColor, Rerun string
+	Overlaps                                   []box
+	Lanes                                      map[string]*box
+	Clock                                      []struct {
+		box
+		Text string
+	}
+	PlotLeft, PlotRight float64
+	Status              string
+	Fetched             []string
+	Links               []string
+}
+
+const red = "rgb(207, 34, 46)"
+
+// TestClockJumpReportInBrowser runs the clock-jump scenario on real Redis
+// nodes, opens its report in headless Chromium, takes a screenshot and
+// checks the rendered page: the verdict, two red overlapping bars on the
+// lanes of c1 and c2, the clock-jump marker on n3 inside the plot, zoom
+// and tooltips working, nothing fetched.
+func TestClockJumpReportInBrowser(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b := browser(t, ctx)
+
+	sc, err := scenarios.Load("clock-jump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{Seed: 5, Store: store, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.Verdict != checker.Invalid {
+		t.Fatalf("clock-jump verdict %s (%s), want invalid", out.Result.Verdict, out.Result.Reason)
+	}
+	report := filepath.Join(out.Dir, results.ReportFile)
+	p := open(t, ctx, b, report, 1200, 1000, true)
+	screenshot(t, ctx, p, false, "clock-jump-report.png")
+
+	var got probed
+	if err := p.Eval(ctx, probe, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Verdict != "invalid" || got.VerdictShown != "uppercase" || got.VerdictColor != red {
+		t.Errorf("verdict %q (%s, %s), want invalid in red capitals", got.Verdict, got.VerdictShown, got.VerdictColor)
+	}
+	if !strings.HasPrefix(got.Rerun, "splitbrain run clock-jump --seed 5") {
+		t.Errorf("re-run command %q", got.Rerun)
+	}
+	if len(got.Overlaps) != 2 {
+		t.Fatalf("%d overlap bars, want 2 (one on c1's lane, one on c2's)", len(got.Overlaps))
+	}
+	o1, o2 := got.Overlaps[0], got.Overlaps[1]
+	for i, o := range got.Overlaps {
+		if o.Fill != red {
+			t.Errorf("overlap %d is %s, want red %s", i, o.Fill, red)
+		}
+		if o.W < 100 || o.X < got.PlotLeft-1 || o.X+o.W > got.PlotRight+1 {
+			t.Errorf("overlap %d spans x %.0f–%.0f, want a wide bar inside the plot %.0f–%.0f", i, o.X, o.X+o.W, got.PlotLeft, got.PlotRight)
+		}
+		if !strings.Contains(o.Tip, "both believed they held lock") {
+			t.Errorf("overlap %d tooltip %q", i, o.Tip)
+		}
+	}
+	if from, to := max(o1.X, o2.X), min(o1.X+o1.W, o2.X+o2.W); to-from < 100 {
+		t.Errorf("the two red bars overlap on screen for %.0f px, want the whole overlap", to-from)
+	}
+	for i, c := range []string{"c1", "c2"} {
+		l, o := got.Lanes[c], got.Overlaps[i]
+		if l == nil || l.Y+l.H/2 < o.Y || l.Y+l.H/2 > o.Y+o.H {
+			t.Errorf("overlap %d (y %.0f–%.0f) is not on %s's lane (%+v)", i, o.Y, o.Y+o.H, c, l)
+		}
+	}
+	if len(got.Clock) != 1 {
+		t.Fatalf("%d clock-jump markers, want 1", len(got.Clock))
+	}
+	mk, n3 := got.Clock[0], got.Lanes["n3"]
+	if !strings.HasPrefix(mk.Text, "n3 +") || mk.X < got.PlotLeft || mk.X > got.PlotRight || mk.H < 10 {
+		t.Errorf("clock-jump marker %+v, want 'n3 +…' visible inside the plot %.0f–%.0f", mk, got.PlotLeft, got.PlotRight)
+	}
+	if n3 == nil || n3.Y+n3.H/2 < mk.Y || n3.Y+n3.H/2 > mk.Y+mk.H {
+		t.Errorf("clock-jump marker (y %.0f–%.0f) is not on n3's lane (%+v)", mk.Y, mk.Y+mk.H, n3)
+	}
+	if len(got.Fetched) != 0 {
+		t.Errorf("the report fetched %v; it must be self-contained", got.Fetched)
+	}
+	for _, want := range []string{results.HistoryFile, results.ResultFile, results.PorcupineFile, "logs/n1.log", "logs/n5.log"} {
+		found := false
+		for _, l := range got.Links {
+			found = found || l == want
+		}
+		if !found {
+			t.Errorf("no link to %s in %v", want, got.Links)
+		}
+		if _, err := os.Stat(filepath.Join(out.Dir, filepath.FromSlash(want))); err != nil {
+			t.Errorf("linked file %s missing: %v", want, err)
+		}
+	}
+
+	// The page opens zoomed to the violation; "whole run" zooms out, so
+	// the same overlap gets narrower, and the tooltip shows the full op.
+	if !strings.HasPrefix(got.Status, "showing ") {
+		t.Errorf("view status %q", got.Status)
+	}
+	var after struct {
+		Status string
+		W      float64
+		Tip    string
+	}
+	err = p.Eval(ctx, `new Promise(done => {
+	  document.querySelector('[data-zoom="all"]').click();
+	  requestAnimationFrame(() => requestAnimationFrame(() => {
+	    const o = document.querySelector("#timeline-svg rect.overlap"), r = o.getBoundingClientRect();
+	    const belief = document.querySelector("#timeline-svg rect.belief"), br = belief.getBoundingClientRect();
+	    belief.dispatchEvent(new MouseEvent("mousemove", {bubbles: true, clientX: br.left + br.width / 2, clientY: br.top + br.height / 2}));
+	    done({Status: document.getElementById("view-status").textContent, W: r.width, Tip: document.querySelector(".tip").textContent});
+	  }));
+	})`, &after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.W >= o1.W*0.95 || !strings.Contains(after.Status, "0.00s–") {
+		t.Errorf("after 'whole run': overlap %.0f px wide (was %.0f), status %q; want a narrower bar and the run from 0", after.W, o1.W, after.Status)
+	}
+	if !strings.Contains(after.Tip, `"f":"acquire"`) || !strings.Contains(after.Tip, "believed it held") {
+		t.Errorf("belief tooltip %q, want the sentence and the raw acquire events", after.Tip)
+	}
+	if err := p.Eval(ctx, `document.querySelector(".tip").hidden = true`, nil); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, p, true, "clock-jump-report-full.png")
+
+	// The store's index lists the run, in red, and filters.
+	idx := open(t, ctx, b, filepath.Join(store, results.IndexFile), 1200, 700, false)
+	var rows struct {
+		All, Invalid, Valid int
+		Color               string
+	}
+	err = idx.Eval(ctx, `(() => {
+	  const visible = () => [...document.querySelectorAll("tr.run")].filter(r => !r.hidden).length;
+	  const all = visible(), sel = document.getElementById("filter-verdict");
+	  sel.value = "invalid"; sel.dispatchEvent(new Event("change"));
+	  const invalid = visible();
+	  sel.value = "valid"; sel.dispatchEvent(new Event("change"));
+	  return {All: all, Invalid: invalid, Valid: visible(),
+	    Color: getComputedStyle(document.querySelector("tr.run .verdict-cell")).color};
+	})()`, &rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows.All != 1 || rows.Invalid != 1 || rows.Valid != 0 || rows.Color != red {
+		t.Errorf("index rows: %+v; want the one invalid run, in red, hidden by the valid filter", rows)
+	}
+}
