@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"image/png"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,8 +22,16 @@ import (
 
 var updateDocs = flag.Bool("update-docs", false, "write the report screenshots into docs/")
 
-// browser starts the headless Chromium CI installs (scripts/setup.sh). In
-// CI a missing browser fails the test; elsewhere it skips it.
+var (
+	shared    *headless.Browser
+	sharedErr error
+	sharedMu  sync.Mutex
+)
+
+// browser returns the headless Chromium the tests share, started on first
+// use and closed by TestMain. CI installs Debian's chromium
+// (scripts/setup.sh): there a missing browser fails the test; elsewhere
+// (CI unset) it skips it.
 func browser(t testing.TB, ctx context.Context) *headless.Browser {
 	t.Helper()
 	path, err := headless.Find()
@@ -31,16 +41,29 @@ func browser(t testing.TB, ctx context.Context) *headless.Browser {
 		}
 		t.Skipf("%v; not in CI (CI unset), so skipping", err)
 	}
-	b, err := headless.Start(ctx, path)
-	if err != nil {
-		t.Fatal(err)
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared == nil && sharedErr == nil {
+		shared, sharedErr = headless.Start(ctx, path)
 	}
-	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("closing chromium: %v", err)
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return shared
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "closing chromium:", err)
+			code = 1
 		}
-	})
-	return b
+	}
+	if largeDir != "" {
+		os.RemoveAll(largeDir)
+	}
+	os.Exit(code)
 }
 
 func fileURL(path string) string {
@@ -54,6 +77,10 @@ func open(t *testing.T, ctx context.Context, b *headless.Browser, path string, w
 	t.Helper()
 	p, err := b.NewPage(ctx, width, height)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Hostile markup that got through would call alert: count the calls.
+	if err := p.OnNewDocument(ctx, `window.alert = () => { window.alerted = (window.alerted || 0) + 1; };`); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Navigate(ctx, fileURL(path)); err != nil {
@@ -274,5 +301,47 @@ func TestClockJumpReportInBrowser(t *testing.T) {
 	}
 	if rows.All != 1 || rows.Invalid != 1 || rows.Valid != 0 || rows.Color != red {
 		t.Errorf("index rows: %+v; want the one invalid run, in red, hidden by the valid filter", rows)
+	}
+}
+
+// Hostile keys, errors, fault kinds and scenario names show as text in the
+// rendered page, and nothing in them runs.
+func TestHostileTextShownAsTextInBrowser(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := browser(t, ctx)
+	dir := t.TempDir()
+	events := results.EvilHistory()
+	if err := results.Write(dir, results.EvilMeta(), events, checker.Check(events)); err != nil {
+		t.Fatal(err)
+	}
+	p := open(t, ctx, b, filepath.Join(dir, results.ReportFile), 1200, 900, true)
+	var got struct {
+		Alerted               int
+		H1, Title, Headline   string
+		Tips, Labels, Command string
+	}
+	if err := p.Eval(ctx, `({Alerted: window.alerted || 0,
+	  H1: document.querySelector("h1").textContent, Title: document.title,
+	  Headline: document.querySelector(".violation-headline").firstChild.textContent,
+	  Tips: [...document.querySelectorAll("[data-tip]")].map(e => e.getAttribute("data-tip")).join("\n"),
+	  Labels: [...document.querySelectorAll("svg text")].map(e => e.textContent).join("\n"),
+	  Command: document.getElementById("rerun").textContent})`, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Alerted != 0 {
+		t.Errorf("hostile text ran: alert called %d times", got.Alerted)
+	}
+	if got.H1 != results.EvilScenario || !strings.HasPrefix(got.Title, results.EvilScenario+": invalid") {
+		t.Errorf("scenario name shown as %q (title %q), want %q as text", got.H1, got.Title, results.EvilScenario)
+	}
+	if !strings.Contains(got.Headline, fmt.Sprintf("%q", results.EvilLockKey)) {
+		t.Errorf("headline %q lacks the key as text", got.Headline)
+	}
+	if !strings.Contains(got.Tips, results.EvilErr) || !strings.Contains(got.Labels, results.EvilKind) {
+		t.Errorf("the error or fault kind is not shown as text in tooltips / labels")
+	}
+	if !strings.Contains(got.Command, results.EvilScenario) {
+		t.Errorf("re-run command %q", got.Command)
 	}
 }

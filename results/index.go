@@ -77,7 +77,8 @@ func storeOf(dir string) (string, bool) {
 
 // BuildIndex scans store/<scenario>/<run> folders. Entries of index.json
 // whose result.json is unchanged are reused rather than re-read: a
-// long run's result.json can be large.
+// long run's result.json can be large. The store is read through an
+// os.Root: a symlink that leads out of it is not followed.
 func BuildIndex(store string) (Index, error) {
 	cached := map[string]IndexEntry{}
 	if old, err := ReadIndex(store); err == nil {
@@ -85,7 +86,13 @@ func BuildIndex(store string) (Index, error) {
 			cached[e.Dir] = e
 		}
 	}
-	scenarios, err := os.ReadDir(store)
+	root, err := os.OpenRoot(store)
+	if err != nil {
+		return Index{}, fmt.Errorf("results: reading the store: %w", err)
+	}
+	defer root.Close()
+	fsys := root.FS()
+	scenarios, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return Index{}, fmt.Errorf("results: reading the store: %w", err)
 	}
@@ -94,7 +101,7 @@ func BuildIndex(store string) (Index, error) {
 		if !sd.IsDir() || strings.HasPrefix(sd.Name(), ".") {
 			continue
 		}
-		runs, err := os.ReadDir(filepath.Join(store, sd.Name()))
+		runs, err := fs.ReadDir(fsys, sd.Name())
 		if err != nil {
 			return Index{}, fmt.Errorf("results: reading the store: %w", err)
 		}
@@ -102,7 +109,7 @@ func BuildIndex(store string) (Index, error) {
 			if !rd.IsDir() || strings.HasPrefix(rd.Name(), ".") {
 				continue
 			}
-			if e, ok := indexEntry(store, sd.Name(), rd.Name(), cached); ok {
+			if e, ok := indexEntry(fsys, sd.Name(), rd.Name(), cached); ok {
 				idx.Runs = append(idx.Runs, e)
 			}
 		}
@@ -114,32 +121,31 @@ func BuildIndex(store string) (Index, error) {
 		}
 		return a.Dir > b.Dir
 	})
-	idx.Matrices = findMatrices(store)
+	idx.Matrices = findMatrices(fsys)
 	return idx, nil
 }
 
 // indexEntry reads one run folder; ok is false for folders that are not
 // runs (no result and no history).
-func indexEntry(store, scenario, run string, cached map[string]IndexEntry) (IndexEntry, bool) {
-	rel := scenario + "/" + run
-	dir := filepath.Join(store, scenario, run)
+func indexEntry(fsys fs.FS, scenario, run string, cached map[string]IndexEntry) (IndexEntry, bool) {
+	dir := scenario + "/" + run
 	has := func(name string) bool {
-		_, err := os.Stat(filepath.Join(dir, name))
+		_, err := fs.Stat(fsys, dir+"/"+name)
 		return err == nil
 	}
-	fi, err := os.Stat(filepath.Join(dir, ResultFile))
+	fi, err := fs.Stat(fsys, dir+"/"+ResultFile)
 	if err != nil {
 		if !has(HistoryFile) {
 			return IndexEntry{}, false
 		}
-		return IndexEntry{Scenario: scenario, Dir: rel, Started: stampTime(run), Verdict: VerdictNone,
+		return IndexEntry{Scenario: scenario, Dir: dir, Started: stampTime(run), Verdict: VerdictNone,
 			Reason:     "no result.json: the run is still going, or its harness was stopped before it could judge",
 			HasHistory: true, HasReport: has(ReportFile)}, true
 	}
-	if e, ok := cached[rel]; ok && e.ResultSize == fi.Size() && e.ResultModTime.Equal(fi.ModTime()) {
+	if e, ok := cached[dir]; ok && e.ResultSize == fi.Size() && e.ResultModTime.Equal(fi.ModTime()) {
 		return e, true
 	}
-	e := IndexEntry{Scenario: scenario, Dir: rel, Started: stampTime(run), ResultSize: fi.Size(), ResultModTime: fi.ModTime(),
+	e := IndexEntry{Scenario: scenario, Dir: dir, Started: stampTime(run), ResultSize: fi.Size(), ResultModTime: fi.ModTime(),
 		HasHistory: has(HistoryFile), HasReport: has(ReportFile)}
 	var sum struct {
 		Meta   Meta `json:"meta"`
@@ -150,7 +156,7 @@ func indexEntry(store, scenario, run string, cached map[string]IndexEntry) (Inde
 		} `json:"result"`
 		AsExpected bool `json:"as_expected"`
 	}
-	b, err := os.ReadFile(filepath.Join(dir, ResultFile))
+	b, err := fs.ReadFile(fsys, dir+"/"+ResultFile)
 	if err == nil {
 		err = json.Unmarshal(b, &sum)
 	}
@@ -190,15 +196,11 @@ func stampTime(name string) time.Time {
 
 // findMatrices looks for suites' matrix.html in the store and two levels
 // below it.
-func findMatrices(store string) []string {
+func findMatrices(fsys fs.FS) []string {
 	var out []string
 	for _, pattern := range []string{MatrixFile, "*/" + MatrixFile, "*/*/" + MatrixFile} {
-		matches, _ := filepath.Glob(filepath.Join(store, filepath.FromSlash(pattern)))
-		for _, m := range matches {
-			if rel, err := filepath.Rel(store, m); err == nil {
-				out = append(out, filepath.ToSlash(rel))
-			}
-		}
+		matches, _ := fs.Glob(fsys, pattern)
+		out = append(out, matches...)
 	}
 	return out
 }

@@ -161,14 +161,6 @@ func largeReport(t testing.TB) string {
 	return largeDir
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if largeDir != "" {
-		os.RemoveAll(largeDir)
-	}
-	os.Exit(code)
-}
-
 // A 100 k-op run's report stays small: what cannot be drawn one by one is
 // merged, and the page says so.
 func TestLargeReportIsSmall(t *testing.T) {

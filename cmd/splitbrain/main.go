@@ -44,6 +44,7 @@ Usage:
                                         if each verdict meets its expectation
   splitbrain doctor                     check what the local and Docker backends need;
                                         exit 0 when the local backend can run
+  splitbrain serve [--store DIR] [--addr 127.0.0.1:8040]  browse the runs over HTTP
 
 Flags of run and suite:
   --seed N        seed of the workload's and the nemesis's random draws
@@ -87,6 +88,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdSuite(args[1:], stdout, stderr)
 	case "doctor":
 		code, err = cmdDoctor(args[1:], stdout)
+	case "serve":
+		code, err = cmdServe(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitValid

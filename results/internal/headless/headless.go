@@ -302,6 +302,13 @@ func (p *Page) SetViewport(ctx context.Context, width, height int) error {
 	return err
 }
 
+// OnNewDocument runs script in every document the page loads, before the
+// document's own scripts.
+func (p *Page) OnNewDocument(ctx context.Context, script string) error {
+	_, err := p.b.call(ctx, p.session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": script})
+	return err
+}
+
 // Navigate loads url and waits for its load event.
 func (p *Page) Navigate(ctx context.Context, url string) error {
 	raw, err := p.b.call(ctx, p.session, "Page.navigate", map[string]any{"url": url})
