@@ -94,9 +94,25 @@ func open(t *testing.T, ctx context.Context, b *headless.Browser, path string, w
 	return p
 }
 
-func screenshot(t *testing.T, ctx context.Context, p *headless.Page, full bool, name string) {
+// screenshot saves a PNG of the page: the viewport, or the document from
+// the top of the first selector's element to the bottom of the last one's.
+// With -update-docs it goes into docs/, else into a temporary folder.
+func screenshot(t *testing.T, ctx context.Context, p *headless.Page, name string, selectors ...string) {
 	t.Helper()
-	shot, err := p.Screenshot(ctx, full)
+	var shot []byte
+	var err error
+	if len(selectors) == 0 {
+		shot, err = p.Screenshot(ctx, false)
+	} else {
+		var r struct{ Top, Bottom, Width float64 }
+		err = p.Eval(ctx, fmt.Sprintf(`(() => {
+		  const first = document.querySelector(%q).getBoundingClientRect(), last = document.querySelector(%q).getBoundingClientRect();
+		  return {Top: first.top + scrollY - 8, Bottom: last.bottom + scrollY + 8, Width: document.documentElement.clientWidth};
+		})()`, selectors[0], selectors[len(selectors)-1]), &r)
+		if err == nil {
+			shot, err = p.ScreenshotClip(ctx, 0, r.Top, r.Width, r.Bottom-r.Top)
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +120,7 @@ func screenshot(t *testing.T, ctx context.Context, p *headless.Page, full bool, 
 	if err != nil {
 		t.Fatalf("screenshot is not a PNG: %v", err)
 	}
-	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 400 {
+	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 300 {
 		t.Errorf("screenshot is %dx%d", b.Dx(), b.Dy())
 	}
 	out := filepath.Join(t.TempDir(), name)
@@ -185,8 +201,8 @@ func TestClockJumpReportInBrowser(t *testing.T) {
 		t.Fatalf("clock-jump verdict %s (%s), want invalid", out.Result.Verdict, out.Result.Reason)
 	}
 	report := filepath.Join(out.Dir, results.ReportFile)
-	p := open(t, ctx, b, report, 1200, 1000, true)
-	screenshot(t, ctx, p, false, "clock-jump-report.png")
+	p := open(t, ctx, b, report, 1200, 1120, true)
+	screenshot(t, ctx, p, "clock-jump-report.png")
 
 	var got probed
 	if err := p.Eval(ctx, probe, &got); err != nil {
@@ -270,6 +286,26 @@ func TestClockJumpReportInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Ctrl+wheel over the timeline zooms in again; a plain wheel leaves
+	// the view alone (it scrolls the page).
+	var wheel struct{ Plain, Ctrl string }
+	err = p.Eval(ctx, `new Promise(done => {
+	  const svg = document.getElementById("timeline-svg"), r = svg.getBoundingClientRect();
+	  const at = {bubbles: true, cancelable: true, clientX: r.left + r.width / 2, clientY: r.top + 40, deltaY: -200};
+	  const status = () => document.getElementById("view-status").textContent;
+	  svg.dispatchEvent(new WheelEvent("wheel", at));
+	  requestAnimationFrame(() => requestAnimationFrame(() => {
+	    const plain = status();
+	    svg.dispatchEvent(new WheelEvent("wheel", Object.assign({ctrlKey: true}, at)));
+	    requestAnimationFrame(() => requestAnimationFrame(() => done({Plain: plain, Ctrl: status()})));
+	  }));
+	})`, &wheel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wheel.Plain != after.Status || wheel.Ctrl == after.Status {
+		t.Errorf("wheel: plain %q, ctrl %q, from %q; want only Ctrl+wheel to zoom", wheel.Plain, wheel.Ctrl, after.Status)
+	}
 	if after.W >= o1.W*0.95 || !strings.Contains(after.Status, "0.00s–") {
 		t.Errorf("after 'whole run': overlap %.0f px wide (was %.0f), status %q; want a narrower bar and the run from 0", after.W, o1.W, after.Status)
 	}
@@ -279,7 +315,7 @@ func TestClockJumpReportInBrowser(t *testing.T) {
 	if err := p.Eval(ctx, `document.querySelector(".tip").hidden = true`, nil); err != nil {
 		t.Fatal(err)
 	}
-	screenshot(t, ctx, p, true, "clock-jump-report-full.png")
+	screenshot(t, ctx, p, "clock-jump-charts.png", "#timeline", "#latency")
 
 	// The store's index lists the run, in red, and filters.
 	idx := open(t, ctx, b, filepath.Join(store, results.IndexFile), 1200, 700, false)

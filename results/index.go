@@ -208,14 +208,8 @@ func findMatrices(fsys fs.FS) []string {
 // ReadIndex reads a store's index.json.
 func ReadIndex(store string) (Index, error) {
 	var idx Index
-	b, err := os.ReadFile(filepath.Join(store, IndexJSON))
-	if err != nil {
-		return idx, fmt.Errorf("results: %w", err)
-	}
-	if err := json.Unmarshal(b, &idx); err != nil {
-		return idx, fmt.Errorf("results: %s: %w", filepath.Join(store, IndexJSON), err)
-	}
-	return idx, nil
+	err := readJSON(store, IndexJSON, &idx)
+	return idx, err
 }
 
 // WriteIndex regenerates store/index.html and store/index.json from the
@@ -230,17 +224,7 @@ func WriteIndex(store string) error {
 	if err := RenderIndex(&page, idx); err != nil {
 		return err
 	}
-	var errs []error
-	errs = append(errs, writeAtomic(store, IndexJSON, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(idx)
-	}))
-	errs = append(errs, writeAtomic(store, IndexFile, func(w io.Writer) error {
-		_, err := w.Write(page.Bytes())
-		return err
-	}))
-	return errors.Join(errs...)
+	return errors.Join(writeJSON(store, IndexJSON, idx), writeFile(store, IndexFile, page.Bytes()))
 }
 
 var indexTemplate = parsePage("index.html.tmpl")

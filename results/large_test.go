@@ -227,7 +227,7 @@ func TestLargeReportInBrowser(t *testing.T) {
 	if got.Overlaps != 2 || !strings.HasPrefix(got.Status, "showing ") {
 		t.Errorf("large report in the browser: %+v; want the overlap drawn and the view zoomed to it", got)
 	}
-	screenshot(t, ctx, p, true, "long-run-report.png")
+	screenshot(t, ctx, p, "long-run-report.png", "#timeline", "#throughput")
 }
 
 // BenchmarkLargeReportInBrowser reports the milliseconds from navigation to

@@ -2,7 +2,6 @@ package results
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -81,29 +80,14 @@ func WriteMatrix(dir string, m Matrix) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("results: writing the matrix: %w", err)
 	}
-	return errors.Join(
-		writeAtomic(dir, MatrixJSON, func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(m)
-		}),
-		writeAtomic(dir, MatrixFile, func(w io.Writer) error {
-			_, err := w.Write(page.Bytes())
-			return err
-		}))
+	return errors.Join(writeJSON(dir, MatrixJSON, m), writeFile(dir, MatrixFile, page.Bytes()))
 }
 
 // ReadMatrix reads dir/matrix.json.
 func ReadMatrix(dir string) (Matrix, error) {
 	var m Matrix
-	b, err := os.ReadFile(filepath.Join(dir, MatrixJSON))
-	if err != nil {
-		return m, fmt.Errorf("results: %w", err)
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("results: %s: %w", filepath.Join(dir, MatrixJSON), err)
-	}
-	return m, nil
+	err := readJSON(dir, MatrixJSON, &m)
+	return m, err
 }
 
 var matrixTemplate = parsePage("matrix.html.tmpl")

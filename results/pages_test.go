@@ -169,14 +169,50 @@ func TestReportShowsResourceAndNodeFaults(t *testing.T) {
 	if len(bad) != 1 || !strings.Contains(bad[0], "stale token") {
 		t.Errorf("bad findings %q, want the one stale token", bad)
 	}
-	var c1 []checker.Belief
+	c1 := &clientBeliefs{}
 	for _, b := range res.Keys[0].Beliefs {
 		if b.Client == "c1" {
-			c1 = append(c1, b)
+			c1.bs = append(c1.bs, b)
 		}
 	}
-	if s := outsideLease(ops[3].op, c1); !strings.Contains(s, "took effect at 1.56s although c1's belief in \"lock\" had ended at 1.00s (validity deadline)") {
+	c1.index()
+	if s := c1.outsideLease(ops[3].op); !strings.Contains(s, "took effect at 1.56s although c1's belief in \"lock\" had ended at 1.00s (validity deadline)") {
 		t.Errorf("outsideLease of c1's late write = %q", s)
+	}
+}
+
+func TestClientBeliefsCovering(t *testing.T) {
+	at := historytest.Sec
+	b := func(key string, start, end float64, reason string) checker.Belief {
+		return checker.Belief{Client: "c1", Key: key, Start: at(start), End: at(end), EndReason: reason}
+	}
+	// A long belief on one key and short ones on another, interleaved.
+	c := &clientBeliefs{bs: []checker.Belief{
+		b("b", 2.0, 2.2, checker.EndRelease),
+		b("a", 0.0, 5.0, checker.EndDeadline),
+		b("b", 1.0, 1.1, checker.EndRelease),
+		b("c", 6.0, 6.0, checker.EndOpen),
+	}}
+	c.index()
+	for _, tt := range []struct {
+		t    float64
+		want string
+	}{
+		{-1, ""}, {0.5, "a"}, {1.05, "a b"}, {2.1, "a b"}, {4.9, "a"}, {5.5, ""}, {6.0, "c"}, {100, "c"},
+	} {
+		got, ok := c.covering(at(tt.t))
+		if (tt.want == "") == ok || ok && !strings.Contains(tt.want, got.Key) {
+			t.Errorf("covering(%vs) = %q, %v; want %q", tt.t, got.Key, ok, tt.want)
+		}
+	}
+	w := op{inv: history.Event{Process: "c1", F: history.Write, Key: "k", Time: at(5.5)}, end: history.Event{Time: at(5.6)}, done: true}
+	if s := c.outsideLease(w); !strings.Contains(s, `c1's belief in "a" had ended at 5.00s`) {
+		t.Errorf("outsideLease = %q, want the latest-ending belief before the write", s)
+	}
+	none := &clientBeliefs{}
+	none.index()
+	if s := none.outsideLease(w); !strings.Contains(s, "although c1 held no lock") {
+		t.Errorf("outsideLease without beliefs = %q", s)
 	}
 }
 

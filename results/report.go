@@ -79,7 +79,10 @@ type reportView struct {
 	Timeline       *timeline
 	Latency        *scatter
 	Throughput     *throughput
-	Faults         []faultRow
+	// FewOps is set when too few operations completed for a throughput
+	// plot.
+	FewOps int
+	Faults []faultRow
 }
 
 type fileLink struct{ Name, Href string }
@@ -150,6 +153,13 @@ func renderReport(w io.Writer, dir string, rec Record, events []history.Event) e
 	v.Timeline = buildTimeline(rec.Meta, res, byIndex, resOps, sc)
 	v.Latency = buildScatter(res, sc, v.Timeline.ViewA, v.Timeline.ViewB)
 	v.Throughput = buildThroughput(ops, res, sc)
+	if v.Throughput == nil {
+		for _, o := range ops {
+			if o.done {
+				v.FewOps++
+			}
+		}
+	}
 	if err := reportTemplate.Execute(w, v); err != nil {
 		return fmt.Errorf("results: rendering report: %w", err)
 	}

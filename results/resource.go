@@ -23,7 +23,7 @@ type op struct {
 // order. Nemesis events are faults, not operations, and are left out.
 func pairOps(events []history.Event) []op {
 	pending := map[string]int{}
-	var out []op
+	out := make([]op, 0, len(events)/2)
 	for _, e := range events {
 		if e.F == history.Nemesis || e.Process == history.ProcessNemesis {
 			continue
@@ -82,11 +82,19 @@ func (o resourceOp) at() int64 {
 // had accepted before. It works from history events alone, so it renders
 // whatever workload recorded them.
 func resourceOps(ops []op, res checker.Result) []resourceOp {
-	beliefs := map[string][]checker.Belief{}
+	beliefs := map[string]*clientBeliefs{}
 	for _, k := range res.Keys {
 		for _, b := range k.Beliefs {
-			beliefs[b.Client] = append(beliefs[b.Client], b)
+			cb := beliefs[b.Client]
+			if cb == nil {
+				cb = &clientBeliefs{}
+				beliefs[b.Client] = cb
+			}
+			cb.bs = append(cb.bs, b)
 		}
+	}
+	for _, cb := range beliefs {
+		cb.index()
 	}
 	var out []resourceOp
 	for _, o := range ops {
@@ -134,40 +142,80 @@ func resourceOps(ops []op, res checker.Result) []resourceOp {
 				highest[r.inv.Key], highestBy[r.inv.Key] = *tok, r.inv.Process
 			}
 		}
-		if s := outsideLease(r.op, beliefs[r.inv.Process]); s != "" {
+		cb := beliefs[r.inv.Process]
+		if cb == nil {
+			cb = &clientBeliefs{}
+		}
+		if s := cb.outsideLease(r.op); s != "" {
 			r.finding, r.bad = s, true
 		}
 	}
 	return out
 }
 
+// clientBeliefs are one client's belief intervals, sorted by start, with
+// the running maximum of their ends so a lookup need not scan them all.
+type clientBeliefs struct {
+	bs []checker.Belief
+	// maxEnd[i] is the index of the belief with the latest end among
+	// bs[:i+1] (an open belief counts as ending last).
+	maxEnd []int
+}
+
+func (c *clientBeliefs) index() {
+	sort.SliceStable(c.bs, func(i, j int) bool { return c.bs[i].Start < c.bs[j].Start })
+	c.maxEnd = make([]int, len(c.bs))
+	for i := range c.bs {
+		c.maxEnd[i] = i
+		if i > 0 && !laterEnd(c.bs[i], c.bs[c.maxEnd[i-1]]) {
+			c.maxEnd[i] = c.maxEnd[i-1]
+		}
+	}
+}
+
+func laterEnd(a, b checker.Belief) bool {
+	if b.EndReason == checker.EndOpen {
+		return false
+	}
+	return a.EndReason == checker.EndOpen || a.End > b.End
+}
+
+func coversTime(b checker.Belief, t int64) bool {
+	return b.Start <= t && (t <= b.End || b.EndReason == checker.EndOpen)
+}
+
+// covering finds a belief that covers t.
+func (c *clientBeliefs) covering(t int64) (checker.Belief, bool) {
+	j := sort.Search(len(c.bs), func(i int) bool { return c.bs[i].Start > t }) - 1
+	for ; j >= 0; j-- {
+		if !coversTime(c.bs[c.maxEnd[j]], t) {
+			// No belief starting at or before j lasts until t.
+			return checker.Belief{}, false
+		}
+		if coversTime(c.bs[j], t) {
+			return c.bs[j], true
+		}
+	}
+	return checker.Belief{}, false
+}
+
 // outsideLease says how a write that took effect relates to its client's
 // belief intervals: "" when a belief covered its completion.
-func outsideLease(o op, bs []checker.Belief) string {
-	covers := func(t int64) (checker.Belief, bool) {
-		for _, b := range bs {
-			if b.Start <= t && (t <= b.End || b.EndReason == checker.EndOpen) {
-				return b, true
-			}
-		}
-		return checker.Belief{}, false
-	}
-	if _, ok := covers(o.end.Time); ok {
+func (c *clientBeliefs) outsideLease(o op) string {
+	if _, ok := c.covering(o.end.Time); ok {
 		return ""
 	}
-	if b, ok := covers(o.inv.Time); ok {
+	if b, ok := c.covering(o.inv.Time); ok {
 		return fmt.Sprintf("%s was sent at %s while %s held %q, but took effect only by %s, after that belief ended at %s (%s)",
 			describeOp(o), checker.Seconds(o.inv.Time), o.inv.Process, b.Key, checker.Seconds(o.end.Time), checker.Seconds(b.End), endText(b.EndReason))
 	}
-	var last *checker.Belief
-	for i := range bs {
-		if bs[i].End <= o.inv.Time && (last == nil || bs[i].End > last.End) {
-			last = &bs[i]
-		}
-	}
-	if last == nil {
+	// Nothing covers the invoke, so every belief that started by then had
+	// ended: the latest end among them is the lease the client last held.
+	j := sort.Search(len(c.bs), func(i int) bool { return c.bs[i].Start > o.inv.Time }) - 1
+	if j < 0 {
 		return fmt.Sprintf("%s took effect at %s although %s held no lock", describeOp(o), checker.Seconds(o.end.Time), o.inv.Process)
 	}
+	last := c.bs[c.maxEnd[j]]
 	return fmt.Sprintf("%s took effect at %s although %s's belief in %q had ended at %s (%s)",
 		describeOp(o), checker.Seconds(o.end.Time), o.inv.Process, last.Key, checker.Seconds(last.End), endText(last.EndReason))
 }

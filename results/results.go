@@ -2,10 +2,8 @@ package results
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -104,18 +102,11 @@ func Write(dir string, meta Meta, events []history.Event, res checker.Result) er
 	var page bytes.Buffer
 	if err := renderReport(&page, dir, rec, events); err != nil {
 		errs = append(errs, err)
-	} else if err := writeAtomic(dir, ReportFile, func(w io.Writer) error {
-		_, err := w.Write(page.Bytes())
-		return err
-	}); err != nil {
+	} else if err := writeFile(dir, ReportFile, page.Bytes()); err != nil {
 		errs = append(errs, err)
 	}
 
-	if err := writeAtomic(dir, ResultFile, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rec)
-	}); err != nil {
+	if err := writeJSON(dir, ResultFile, rec); err != nil {
 		errs = append(errs, err)
 	}
 	// A run folder made by NewRunDir sits in a store whose index lists it;
@@ -131,12 +122,6 @@ func Write(dir string, meta Meta, events []history.Event, res checker.Result) er
 // ReadRecord reads a run's result.json.
 func ReadRecord(dir string) (Record, error) {
 	var rec Record
-	b, err := os.ReadFile(filepath.Join(dir, ResultFile))
-	if err != nil {
-		return rec, fmt.Errorf("results: %w", err)
-	}
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return rec, fmt.Errorf("results: %s: %w", filepath.Join(dir, ResultFile), err)
-	}
-	return rec, nil
+	err := readJSON(dir, ResultFile, &rec)
+	return rec, err
 }

@@ -431,14 +431,10 @@ func (tl *timeline) place(items []item, core *[2]int64, sc scale) (string, int64
 		return rest[i].a < rest[j].a
 	})
 	res := max(sc.span/20000, 1)
-	var groups [][]item
-	for {
-		groups = mergeItems(rest, res)
-		if len(groups)+len(detail) <= drawBudget || res > sc.span {
-			break
-		}
+	for countGroups(rest, res)+len(detail) > drawBudget && res <= sc.span {
 		res = res * 3 / 2
 	}
+	groups := mergeItems(rest, res)
 	for _, it := range detail {
 		tl.draw(it)
 	}
@@ -458,6 +454,24 @@ func (tl *timeline) place(items []item, core *[2]int64, sc scale) (string, int64
 	note := fmt.Sprintf("The timeline has %d operations to show, too many to draw one by one. %s, operations of one kind on one lane less than %s apart are drawn as one hatched bar (%d bars stand for %d operations); their tooltips give the count. history.jsonl has every operation.",
 		len(items), where, checker.Seconds(res), merged, len(rest)-(len(groups)-merged))
 	return note, viewA, viewB
+}
+
+// countGroups is len(mergeItems(items, res)) without building the groups.
+func countGroups(items []item, res int64) int {
+	n := 0
+	var end int64
+	for i, it := range items {
+		if i > 0 {
+			prev := items[i-1]
+			if prev.lane == it.lane && prev.kind == it.kind && it.a <= end+res {
+				end = max(end, it.b)
+				continue
+			}
+		}
+		n++
+		end = it.b
+	}
+	return n
 }
 
 // mergeItems groups items (sorted by lane, kind and start) that lie less

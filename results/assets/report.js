@@ -154,9 +154,17 @@
 
   var dragging = null;
   charts.forEach(function (svg) {
+    // A plain wheel scrolls the page; Ctrl (or a pinch, which browsers
+    // report as Ctrl+wheel) zooms, a sideways wheel pans.
     svg.addEventListener("wheel", function (e) {
-      e.preventDefault();
-      zoomAt(timeAt(svg, e.clientX), Math.exp(Math.max(-300, Math.min(300, e.deltaY)) * 0.002));
+      if (e.ctrlKey || e.metaKey) {
+        e.preventDefault();
+        zoomAt(timeAt(svg, e.clientX), Math.exp(Math.max(-300, Math.min(300, e.deltaY)) * 0.002));
+      } else if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+        e.preventDefault();
+        var dt = e.deltaX / plot * (view.b - view.a);
+        setView(view.a + dt, view.b + dt);
+      }
     }, { passive: false });
     svg.addEventListener("pointerdown", function (e) {
       if (e.button !== 0) return;

@@ -59,7 +59,7 @@ type Browser struct {
 	nextID int
 	// events received while waiting for something else.
 	events []message
-	stderr *strings.Builder
+	stderr *limitedWriter
 }
 
 type message struct {
@@ -100,8 +100,8 @@ func Start(ctx context.Context, path string) (*Browser, error) {
 	// forked, and nothing else.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	b := &Browser{cmd: cmd, toChrome: toChrome, msgs: make(chan message, 64), readErr: make(chan error, 1), done: make(chan struct{}),
-		profile: profile, stderr: &strings.Builder{}}
-	cmd.Stderr = &limitedWriter{b: b.stderr, max: 8 << 10}
+		profile: profile, stderr: &limitedWriter{max: 8 << 10}}
+	cmd.Stderr = b.stderr
 	if err := cmd.Start(); err != nil {
 		chromeIn.Close()
 		chromeOut.Close()
@@ -121,10 +121,18 @@ func Start(ctx context.Context, path string) (*Browser, error) {
 	return b, nil
 }
 
+// limitedWriter keeps the first max bytes of the browser's stderr for
+// error messages.
 type limitedWriter struct {
 	mu  sync.Mutex
-	b   *strings.Builder
+	b   strings.Builder
 	max int
+}
+
+func (w *limitedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
 
 func (w *limitedWriter) Write(p []byte) (int, error) {
@@ -379,15 +387,24 @@ func (p *Page) WaitFor(ctx context.Context, expr string) error {
 // Screenshot captures the page as PNG: the viewport, or with full set the
 // whole document at the viewport's width.
 func (p *Page) Screenshot(ctx context.Context, full bool) ([]byte, error) {
-	params := map[string]any{"format": "png"}
-	if full {
-		var size struct{ W, H float64 }
-		if err := p.Eval(ctx, `({W: document.documentElement.scrollWidth, H: document.documentElement.scrollHeight})`, &size); err != nil {
-			return nil, err
-		}
-		params["captureBeyondViewport"] = true
-		params["clip"] = map[string]any{"x": 0, "y": 0, "width": size.W, "height": size.H, "scale": 1}
+	if !full {
+		return p.capture(ctx, map[string]any{"format": "png"})
 	}
+	var size struct{ W, H float64 }
+	if err := p.Eval(ctx, `({W: document.documentElement.scrollWidth, H: document.documentElement.scrollHeight})`, &size); err != nil {
+		return nil, err
+	}
+	return p.ScreenshotClip(ctx, 0, 0, size.W, size.H)
+}
+
+// ScreenshotClip captures a rectangle of the document (CSS pixels from its
+// top left corner) as PNG.
+func (p *Page) ScreenshotClip(ctx context.Context, x, y, w, h float64) ([]byte, error) {
+	return p.capture(ctx, map[string]any{"format": "png", "captureBeyondViewport": true,
+		"clip": map[string]any{"x": x, "y": y, "width": w, "height": h, "scale": 1}})
+}
+
+func (p *Page) capture(ctx context.Context, params map[string]any) ([]byte, error) {
 	raw, err := p.b.call(ctx, p.session, "Page.captureScreenshot", params)
 	if err != nil {
 		return nil, err
