@@ -219,10 +219,9 @@ func nodeLogs(dir string) []string {
 func explainViolations(res checker.Result, resOps []resourceOp, sc scale) []violationView {
 	var out []violationView
 	for _, v := range res.Violations {
-		vv := violationView{
-			Headline: fmt.Sprintf("%s and %s both believed they held lock %q from %s to %s (%s).",
-				v.Clients[0], v.Clients[1], v.Key, checker.Seconds(v.From), checker.Seconds(v.To), checker.Seconds(v.To-v.From)),
-		}
+		// The checker's sentence is the headline unless both beliefs are
+		// found: then the faults go in their own bullet, not in it.
+		vv := violationView{Headline: v.Text}
 		first := v.From
 		for _, c := range v.Clients {
 			b, ok := violatingBelief(res, v, c)
@@ -232,11 +231,15 @@ func explainViolations(res checker.Result, resOps []resourceOp, sc scale) []viol
 			first = min(first, b.Invoke)
 			vv.Beliefs = append(vv.Beliefs, beliefSentence(b))
 		}
-		for _, f := range v.Faults {
-			vv.Faults = append(vv.Faults, faultSentence(f))
-		}
-		if len(v.Faults) == 0 {
-			vv.Faults = append(vv.Faults, "no fault was active")
+		if len(vv.Beliefs) == len(v.Clients) {
+			vv.Headline = fmt.Sprintf("%s and %s both believed they held lock %q from %s to %s (%s).",
+				v.Clients[0], v.Clients[1], v.Key, checker.Seconds(v.From), checker.Seconds(v.To), checker.Seconds(v.To-v.From))
+			for _, f := range v.Faults {
+				vv.Faults = append(vv.Faults, faultSentence(f))
+			}
+			if len(v.Faults) == 0 {
+				vv.Faults = append(vv.Faults, "no fault was active")
+			}
 		}
 		vv.Resource = resourceDuring(resOps, v.Clients[:], first, v.To)
 		vv.ViewA, vv.ViewB = sc.window(first, v.To)
