@@ -193,13 +193,29 @@ func TestClockJumpReportInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// This test is about the report, not about the scenario: on a machine
+	// loaded enough for c2's acquire to time out the run comes out valid
+	// (the scenario's own tests judge that), so it gets up to three seeds.
 	store := t.TempDir()
-	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{Seed: 5, Store: store, CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+	var out *scenarios.Outcome
+	valid := 0
+	seed := int64(5)
+	for ; seed < 8; seed++ {
+		var progress bytes.Buffer
+		out, err = scenarios.Run(ctx, sc, scenarios.RunOptions{Seed: seed, Store: store, CacheDir: t.TempDir(), Progress: &progress})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Result.Verdict == checker.Invalid {
+			break
+		}
+		if out.Result.Verdict == checker.Valid {
+			valid++
+		}
+		t.Logf("seed %d: clock-jump verdict %s (%s), want invalid; the run:\n%s", seed, out.Result.Verdict, out.Result.Reason, progress.String())
 	}
 	if out.Result.Verdict != checker.Invalid {
-		t.Fatalf("clock-jump verdict %s (%s), want invalid", out.Result.Verdict, out.Result.Reason)
+		t.Fatal("clock-jump found no violation with three seeds")
 	}
 	report := filepath.Join(out.Dir, results.ReportFile)
 	p := open(t, ctx, b, report, 1200, 1120, true)
@@ -212,7 +228,7 @@ func TestClockJumpReportInBrowser(t *testing.T) {
 	if got.Verdict != "invalid" || got.VerdictShown != "uppercase" || got.VerdictColor != red {
 		t.Errorf("verdict %q (%s, %s), want invalid in red capitals", got.Verdict, got.VerdictShown, got.VerdictColor)
 	}
-	if !strings.HasPrefix(got.Rerun, "splitbrain run clock-jump --seed 5") {
+	if !strings.HasPrefix(got.Rerun, fmt.Sprintf("splitbrain run clock-jump --seed %d", seed)) {
 		t.Errorf("re-run command %q", got.Rerun)
 	}
 	if len(got.Overlaps) != 2 {
@@ -336,8 +352,8 @@ func TestClockJumpReportInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows.All != 1 || rows.Invalid != 1 || rows.Valid != 0 || rows.Color != red {
-		t.Errorf("index rows: %+v; want the one invalid run, in red, hidden by the valid filter", rows)
+	if rows.All != int(seed-4) || rows.Invalid != 1 || rows.Valid != valid || rows.Color != red {
+		t.Errorf("index rows: %+v; want %d runs, one invalid (newest, in red), %d valid", rows, seed-4, valid)
 	}
 }
 
