@@ -94,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	default:
-		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite or doctor", args[0])}
+		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, serve or doctor", args[0])}
 	}
 	var ue *usageError
 	switch {
