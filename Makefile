@@ -21,6 +21,14 @@ vet:
 
 test: setup vet
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) fuzz
+
+# Each fuzz target for a few seconds: enough to catch a crash a change
+# introduced, short enough for every CI run.
+FUZZTIME ?= 5s
+fuzz:
+	$(GO) test ./history -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 
 clean:
 	rm -rf bin

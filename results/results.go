@@ -2,13 +2,12 @@ package results
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"splitbrain/checker"
@@ -44,7 +43,8 @@ type Record struct {
 	Result checker.Result `json:"result"`
 	// AsExpected says whether the verdict met Meta.Expect.
 	AsExpected bool `json:"as_expected"`
-	// Files lists the run's files by role (history, report, porcupine).
+	// Files lists the run's files by role (history, report, porcupine,
+	// log:<node>), as slash paths relative to the run folder.
 	Files map[string]string `json:"files"`
 }
 
@@ -65,7 +65,8 @@ func AsExpected(expect string, v checker.Verdict) bool {
 
 // Write stores a run's verdict in dir: result.json, report.html and, when
 // the result is Invalid, porcupine.html with porcupine's view of the failing
-// window. events is the run's history (for the report's tooltips; it may be
+// window. When dir is a run folder of a store (made by NewRunDir), the
+// store's index.html is regenerated too. events is the run's history (for the report's tooltips; it may be
 // nil). A failed visualization does not stop the report from being written;
 // its error is returned with the others.
 func Write(dir string, meta Meta, events []history.Event, res checker.Result) error {
@@ -94,23 +95,26 @@ func Write(dir string, meta Meta, events []history.Event, res checker.Result) er
 	if _, err := os.Stat(filepath.Join(dir, HistoryFile)); err != nil {
 		delete(rec.Files, "history")
 	}
+	for _, log := range nodeLogs(dir) {
+		rec.Files["log:"+strings.TrimSuffix(filepath.Base(log), ".log")] = log
+	}
 
 	var page bytes.Buffer
-	if err := renderReport(&page, rec, events); err != nil {
+	if err := renderReport(&page, dir, rec, events); err != nil {
 		errs = append(errs, err)
-	} else if err := writeAtomic(dir, ReportFile, func(w io.Writer) error {
-		_, err := w.Write(page.Bytes())
-		return err
-	}); err != nil {
+	} else if err := writeFile(dir, ReportFile, page.Bytes()); err != nil {
 		errs = append(errs, err)
 	}
 
-	if err := writeAtomic(dir, ResultFile, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rec)
-	}); err != nil {
+	if err := writeJSON(dir, ResultFile, rec); err != nil {
 		errs = append(errs, err)
+	}
+	// A run folder made by NewRunDir sits in a store whose index lists it;
+	// refresh the index so the new verdict shows at once.
+	if store, ok := storeOf(dir); ok {
+		if err := WriteIndex(store); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -118,12 +122,6 @@ func Write(dir string, meta Meta, events []history.Event, res checker.Result) er
 // ReadRecord reads a run's result.json.
 func ReadRecord(dir string) (Record, error) {
 	var rec Record
-	b, err := os.ReadFile(filepath.Join(dir, ResultFile))
-	if err != nil {
-		return rec, fmt.Errorf("results: %w", err)
-	}
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return rec, fmt.Errorf("results: %s: %w", filepath.Join(dir, ResultFile), err)
-	}
-	return rec, nil
+	err := readJSON(dir, ResultFile, &rec)
+	return rec, err
 }

@@ -190,13 +190,13 @@ func TestWriteViolatingReport(t *testing.T) {
 
 	page := readFile(t, filepath.Join(dir, ReportFile))
 	for _, want := range []string{
-		`<header class="verdict-invalid">`,
-		`<div class="verdict">invalid</div>`,
-		`<rect class="overlap"`,
-		`<rect class="belief"`,
-		`<g class="clock-jump">`,
+		`<header class="run-header verdict-invalid">`,
+		`<div class="verdict" id="verdict">invalid</div>`,
+		`<rect class="overlap z"`,
+		`<rect class="belief z"`,
+		`<g class="clock-jump z"`,
 		`>n3 &#43;5s</text>`,
-		`<rect class="fault-band fault-cut"`,
+		`<rect class="fault-band fault-cut z"`,
 		`cut c1→n4,n5`,
 		`attempt attempt-fail`,
 		`href="porcupine.html"`,
@@ -210,8 +210,12 @@ func TestWriteViolatingReport(t *testing.T) {
 		}
 	}
 	// Text from the history and the scenario is escaped, everywhere it
-	// appears: violation text, tooltips, tables.
-	for _, bad := range []string{"<script", "<b>quorum", "<i>"} {
+	// appears: violation text, tooltips, tables. The page's one script is
+	// its own.
+	if n := strings.Count(page, "<script"); n != 1 {
+		t.Errorf("report has %d <script tags, want only its own", n)
+	}
+	for _, bad := range []string{"<script>alert", "<b>quorum", "<i>"} {
 		if strings.Contains(page, bad) {
 			t.Errorf("report contains unescaped %q", bad)
 		}
@@ -256,7 +260,7 @@ func TestWriteValidReport(t *testing.T) {
 	}
 	assertNoTemp(t, dir)
 	page := readFile(t, filepath.Join(dir, ReportFile))
-	for _, want := range []string{`<header class="verdict-valid">`, `<div class="verdict">valid</div>`, `<rect class="belief"`, "as expected"} {
+	for _, want := range []string{`<header class="run-header verdict-valid">`, `<div class="verdict" id="verdict">valid</div>`, `<rect class="belief z"`, "as expected"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %s", want)
 		}
@@ -282,7 +286,7 @@ func TestWriteUnknownReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := readFile(t, filepath.Join(dir, ReportFile))
-	for _, want := range []string{`<header class="verdict-unknown">`, "no operations recorded", "not as expected"} {
+	for _, want := range []string{`<header class="run-header verdict-unknown">`, "no operations recorded", "not as expected"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %s", want)
 		}
@@ -299,13 +303,18 @@ func TestWriteUnknownReport(t *testing.T) {
 func TestTimelineIsToScale(t *testing.T) {
 	events := clockJump()
 	res := checker.Check(events)
-	tl := buildTimeline(meta("clock-jump", ""), res, nil, newScale(res))
-	var beliefs []rect
-	for _, b := range tl.Bars {
-		if b.Class == "belief" {
-			beliefs = append(beliefs, b)
+	sc := newScale(res, events)
+	tl := buildTimeline(meta("clock-jump", ""), res, nil, resourceOps(pairOps(events), res), sc)
+	byClass := func(shapes []shape, class string) []shape {
+		var out []shape
+		for _, s := range shapes {
+			if s.Class == class {
+				out = append(out, s)
+			}
 		}
+		return out
 	}
+	beliefs := byClass(tl.Under, "belief")
 	if len(beliefs) != 2 {
 		t.Fatalf("%d belief bars, want 2", len(beliefs))
 	}
@@ -315,6 +324,9 @@ func TestTimelineIsToScale(t *testing.T) {
 	if !near(beliefs[0].X, plotLeft+0.2*perSec) || !near(beliefs[0].W, 1.7*perSec) ||
 		!near(beliefs[1].X, plotLeft+1.1*perSec) || !near(beliefs[1].W, 1.4*perSec) {
 		t.Errorf("belief bars not to scale: %+v", beliefs)
+	}
+	if beliefs[0].A != historytest.Sec(0.2) || beliefs[0].B != historytest.Sec(1.9) {
+		t.Errorf("belief bar carries times %d–%d, want 0.2 s–1.9 s for the zoom", beliefs[0].A, beliefs[0].B)
 	}
 	if len(tl.Overlaps) != 2 {
 		t.Fatalf("%d overlap rects, want one per client", len(tl.Overlaps))
@@ -333,20 +345,24 @@ func TestTimelineIsToScale(t *testing.T) {
 			t.Errorf("no lane %s", want)
 		}
 	}
-	var clock int
-	for _, m := range tl.Markers {
-		if m.Class == "clock-jump" {
-			clock++
-			if m.Label != "n3 +5s" || !near(m.X, plotLeft+0.5*perSec) {
-				t.Errorf("clock marker %+v", m)
-			}
-		}
+	clock := byClass(tl.Over, "clock-jump")
+	if len(clock) != 1 || clock[0].Label != "n3 +5s" || !near(clock[0].X, plotLeft+0.5*perSec) {
+		t.Errorf("clock markers %+v, want one 'n3 +5s' at 0.5 s", clock)
 	}
-	if clock != 1 {
-		t.Errorf("%d clock markers, want 1", clock)
+	// The clock offset is a step line: 0, then +5s from 0.5 s (never
+	// healed in this history) to the end.
+	if len(tl.Paths) != 1 || tl.Paths[0].Class != "clock-offset" || strings.Count(tl.Paths[0].D, "V") != 1 {
+		t.Errorf("clock offset paths %+v, want one step", tl.Paths)
 	}
 	if len(tl.Bands) != 2 {
 		t.Errorf("%d cut bands, want 2", len(tl.Bands))
+	}
+	// The page opens on the violation: c1's acquire to the overlap's end.
+	if !tl.Zoomed || tl.ViewA > historytest.Sec(0.1) || tl.ViewB < historytest.Sec(1.9) || tl.ViewB >= sc.span {
+		t.Errorf("initial view %d–%d (zoomed %v), want around 0.1–1.9 s", tl.ViewA, tl.ViewB, tl.Zoomed)
+	}
+	if tl.Note != "" {
+		t.Errorf("a short run is thinned out: %s", tl.Note)
 	}
 }
 

@@ -5,6 +5,7 @@ package results
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -134,6 +135,36 @@ func writeAtomic(dir, name string, write func(io.Writer) error) (err error) {
 	}
 	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("results: writing %s: %w", name, err)
+	}
+	return nil
+}
+
+// writeJSON writes v to dir/name as indented JSON, atomically.
+func writeJSON(dir, name string, v any) error {
+	return writeAtomic(dir, name, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	})
+}
+
+// writeFile writes b to dir/name, atomically.
+func writeFile(dir, name string, b []byte) error {
+	return writeAtomic(dir, name, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// readJSON decodes dir/name into v.
+func readJSON(dir, name string, v any) error {
+	path := filepath.Join(dir, name)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("results: %s: %w", path, err)
 	}
 	return nil
 }

@@ -42,6 +42,9 @@ Usage:
   splitbrain run SCENARIO [flags]       run a built-in scenario or a scenario file
   splitbrain suite [flags]              run every built-in scenario; exit 0 only
                                         if each verdict meets its expectation
+  splitbrain doctor                     check what the local and Docker backends need;
+                                        exit 0 when the local backend can run
+  splitbrain serve [--store DIR] [--addr 127.0.0.1:8040]  browse the runs over HTTP
 
 Flags of run and suite:
   --seed N        seed of the workload's and the nemesis's random draws
@@ -83,11 +86,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdRun(args[1:], stdout, stderr)
 	case "suite":
 		code, err = cmdSuite(args[1:], stdout, stderr)
+	case "doctor":
+		code, err = cmdDoctor(args[1:], stdout)
+	case "serve":
+		code, err = cmdServe(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	default:
-		err = &usageError{fmt.Sprintf("unknown command %q; want list, run or suite", args[0])}
+		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, serve or doctor", args[0])}
 	}
 	var ue *usageError
 	switch {

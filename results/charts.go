@@ -1,0 +1,272 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"splitbrain/checker"
+	"splitbrain/history"
+)
+
+const (
+	chartTop    = 14.0
+	chartPlotH  = 150.0
+	chartAxisH  = 26.0
+	dotBudget   = 2500
+	dotRadius   = 3.5
+	rateBuckets = 200
+)
+
+// faultBands shades every fault window on a chart, so latency and
+// throughput can be read against what the nemesis did.
+func faultBands(faults []checker.FaultWindow, top, bottom float64, sc scale) []shape {
+	var out []shape
+	for _, f := range faults {
+		out = append(out, shape{Kind: "rect", Class: "chart-band band-" + faultClassOrNet(f), A: f.Start, B: f.End,
+			X: sc.x(f.Start), Y: top, W: sc.width(f.Start, f.End), H: bottom - top, Title: faultTitle(f)})
+	}
+	return out
+}
+
+func faultClassOrNet(f checker.FaultWindow) string {
+	if len(f.Links) > 0 {
+		return "net"
+	}
+	return faultClass(f.Kind)
+}
+
+type scatter struct {
+	chartFrame
+	YTicks []tick // X holds the y coordinate
+	Bands  []shape
+	Points []shape
+	Log    bool
+	Note   string
+}
+
+type sample struct {
+	at, latency int64
+	outcome     string
+	text        string
+}
+
+// buildScatter plots each acquire's latency at the time it was invoked,
+// coloured by outcome, like Jepsen's latency-raw plot. Past dotBudget, the
+// acquires inside the view the page opens on [viewA, viewB] keep a dot
+// each, and elsewhere acquires of one outcome that would land on the same
+// few pixels share a dot; the page says so.
+func buildScatter(res checker.Result, sc scale, viewA, viewB int64) *scatter {
+	var samples []sample
+	for _, k := range res.Keys {
+		for _, b := range k.Beliefs {
+			samples = append(samples, sample{b.Invoke, b.Start - b.Invoke, "ok",
+				fmt.Sprintf("%s acquire %q ok in %s at %s", b.Client, b.Key, checker.Seconds(b.Start-b.Invoke), checker.Seconds(b.Invoke))})
+		}
+		for _, a := range k.Attempts {
+			if a.Outcome == checker.OutcomePending {
+				continue
+			}
+			samples = append(samples, sample{a.Invoke, a.End - a.Invoke, a.Outcome,
+				fmt.Sprintf("%s acquire %q %s in %s at %s%s", a.Client, a.Key, a.Outcome, checker.Seconds(a.End-a.Invoke), checker.Seconds(a.Invoke), errSuffix(a.Err))})
+		}
+	}
+	if len(samples) == 0 {
+		return nil
+	}
+	sort.SliceStable(samples, func(i, j int) bool { return samples[i].at < samples[j].at })
+	lo, hi := int64(math.MaxInt64), int64(0)
+	for _, s := range samples {
+		lo, hi = min(lo, max(s.latency, 1)), max(hi, s.latency)
+	}
+	sp := &scatter{chartFrame: newFrame(sc)}
+	sp.Top, sp.Bottom = chartTop, chartTop+chartPlotH
+	sp.AxisY, sp.Height = sp.Bottom+chartAxisH-8, sp.Bottom+chartAxisH
+	sp.Bands = faultBands(res.Faults, sp.Top, sp.Bottom, sc)
+	// Latencies under faults span orders of magnitude (a timeout next to a
+	// millisecond grant): a log axis keeps both readable.
+	sp.Log = hi > 0 && float64(hi)/float64(lo) > 50
+	y, yticks := latencyAxis(lo, hi, sp.Log, sp.Bottom)
+	sp.YTicks = yticks
+
+	if len(samples) <= dotBudget {
+		for _, s := range samples {
+			sp.Points = append(sp.Points, dot(s.at, y(s.latency), "lat-"+cssIdent(s.outcome), s.text, sc))
+		}
+		return sp
+	}
+	var rest []sample
+	var inView int
+	for _, s := range samples {
+		if s.at >= viewA && s.at <= viewB && (viewA > 0 || viewB < sc.span) {
+			inView++
+		}
+	}
+	for _, s := range samples {
+		if inView <= dotBudget/2 && s.at >= viewA && s.at <= viewB && (viewA > 0 || viewB < sc.span) {
+			sp.Points = append(sp.Points, dot(s.at, y(s.latency), "lat-"+cssIdent(s.outcome), s.text, sc))
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	kept := len(sp.Points)
+	// Bin by outcome and pixel cell, coarsening until the dots fit.
+	for cell := 2.0; ; cell *= 1.5 {
+		type bin struct {
+			outcome string
+			cx, cy  int
+		}
+		type acc struct {
+			n              int
+			sumAt          float64
+			minLat, maxLat int64
+			from, to       int64
+		}
+		bins := map[bin]*acc{}
+		var order []bin
+		for _, s := range rest {
+			k := bin{s.outcome, int(sc.x(s.at) / cell), int(y(s.latency) / cell)}
+			a, ok := bins[k]
+			if !ok {
+				a = &acc{minLat: s.latency, maxLat: s.latency, from: s.at, to: s.at}
+				bins[k] = a
+				order = append(order, k)
+			}
+			a.n++
+			a.sumAt += float64(s.at)
+			a.minLat, a.maxLat = min(a.minLat, s.latency), max(a.maxLat, s.latency)
+			a.from, a.to = min(a.from, s.at), max(a.to, s.at)
+		}
+		if len(bins)+kept > dotBudget && cell < plotWidth {
+			continue
+		}
+		for _, k := range order {
+			a := bins[k]
+			at := int64(a.sumAt / float64(a.n))
+			text := fmt.Sprintf("%d acquire(s) %s, latency %s–%s, invoked %s–%s", a.n, k.outcome,
+				checker.Seconds(a.minLat), checker.Seconds(a.maxLat), checker.Seconds(a.from), checker.Seconds(a.to))
+			sp.Points = append(sp.Points, dot(at, y((a.minLat+a.maxLat)/2), "lat-"+cssIdent(k.outcome), text, sc))
+		}
+		where := ""
+		if kept > 0 {
+			where = fmt.Sprintf(" Between %s and %s, where the page opens, each acquire has its own dot; elsewhere", checker.Seconds(viewA), checker.Seconds(viewB))
+		} else {
+			where = " Everywhere,"
+		}
+		sp.Note = fmt.Sprintf("%d acquires are drawn as %d dots.%s acquires with the same outcome within %.0f px of each other (at the whole run's scale) share a dot; its tooltip gives the count and range.",
+			len(samples), len(sp.Points), where, cell)
+		return sp
+	}
+}
+
+func dot(at int64, y float64, class, title string, sc scale) shape {
+	return shape{Kind: "circle", Class: class, A: at, B: at, X: sc.x(at), Y: y, W: dotRadius, Title: title}
+}
+
+// latencyAxis maps a latency to y and gives the y ticks.
+func latencyAxis(lo, hi int64, logScale bool, bottom float64) (func(int64) float64, []tick) {
+	if !logScale {
+		top := max(hi, int64(time.Millisecond))
+		y := func(l int64) float64 { return bottom - float64(l)/float64(top)*chartPlotH }
+		var ticks []tick
+		for _, frac := range []float64{0, 0.5, 1} {
+			l := int64(frac * float64(top))
+			ticks = append(ticks, tick{X: y(l), Label: checker.Seconds(l)})
+		}
+		return y, ticks
+	}
+	a := math.Floor(math.Log10(float64(lo)))
+	b := math.Ceil(math.Log10(float64(hi)))
+	if b <= a {
+		b = a + 1
+	}
+	y := func(l int64) float64 {
+		v := math.Log10(float64(max(l, 1)))
+		return bottom - (v-a)/(b-a)*chartPlotH
+	}
+	var ticks []tick
+	for e := a; e <= b; e++ {
+		l := int64(math.Pow(10, e))
+		ticks = append(ticks, tick{X: y(l), Label: time.Duration(l).String()})
+	}
+	return y, ticks
+}
+
+type throughput struct {
+	chartFrame
+	YTicks []tick
+	Bands  []shape
+	Lines  []svgPath
+	Bucket string
+	Total  int
+}
+
+// minRateOps is the fewest completed operations worth a throughput plot.
+const minRateOps = 10
+
+// buildThroughput counts completed client operations per time bucket by
+// outcome, in operations per second, like Jepsen's rate plot.
+func buildThroughput(ops []op, res checker.Result, sc scale) *throughput {
+	done := 0
+	for _, o := range ops {
+		if o.done {
+			done++
+		}
+	}
+	if done < minRateOps {
+		return nil
+	}
+	n := rateBuckets
+	width := float64(sc.span) / float64(n)
+	outcomes := []history.Type{history.OK, history.Fail, history.Info}
+	counts := map[history.Type][]int{}
+	for _, t := range outcomes {
+		counts[t] = make([]int, n)
+	}
+	for _, o := range ops {
+		if !o.done {
+			continue
+		}
+		i := min(int(float64(o.end.Time)/width), n-1)
+		if c, ok := counts[o.end.Type]; ok {
+			c[i]++
+		}
+	}
+	peak := 1
+	for _, c := range counts {
+		for _, v := range c {
+			peak = max(peak, v)
+		}
+	}
+	perSec := 1e9 / width
+	tp := &throughput{chartFrame: newFrame(sc), Total: done, Bucket: checker.Seconds(int64(width))}
+	tp.Top, tp.Bottom = chartTop, chartTop+chartPlotH
+	tp.AxisY, tp.Height = tp.Bottom+chartAxisH-8, tp.Bottom+chartAxisH
+	tp.Bands = faultBands(res.Faults, tp.Top, tp.Bottom, sc)
+	y := func(v int) float64 { return tp.Bottom - float64(v)/float64(peak)*chartPlotH }
+	for _, frac := range []float64{0, 0.5, 1} {
+		v := int(math.Round(frac * float64(peak)))
+		tp.YTicks = append(tp.YTicks, tick{X: y(v), Label: strconv.FormatFloat(float64(v)*perSec, 'f', 0, 64) + "/s"})
+	}
+	for _, t := range outcomes {
+		c := counts[t]
+		total := 0
+		var d strings.Builder
+		fmt.Fprintf(&d, "M%s %s", coord(sc.x(0)), coord(y(c[0])))
+		for i, v := range c {
+			total += v
+			x1 := sc.x(int64(float64(i+1) * width))
+			fmt.Fprintf(&d, "V%sH%s", coord(y(v)), coord(x1))
+		}
+		if total == 0 {
+			continue
+		}
+		label := map[history.Type]string{history.OK: "ok", history.Fail: "fail", history.Info: "unknown"}[t]
+		tp.Lines = append(tp.Lines, svgPath{Class: "rate rate-" + string(t), D: d.String(),
+			Title: fmt.Sprintf("%d operations completed %s, counted per %s", total, label, tp.Bucket)})
+	}
+	return tp
+}

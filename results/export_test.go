@@ -1,0 +1,12 @@
+package results
+
+// Fixtures shared with the external tests (the browser tests live outside
+// the package: they run real scenarios, and scenarios imports results).
+var (
+	EvilHistory  = evilHistory
+	EvilMeta     = evilMeta
+	EvilScenario = evilScenario
+	EvilLockKey  = evilLockKey
+	EvilErr      = evilErr
+	EvilKind     = evilKind
+)

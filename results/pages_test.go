@@ -1,0 +1,516 @@
+package results
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"splitbrain/checker"
+	"splitbrain/history"
+	"splitbrain/history/historytest"
+)
+
+// Hostile text in every place a history or a scenario file can put text.
+const (
+	evilScenario = `<script>alert("scenario")</script>'"`
+	evilLockKey  = `"><script>alert('key')</script>`
+	evilErr      = `<script>alert("err")</script> it's "quoted"`
+	evilKind     = `<img src=x onerror=alert(1)>`
+)
+
+// evilHistory is the clock-jump counterexample with hostile keys, errors,
+// fault kinds and resource values.
+func evilHistory() []history.Event {
+	b := &historytest.Builder{}
+	b.Fault(0, historytest.Cut(1, history.PhaseStart, "c1", "n4", "n5"))
+	b.Acquire("c1", evilLockKey, 0.1, 0.2, 2.1)
+	b.Fault(0.5, historytest.ClockJump(2, history.PhaseStart, "n3", 5*time.Second))
+	b.Fault(0.6, history.Fault{ID: 4, Kind: evilKind, Phase: history.PhaseStart, Nodes: []string{"n2"}, Detail: evilErr})
+	b.Fault(0.7, historytest.Cut(1, history.PhaseStop, "c1", "n4", "n5"))
+	b.Add("c3", history.Invoke, history.Acquire, evilLockKey, 0.85)
+	b.Add("c3", history.Fail, history.Acquire, evilLockKey, 0.9, historytest.Err(evilErr))
+	b.Acquire("c2", evilLockKey, 1.0, 1.1, 3.0)
+	b.Add("c2", history.Invoke, history.Write, evilLockKey, 1.2, historytest.Value(`</script><script>alert("v")</script>`))
+	b.Add("c2", history.Fail, history.Write, evilLockKey, 1.25, historytest.Err(evilErr))
+	b.Fault(1.3, history.Fault{ID: 4, Kind: evilKind, Phase: history.PhaseStop, Nodes: []string{"n2"}, Detail: evilErr})
+	b.Release("c1", evilLockKey, 1.9, 1.95)
+	b.Release("c2", evilLockKey, 2.5, 2.6)
+	return b.Events()
+}
+
+func evilMeta() Meta {
+	m := meta(evilScenario, "violation")
+	m.Description = evilErr
+	m.Lock = evilKind
+	m.Command = "splitbrain run '" + evilScenario + "' --seed 42"
+	return m
+}
+
+// assertEscaped checks a page for hostile markup: its only script is its
+// own, and the hostile strings appear only escaped.
+func assertEscaped(t *testing.T, page string, ownScripts int) {
+	t.Helper()
+	if n := strings.Count(page, "<script"); n != ownScripts {
+		t.Errorf("page has %d <script tags, want %d (its own)", n, ownScripts)
+	}
+	for _, bad := range []string{"<script>alert", "<img", `"><script`, "</script><script>alert"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains unescaped %q", bad)
+		}
+	}
+}
+
+func TestReportEscapesHistoryAndScenarioText(t *testing.T) {
+	dir := t.TempDir()
+	events := evilHistory()
+	res := checker.Check(events)
+	if res.Verdict != checker.Invalid {
+		t.Fatalf("fixture: verdict %s (%s)", res.Verdict, res.Reason)
+	}
+	if err := Write(dir, evilMeta(), events, res); err != nil {
+		t.Fatal(err)
+	}
+	page := readFile(t, filepath.Join(dir, ReportFile))
+	assertEscaped(t, page, 1)
+	for _, want := range []string{
+		"&lt;script&gt;alert(&#34;scenario&#34;)&lt;/script&gt;&#39;&#34;", // the scenario name, as text
+		"&lt;script&gt;alert(&#39;key&#39;)&lt;/script&gt;",                // the key
+		"&lt;script&gt;alert(&#34;err&#34;)&lt;/script&gt; it&#39;s",       // the error
+		"&lt;img src=x onerror=alert(1)&gt;",                               // the fault kind
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks the escaped text %s", want)
+		}
+	}
+	// A fault kind becomes a class only through cssIdent.
+	for _, m := range regexp.MustCompile(`class="([^"]*)"`).FindAllStringSubmatch(page, -1) {
+		if !regexp.MustCompile(`^[a-z0-9 -]*$`).MatchString(m[1]) {
+			t.Errorf("class attribute %q holds more than [a-z0-9-]", m[1])
+		}
+	}
+}
+
+// A history with resource operations and node faults: c1 is paused in its
+// critical section (Kleppmann's figure 1), its lease runs out, c2 takes
+// the lock and writes, c1 resumes and writes with its old token, which the
+// storage accepts; later a fenced write is rejected. n2 is killed and
+// restarted, n3 paused.
+func pauseHistory() []history.Event {
+	tok := func(v int64) historytest.Mod { return func(e *history.Event) { e.Token = &v } }
+	num := func(v int) historytest.Mod { return func(e *history.Event) { e.Value = history.MustValue(v) } }
+	b := &historytest.Builder{}
+	b.Add("c1", history.Invoke, history.Acquire, "lock", 0.1)
+	b.Add("c1", history.OK, history.Acquire, "lock", 0.15, historytest.Deadline(1.0), historytest.Nodes("n1", "n2", "n3"), tok(1))
+	b.Add("c1", history.Invoke, history.Read, "counter", 0.2)
+	b.Add("c1", history.OK, history.Read, "counter", 0.21, num(0))
+	b.Fault(0.25, history.Fault{ID: 1, Kind: "pause", Phase: history.PhaseStart, Nodes: []string{"c1"}, Detail: "c1 paused (GC)"})
+	b.Fault(0.3, history.Fault{ID: 2, Kind: "kill", Phase: history.PhaseStart, Nodes: []string{"n2"}})
+	b.Fault(0.8, history.Fault{ID: 2, Kind: "kill", Phase: history.PhaseStop, Nodes: []string{"n2"}})
+	b.Fault(0.9, history.Fault{ID: 3, Kind: "pause", Phase: history.PhaseStart, Nodes: []string{"n3"}})
+	b.Add("c2", history.Invoke, history.Acquire, "lock", 1.1)
+	b.Add("c2", history.OK, history.Acquire, "lock", 1.15, historytest.Deadline(2.0), historytest.Nodes("n1", "n4", "n5"), tok(2))
+	b.Add("c2", history.Invoke, history.Read, "counter", 1.2)
+	b.Add("c2", history.OK, history.Read, "counter", 1.21, num(0))
+	b.Add("c2", history.Invoke, history.Write, "counter", 1.3, num(1), tok(2))
+	b.Add("c2", history.OK, history.Write, "counter", 1.31, num(1), tok(2))
+	b.Fault(1.4, history.Fault{ID: 3, Kind: "pause", Phase: history.PhaseStop, Nodes: []string{"n3"}})
+	b.Fault(1.5, history.Fault{ID: 1, Kind: "pause", Phase: history.PhaseStop, Nodes: []string{"c1"}})
+	b.Add("c1", history.Invoke, history.Write, "counter", 1.55, num(1), tok(1))
+	b.Add("c1", history.OK, history.Write, "counter", 1.56, num(1), tok(1))
+	b.Add("c1", history.Invoke, history.Write, "counter", 1.6, num(2), tok(1))
+	b.Add("c1", history.Fail, history.Write, "counter", 1.61, tok(1), historytest.Err("stale token 1 < 2"))
+	b.Release("c2", "lock", 1.7, 1.72)
+	return b.Events()
+}
+
+func TestReportShowsResourceAndNodeFaults(t *testing.T) {
+	dir := t.TempDir()
+	events := pauseHistory()
+	res := checker.Check(events)
+	if err := Write(dir, meta("pause-critical-section", "violation"), events, res); err != nil {
+		t.Fatal(err)
+	}
+	page := readFile(t, filepath.Join(dir, ReportFile))
+	for _, want := range []string{
+		// In words: the stale token accepted, the write outside the
+		// lease, the fence that held.
+		`the storage accepted c1&#39;s write of 1 to &#34;counter&#34; with token 1 although it had already accepted token 2 from c2: a stale token got through`,
+		`the storage rejected c1&#39;s write of 2 to &#34;counter&#34; with token 1: stale token 1 &lt; 2`,
+		"2 read (2 ok); 3 write (2 ok, 1 rejected)",
+		// On the timeline: ticks for writes, the rejected one marked,
+		// the pause on c1's lane, the kill and pause on node lanes.
+		`class="res-tick res-write res-ok z"`,
+		`class="res-tick res-write res-ok res-bad z"`,
+		`class="res-tick res-write res-rejected z"`,
+		`class="res-tick res-read res-ok z"`,
+		`class="fault-node fault-paused fault-pause fault-on-client z"`,
+		`class="fault-node fault-down fault-kill z"`,
+		`class="fault-node fault-paused fault-pause z"`,
+		`class="finding-bad"`, `class="finding-good"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %s", want)
+		}
+	}
+	// The stale write took effect 0.56 s after c1's lease ran out at 1.0 s:
+	// the finding that marks it bad says so.
+	ops := resourceOps(pairOps(events), res)
+	var bad []string
+	for _, r := range ops {
+		if r.bad {
+			bad = append(bad, r.finding)
+		}
+	}
+	if len(bad) != 1 || !strings.Contains(bad[0], "stale token") {
+		t.Errorf("bad findings %q, want the one stale token", bad)
+	}
+	c1 := &clientBeliefs{}
+	for _, b := range res.Keys[0].Beliefs {
+		if b.Client == "c1" {
+			c1.bs = append(c1.bs, b)
+		}
+	}
+	c1.index()
+	if s := c1.outsideLease(ops[3].op); !strings.Contains(s, "took effect at 1.56s although c1's belief in \"lock\" had ended at 1.00s (validity deadline)") {
+		t.Errorf("outsideLease of c1's late write = %q", s)
+	}
+}
+
+func TestClientBeliefsCovering(t *testing.T) {
+	at := historytest.Sec
+	b := func(key string, start, end float64, reason string) checker.Belief {
+		return checker.Belief{Client: "c1", Key: key, Start: at(start), End: at(end), EndReason: reason}
+	}
+	// A long belief on one key and short ones on another, interleaved.
+	c := &clientBeliefs{bs: []checker.Belief{
+		b("b", 2.0, 2.2, checker.EndRelease),
+		b("a", 0.0, 5.0, checker.EndDeadline),
+		b("b", 1.0, 1.1, checker.EndRelease),
+		b("c", 6.0, 6.0, checker.EndOpen),
+	}}
+	c.index()
+	for _, tt := range []struct {
+		t    float64
+		want string
+	}{
+		{-1, ""}, {0.5, "a"}, {1.05, "a b"}, {2.1, "a b"}, {4.9, "a"}, {5.5, ""}, {6.0, "c"}, {100, "c"},
+	} {
+		got, ok := c.covering(at(tt.t))
+		if (tt.want == "") == ok || ok && !strings.Contains(tt.want, got.Key) {
+			t.Errorf("covering(%vs) = %q, %v; want %q", tt.t, got.Key, ok, tt.want)
+		}
+	}
+	w := op{inv: history.Event{Process: "c1", F: history.Write, Key: "k", Time: at(5.5)}, end: history.Event{Time: at(5.6)}, done: true}
+	if s := c.outsideLease(w); !strings.Contains(s, `c1's belief in "a" had ended at 5.00s`) {
+		t.Errorf("outsideLease = %q, want the latest-ending belief before the write", s)
+	}
+	none := &clientBeliefs{}
+	none.index()
+	if s := none.outsideLease(w); !strings.Contains(s, "although c1 held no lock") {
+		t.Errorf("outsideLease without beliefs = %q", s)
+	}
+}
+
+func TestPairOps(t *testing.T) {
+	events := pauseHistory()
+	ops := pairOps(events)
+	if len(ops) != 8 {
+		t.Fatalf("%d ops, want 8 (nemesis events are not ops)", len(ops))
+	}
+	for _, o := range ops {
+		if !o.done || o.inv.Process != o.end.Process || o.inv.F != o.end.F || o.end.Time < o.inv.Time {
+			t.Errorf("op %+v paired wrongly", o)
+		}
+	}
+	pending := pairOps(events[:3])
+	if len(pending) != 2 || pending[1].done {
+		t.Errorf("a read without completion: %+v, want it pending", pending)
+	}
+}
+
+// writeRun makes a run folder in store the way the runner does and writes
+// its result.
+func writeRun(t *testing.T, store, scenario string, at time.Time, events []history.Event, m Meta) string {
+	t.Helper()
+	dir, err := NewRunDir(store, scenario, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeHistory(t, dir, events)
+	m.Started = at
+	if err := Write(dir, m, events, checker.Check(events)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func validHistory() []history.Event {
+	return (&historytest.Builder{}).Acquire("c1", "k", 0.1, 0.2, 1.0).Release("c1", "k", 0.5, 0.6).Events()
+}
+
+func TestIndex(t *testing.T) {
+	store := t.TempDir()
+	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+	writeRun(t, store, "clock-jump-control", t0, validHistory(), meta("clock-jump-control", "safe"))
+	bad := writeRun(t, store, "clock-jump", t0.Add(time.Minute), clockJump(), meta("clock-jump", "violation"))
+	// A run still going: a history, no result yet.
+	running, err := NewRunDir(store, "clock-jump", t0.Add(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeHistory(t, running, validHistory())
+	// Not runs: an empty folder, a symlink out of the store.
+	if err := os.MkdirAll(filepath.Join(store, "clock-jump", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.Mkdir(filepath.Join(outside, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "x", ResultFile), []byte(`{"meta":{"scenario":"outside"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(store, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	// A run whose result names a hostile scenario.
+	writeRun(t, store, "hostile", t0.Add(30*time.Second), validHistory(), evilMeta())
+	if err := WriteIndex(store); err != nil {
+		t.Fatal(err)
+	}
+
+	idx, err := ReadIndex(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range idx.Runs {
+		got = append(got, e.Dir[strings.Index(e.Dir, "/")+1:]+" "+e.Verdict)
+	}
+	want := []string{
+		"20261122T070200.000Z none",
+		"20261122T070100.000Z invalid",
+		"20261122T070030.000Z valid",
+		"20261122T070000.000Z valid",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("index runs, newest first:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if e := idx.Runs[1]; e.Scenario != "clock-jump" || !e.AsExpected || e.Violations != 1 || e.Seed != 42 || !e.HasReport {
+		t.Errorf("invalid run entry %+v", e)
+	}
+
+	page := readFile(t, filepath.Join(store, IndexFile))
+	assertEscaped(t, page, 1)
+	for _, want := range []string{
+		`<tr class="run cell-invalid" data-verdict="invalid" data-scenario="clock-jump" data-expected="yes">`,
+		`<tr class="run cell-none" data-verdict="none"`,
+		`href="./clock-jump/20261122T070100.000Z/report.html"`,
+		`<option value="clock-jump-control">`,
+		`<select id="filter-verdict">`,
+		"&lt;script&gt;alert(&#34;scenario&#34;)",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("index lacks %s", want)
+		}
+	}
+	if strings.Contains(page, "outside") {
+		t.Error("the index followed a symlink out of the store")
+	}
+
+	// Unchanged results are taken from index.json, not re-read: a result
+	// rewritten behind the index's back with the same size and time
+	// keeps its entry; a real change is picked up.
+	path := filepath.Join(bad, ResultFile)
+	fi, _ := os.Stat(path)
+	orig := readFile(t, path)
+	forged := strings.Replace(orig, `"verdict": "invalid"`, `"verdict": "valid!!"`, 1)
+	if len(forged) != len(orig) {
+		t.Fatal("fixture: forged result changes size")
+	}
+	if err := os.WriteFile(path, []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	idx, err = BuildIndex(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx.Runs[1].Verdict != "invalid" {
+		t.Errorf("cached entry not reused: %s", idx.Runs[1].Verdict)
+	}
+	if err := os.Chtimes(path, fi.ModTime().Add(time.Second), fi.ModTime().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if idx, err = BuildIndex(store); err != nil || idx.Runs[1].Verdict != "unknown" {
+		t.Errorf("changed result not re-read: %+v, %v (an unrecognised verdict shows as unknown)", idx.Runs[1], err)
+	}
+}
+
+func TestWriteRegeneratesTheIndexOfItsStore(t *testing.T) {
+	store := t.TempDir()
+	writeRun(t, store, "clock-jump", time.Now(), clockJump(), meta("clock-jump", "violation"))
+	if page := readFile(t, filepath.Join(store, IndexFile)); !strings.Contains(page, `data-verdict="invalid"`) {
+		t.Error("index.html does not list the run Write just stored")
+	}
+	// A folder outside any store gets no index next to it.
+	dir := t.TempDir()
+	if err := Write(dir, meta("x", ""), validHistory(), checker.Check(validHistory())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(dir)), IndexFile)); err == nil {
+		t.Error("Write put an index.html two levels above a folder that is not in a store")
+	}
+}
+
+func TestMatrix(t *testing.T) {
+	store := t.TempDir()
+	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+	cj := writeRun(t, store, "clock-jump", t0, clockJump(), meta("clock-jump", "violation"))
+	ctl := writeRun(t, store, "clock-jump-control", t0.Add(time.Second), validHistory(), meta("clock-jump-control", "safe"))
+	m := Matrix{
+		Title: "Redlock safety", Seed: 42, Started: t0, Command: "splitbrain suite --seed 42",
+		Locks: []string{"redlock", "redlock-fenced"},
+		Cells: []MatrixCell{
+			{Scenario: "clock-jump", Lock: "redlock", Verdict: checker.Invalid, Expect: "violation", AsExpected: true, Seed: 42, Dir: cj},
+			{Scenario: "clock-jump-control", Lock: "redlock", Verdict: checker.Valid, Expect: "safe", AsExpected: true, Seed: 42, Dir: ctl},
+			{Scenario: "clock-jump-control", Lock: "redlock", Verdict: "bogus", Expect: "safe", Seed: 43, Dir: ctl},
+			{Scenario: evilScenario, Lock: evilLockKey, Verdict: checker.Unknown, Reason: evilErr, Dir: ctl},
+		},
+	}
+	if err := WriteMatrix(store, m); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadMatrix(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Scenarios) != 3 || len(back.Locks) != 3 || back.Locks[2] != evilLockKey {
+		t.Errorf("rows %q, columns %q", back.Scenarios, back.Locks)
+	}
+	rel, _ := filepath.Rel(store, cj)
+	if c := back.Cells[0]; c.Dir != filepath.ToSlash(rel) || c.Report != filepath.ToSlash(rel)+"/report.html" {
+		t.Errorf("cell dir %q report %q, want them relative to the matrix", c.Dir, c.Report)
+	}
+	if back.Cells[2].Verdict != checker.Unknown {
+		t.Errorf("an unrecognised verdict is stored as %q, want unknown", back.Cells[2].Verdict)
+	}
+	page := readFile(t, filepath.Join(store, MatrixFile))
+	assertEscaped(t, page, 0)
+	for _, want := range []string{
+		`<td class="cell cell-invalid">`,
+		`href="./` + filepath.ToSlash(rel) + `/report.html"`,
+		`<td class="cell cell-none muted">—</td>`, // clock-jump has no fenced run
+		"2 of 4 runs met their expectation",
+		"seed 43", // both runs of the control are shown
+		"&lt;script&gt;alert(&#39;key&#39;)",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("matrix.html lacks %s", want)
+		}
+	}
+	if err := WriteIndex(store); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(readFile(t, filepath.Join(store, IndexFile)), `href="matrix.html"`) {
+		t.Error("the index does not link the matrix")
+	}
+	if err := WriteMatrix(store, Matrix{Cells: []MatrixCell{{Scenario: "a", Lock: "b", Dir: "relative/run"}}}); err == nil {
+		t.Error("a relative run folder under an absolute matrix folder was accepted")
+	}
+}
+
+func TestStoreHandler(t *testing.T) {
+	parent := t.TempDir()
+	store := filepath.Join(parent, "store")
+	run := writeRun(t, store, "clock-jump", time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC), clockJump(), meta("clock-jump", "violation"))
+	secret := filepath.Join(parent, "secret.txt")
+	if err := os.WriteFile(secret, []byte("do not serve"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(parent, filepath.Join(store, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(run, "leak.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, ".index.html.tmp-1"), []byte("do not serve"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewStoreHandler(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	runPath := "/clock-jump/" + filepath.Base(run)
+
+	tests := []struct {
+		method, target string
+		code           int
+		body, ctype    string
+	}{
+		{"GET", "/", 200, "splitbrain runs", "text/html"},
+		{"GET", "/index.html", 200, `data-verdict="invalid"`, "text/html"},
+		{"HEAD", "/", 200, "", "text/html"},
+		{"GET", runPath + "/report.html", 200, "both believed", "text/html"},
+		{"GET", runPath + "/history.jsonl", 200, `"f":"acquire"`, "text/plain"},
+		{"GET", "/clock-jump/latest/result.json", 200, `"verdict": "invalid"`, "application/json"},
+		{"GET", "/latest/report.html", 200, "both believed", "text/html"},
+		// Out of the store, however it is spelled.
+		{"GET", "/../secret.txt", 404, "", ""},
+		{"GET", "/%2e%2e/secret.txt", 404, "", ""},
+		{"GET", "/clock-jump/..%2f..%2fsecret.txt", 404, "", ""},
+		{"GET", "/clock-jump/%2E%2E/%2E%2E/secret.txt", 404, "", ""},
+		{"GET", "/..%5csecret.txt", 404, "", ""},
+		{"GET", "/escape/secret.txt", 404, "", ""},
+		{"GET", runPath + "/leak.txt", 404, "", ""},
+		{"GET", "/.index.html.tmp-1", 404, "", ""},
+		{"GET", "/clock-jump/%00", 404, "", ""},
+		{"POST", "/", 405, "", ""},
+		{"PUT", runPath + "/report.html", 405, "", ""},
+	}
+	for _, tt := range tests {
+		req := httptest.NewRequest(tt.method, tt.target, nil)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		body := rec.Body.String()
+		if rec.Code != tt.code {
+			t.Errorf("%s %s: %d, want %d (%.80q)", tt.method, tt.target, rec.Code, tt.code, body)
+			continue
+		}
+		if strings.Contains(body, "do not serve") {
+			t.Errorf("%s %s served a file it must not", tt.method, tt.target)
+		}
+		if tt.body != "" && !strings.Contains(body, tt.body) {
+			t.Errorf("%s %s: body lacks %q", tt.method, tt.target, tt.body)
+		}
+		if tt.ctype != "" && !strings.HasPrefix(rec.Header().Get("Content-Type"), tt.ctype) {
+			t.Errorf("%s %s: Content-Type %q, want %s", tt.method, tt.target, rec.Header().Get("Content-Type"), tt.ctype)
+		}
+		if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+			t.Errorf("%s %s: Content-Security-Policy %q", tt.method, tt.target, csp)
+		}
+	}
+}
+
+func TestRelHref(t *testing.T) {
+	for in, want := range map[string]string{
+		"clock-jump/20261122T070000.000Z": "./clock-jump/20261122T070000.000Z",
+		"a#b/c?d":                         "./a%23b/c%3Fd",
+		"x:y/z":                           "./x:y/z",
+		"../runs/a":                       "./../runs/a",
+	} {
+		if got := relHref(in); got != want {
+			t.Errorf("relHref(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+var _ http.Handler = (*StoreHandler)(nil)

@@ -1,0 +1,54 @@
+package scenarios
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzParse: no input makes the parser panic, every rejection is a located
+// error, and every accepted scenario is one the runner can play.
+func FuzzParse(f *testing.F) {
+	for _, name := range Builtin() {
+		data, err := builtin.ReadFile("builtin/" + name + ".yaml")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(good))
+	f.Add([]byte(good + "  - clock: {node: n2, jump: -2s..3s}\n  - wait: 1s\n  - heal: all\n"))
+	f.Add([]byte("name: [unclosed\n"))
+	f.Add([]byte("steps:\n  - {}\n  - []\n  - cut: 7\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := Parse(data, "fuzz.yaml")
+		if err != nil {
+			var es Errors
+			if !errors.As(err, &es) || len(es) == 0 {
+				t.Fatalf("error %v (%T) is not a located scenarios.Errors", err, err)
+			}
+			for _, e := range es {
+				if e.File != "fuzz.yaml" || !strings.HasPrefix(e.Error(), "fuzz.yaml") {
+					t.Fatalf("error %q does not name the file", e)
+				}
+			}
+			return
+		}
+		if sc.Nodes < 1 || len(sc.Clients) < 1 || sc.Lock.TTL <= 0 || len(sc.Steps) == 0 {
+			t.Fatalf("accepted an unplayable scenario: %+v", sc)
+		}
+		known := map[string]bool{}
+		for _, c := range sc.Clients {
+			known[c] = true
+		}
+		for _, st := range sc.Steps {
+			if st.Client != "" && !known[st.Client] {
+				t.Fatalf("step %+v names unknown client", st)
+			}
+			if st.Span.Max < st.Span.Min {
+				t.Fatalf("step %+v has an inverted range", st)
+			}
+		}
+	})
+}
