@@ -207,6 +207,11 @@ func TestReapKillsOnlyMarkedLeftovers(t *testing.T) {
 	}
 	defer unmarked.Process.Kill()
 	defer marked.Process.Kill()
+	// A leftover may be paused (a node under a pause fault): SIGKILL
+	// still ends it.
+	if err := marked.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	for name, c := range map[string]*exec.Cmd{"marked": marked, "unmarked": unmarked} {
 		pid := strconv.Itoa(c.Process.Pid) + " " + strconv.FormatUint(startTime(t, c.Process.Pid), 10)
 		if err := os.WriteFile(filepath.Join(entry, name+".pid"), []byte(pid), 0o600); err != nil {

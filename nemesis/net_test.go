@@ -3,6 +3,7 @@ package nemesis_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +311,43 @@ func TestPartitionCutsItsGrudge(t *testing.T) {
 	}
 	if f := rec.faults(t); f[0].Detail != "bridge: c1 ✂ n4,n5; c2 ✂ n1,n2" {
 		t.Errorf("detail %q", f[0].Detail)
+	}
+}
+
+// Closing the network stops every proxy: nothing listens on a link's
+// address any more and connections through it are closed.
+func TestNetCloseLeavesNoProxy(t *testing.T) {
+	cl := startNodes(t, 2)
+	links, err := nemesis.NewNet([]string{"c1"}, endpoints(cl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repl, err := links.AddLink("r1", nemesis.Endpoint{Name: "n1", Addr: cl.Nodes()[0].Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := linkClient(t, links, cl.Password(), "c1", "n1")
+	if err := open.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	addrs := []string{repl}
+	for _, n := range []string{"n1", "n2"} {
+		a, _ := links.Addr("c1", n)
+		addrs = append(addrs, a)
+	}
+	links.Close()
+	for _, a := range addrs {
+		if c, err := net.DialTimeout("tcp", a, 2*time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts connections after Close", a)
+		}
+	}
+	ctx, cancel := within(10 * time.Second)
+	defer cancel()
+	if err := open.Ping(ctx).Err(); err == nil {
+		t.Error("a connection through a closed proxy still answers")
+	}
+	if _, err := links.AddLink("c2", nemesis.Endpoint{Name: "n1", Addr: cl.Nodes()[0].Addr()}); err == nil {
+		t.Error("AddLink after Close succeeded")
 	}
 }
