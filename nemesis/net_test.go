@@ -317,11 +317,7 @@ func TestPartitionCutsItsGrudge(t *testing.T) {
 // Closing the network stops every proxy: nothing listens on a link's
 // address any more and connections through it are closed.
 func TestNetCloseLeavesNoProxy(t *testing.T) {
-	cl := startNodes(t, 2)
-	links, err := nemesis.NewNet([]string{"c1"}, endpoints(cl))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, links, _, _ := setup(t, 2, "c1")
 	repl, err := links.AddLink("r1", nemesis.Endpoint{Name: "n1", Addr: cl.Nodes()[0].Addr()})
 	if err != nil {
 		t.Fatal(err)
