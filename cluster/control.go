@@ -118,12 +118,14 @@ func (n *Node) Pause(ctx context.Context) error {
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("node %s: pause: %w", n.name, err)
 	}
-	n.paused = true
 	// The signal is delivered asynchronously; the fault is in effect only
-	// once the process is stopped.
+	// once the process is stopped. A pause that cannot be confirmed is
+	// undone, so that a failed pause leaves nothing to heal.
 	if err := waitState(ctx, p, true); err != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
 		return fmt.Errorf("node %s: pause: %w", n.name, err)
 	}
+	n.paused = true
 	return nil
 }
 

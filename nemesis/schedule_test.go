@@ -196,7 +196,14 @@ func TestRunScheduleStopsWithContext(t *testing.T) {
 	ops := []nemesis.Op{{At: 0, For: time.Hour, Kind: nemesis.RandomPause, Nodes: []string{"n1"}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- nem.RunSchedule(ctx, ops, env, func(nemesis.Op) { cancel() }) }()
+	// Cancel once the op's fault is in effect, as Ctrl-C in its middle would.
+	go func() {
+		for len(nem.Active()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	go func() { done <- nem.RunSchedule(ctx, ops, env, nil) }()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
