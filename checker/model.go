@@ -37,7 +37,11 @@ type MutexInput struct {
 // earlier operation returned before the next one is called, and every acquire
 // so far has its expire): the checker's memory grows with the square of a
 // partition's length, and a lock that is free with nothing in flight starts
-// each piece from the initial state.
+// each piece from the initial state. The pieces are then packed into batches
+// of up to batchOps operations, because porcupine runs one goroutine per
+// partition and a long history has hundreds of thousands of pieces; a batch
+// of pieces separated by quiescent points is linearizable exactly when each
+// piece is.
 func MutexModel() porcupine.Model {
 	return porcupine.Model{
 		Partition: partitionMutex,
@@ -57,12 +61,7 @@ func MutexModel() porcupine.Model {
 			}
 			return "free"
 		},
-		DescribeOperationMetadata: func(info interface{}) string {
-			if s, ok := info.(string); ok {
-				return s
-			}
-			return ""
-		},
+		DescribeOperationMetadata: describeMeta,
 	}
 }
 
@@ -87,7 +86,62 @@ func stepMutex(state, input, _ interface{}) (bool, interface{}) {
 	return false, state
 }
 
+func describeMeta(info interface{}) string {
+	switch m := info.(type) {
+	case string:
+		return m
+	case fmt.Stringer:
+		return m.String()
+	}
+	return ""
+}
+
 func partitionMutex(ops []porcupine.Operation) [][]porcupine.Operation {
+	var out [][]porcupine.Operation
+	for _, pieces := range piecesByKey(ops) {
+		out = append(out, batch(pieces, batchOps)...)
+	}
+	return out
+}
+
+// batchOps bounds a batch of pieces: small enough that porcupine's n² cache
+// stays small, large enough that a long history makes few goroutines.
+const batchOps = 512
+
+// batch concatenates consecutive pieces of one key into partitions of at
+// most n operations (a larger piece stays whole).
+func batch(pieces [][]porcupine.Operation, n int) [][]porcupine.Operation {
+	var out [][]porcupine.Operation
+	var cur []porcupine.Operation
+	for _, p := range pieces {
+		if len(cur) > 0 && len(cur)+len(p) > n {
+			out = append(out, cur)
+			cur = nil
+		}
+		if cur == nil && len(p) >= n {
+			out = append(out, p)
+			continue
+		}
+		cur = append(cur, p...)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// mutexPieces splits by key, then at quiescent points.
+func mutexPieces(ops []porcupine.Operation) [][]porcupine.Operation {
+	var out [][]porcupine.Operation
+	for _, pieces := range piecesByKey(ops) {
+		out = append(out, pieces...)
+	}
+	return out
+}
+
+// piecesByKey splits by key, then at quiescent points; pieces of different
+// keys overlap in time, so only those of one key may share a batch.
+func piecesByKey(ops []porcupine.Operation) [][][]porcupine.Operation {
 	byKey := map[string][]porcupine.Operation{}
 	for _, op := range ops {
 		key := ""
@@ -101,9 +155,9 @@ func partitionMutex(ops []porcupine.Operation) [][]porcupine.Operation {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var out [][]porcupine.Operation
+	out := make([][][]porcupine.Operation, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, splitQuiescent(byKey[k])...)
+		out = append(out, splitQuiescent(byKey[k]))
 	}
 	return out
 }
