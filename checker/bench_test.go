@@ -15,5 +15,9 @@ func benchCheck(b *testing.B, s synthLock) {
 	}
 }
 
-func BenchmarkLeaseLock100k(b *testing.B) { benchCheck(b, synthLock{clients: 8, keys: 4, ops: 100_000, seed: 1}) }
-func BenchmarkLeaseLock1M(b *testing.B)   { benchCheck(b, synthLock{clients: 8, keys: 1, ops: 1_000_000, seed: 1}) }
+func BenchmarkLeaseLock100k(b *testing.B) {
+	benchCheck(b, synthLock{clients: 8, keys: 4, ops: 100_000, seed: 1})
+}
+func BenchmarkLeaseLock1M(b *testing.B) {
+	benchCheck(b, synthLock{clients: 8, keys: 1, ops: 1_000_000, seed: 1})
+}

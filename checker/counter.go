@@ -133,7 +133,7 @@ func CounterModel() porcupine.Model {
 			}
 			return fmt.Sprintf("%q is %d", in.Key, in.W)
 		},
-		DescribeState: func(s interface{}) string { return fmt.Sprintf("%v", s) },
+		DescribeState:             func(s interface{}) string { return fmt.Sprintf("%v", s) },
 		DescribeOperationMetadata: describeMeta,
 	}
 	return m.ToModel()

@@ -19,7 +19,7 @@ type FencingResult struct {
 	// RejectedWrites lists the fenced-off writes (at most MaxViolations).
 	RejectedWrites []Write `json:"rejected_writes,omitempty"`
 	// Untokened counts applied writes without a token among tokened ones.
-	Untokened  int                 `json:"untokened,omitempty"`
+	Untokened  int                `json:"untokened,omitempty"`
 	Violations []FencingViolation `json:"violations,omitempty"`
 }
 
