@@ -265,10 +265,12 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 func combine(props []Property) (Verdict, string) {
 	var invalid, unknown, valid []string
 	p1Invalid := false
+	seen := map[string]bool{}
 	for _, p := range props {
-		if !p.Decides {
+		if !p.Decides || seen[p.Reason] {
 			continue
 		}
+		seen[p.Reason] = true
 		switch p.Verdict {
 		case Invalid:
 			if p.Name == PropLeaseLock {

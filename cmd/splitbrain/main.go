@@ -42,6 +42,7 @@ Usage:
   splitbrain run SCENARIO [flags]       run a built-in scenario or a scenario file
   splitbrain suite [flags]              run every built-in scenario; exit 0 only
                                         if each verdict meets its expectation
+  splitbrain check RUN_DIR [--json]     re-check a stored run (also one cut short by a crash)
 
 Flags of run and suite:
   --seed N        seed of the workload's and the nemesis's random draws
@@ -83,6 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdRun(args[1:], stdout, stderr)
 	case "suite":
 		code, err = cmdSuite(args[1:], stdout, stderr)
+	case "check":
+		code, err = cmdCheck(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitValid
