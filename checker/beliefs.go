@@ -2,7 +2,9 @@ package checker
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -204,11 +206,16 @@ func isResource(f history.Func) bool {
 // to their leases, and nemesis events into fault windows.
 func analyze(events []history.Event) *analysis {
 	a := &analysis{events: events, keys: map[string]*KeyInfo{}}
-	pending := map[string]int{} // process → position of its pending invoke
-	pendingOp := map[string]*resourceOp{}
+	a.presize(events)
+	// One map lookup per event finds the process's pending invoke and
+	// resource operation.
+	type proc struct {
+		pending int // position of the pending invoke; -1 when none
+		op      *resourceOp
+	}
+	procs := map[string]*proc{}
 	active := map[procKey]*Belief{}
 	openFaults := map[int]int{} // fault ID → index in a.faults
-	clients := map[string]bool{}
 	var last int64
 	for i := range events {
 		e := &events[i]
@@ -223,33 +230,36 @@ func analyze(events []history.Event) *analysis {
 			a.nemesis(*e, openFaults)
 			continue
 		}
-		if !clients[e.Process] {
-			clients[e.Process] = true
+		pr := procs[e.Process]
+		if pr == nil {
+			pr = &proc{pending: -1}
+			procs[e.Process] = pr
 		}
 		if e.Type == history.Invoke {
-			if p, ok := pending[e.Process]; ok {
-				prev := &events[p]
+			if pr.pending >= 0 {
+				prev := &events[pr.pending]
 				a.problem(fmt.Sprintf("process %s invoked %s (event %d) while its %s (event %d) was still pending",
 					e.Process, e.F, e.Index, prev.F, prev.Index))
 			}
-			pending[e.Process] = i
+			pr.pending, pr.op = i, nil
 			if isResource(e.F) {
 				op := &resourceOp{inv: i, done: -1, lease: active[procKey{e.Process, e.Key}]}
 				if op.lease != nil {
 					op.lease.ResourceOps++
 				}
 				a.ops = append(a.ops, op)
-				pendingOp[e.Process] = op
+				pr.op = op
 			}
 			a.invoke(e, i, active)
 			continue
 		}
-		p, ok := pending[e.Process]
-		if !ok {
+		p := pr.pending
+		if p < 0 {
 			a.problem(fmt.Sprintf("event %d: %s %s by %s completes no pending invoke", e.Index, e.F, e.Type, e.Process))
 			continue
 		}
-		delete(pending, e.Process)
+		op := pr.op
+		pr.pending, pr.op = -1, nil
 		inv := &events[p]
 		if inv.F != e.F {
 			a.problem(fmt.Sprintf("event %d: %s %s by %s completes a %s (event %d)", e.Index, e.F, e.Type, e.Process, inv.F, inv.Index))
@@ -260,32 +270,33 @@ func analyze(events []history.Event) *analysis {
 				e.Index, e.F, e.Type, e.Process, e.Key, inv.Index, inv.Key))
 			continue
 		}
-		if isResource(e.F) {
-			if op := pendingOp[e.Process]; op != nil && op.inv == p {
-				op.done = i
-				if op.lease != nil {
-					op.lease.lastOp = max(op.lease.lastOp, e.Time)
-				}
+		if op != nil {
+			op.done = i
+			if op.lease != nil {
+				op.lease.lastOp = max(op.lease.lastOp, e.Time)
 			}
-			delete(pendingOp, e.Process)
 			continue
 		}
 		a.complete(inv, e, p, i, active)
 	}
-	for _, p := range sortedPending(pending) {
-		inv := &events[p]
-		switch {
-		case inv.F == history.Acquire:
+	var pending []int
+	for _, pr := range procs {
+		if pr.pending >= 0 {
+			pending = append(pending, pr.pending)
+			if pr.op != nil && pr.op.lease != nil {
+				// Still in flight when the history ended: the critical
+				// section lasted at least that long.
+				pr.op.lease.lastOp = max(pr.op.lease.lastOp, a.end)
+			}
+		}
+	}
+	sort.Ints(pending)
+	for _, p := range pending {
+		if inv := &events[p]; inv.F == history.Acquire {
 			k := a.key(inv.Key)
 			k.Pending++
 			k.Attempts = append(k.Attempts, Attempt{Client: inv.Process, Key: inv.Key, Invoke: inv.Time,
 				End: a.end, Outcome: OutcomePending, InvokeIndex: inv.Index, EndIndex: -1})
-		case isResource(inv.F):
-			// Still in flight when the history ended: the critical section
-			// lasted at least that long.
-			if op := pendingOp[inv.Process]; op != nil && op.lease != nil {
-				op.lease.lastOp = max(op.lease.lastOp, a.end)
-			}
 		}
 	}
 	for _, pk := range sortedActive(active) {
@@ -296,17 +307,46 @@ func analyze(events []history.Event) *analysis {
 			a.faults[i].End = max(a.end, a.faults[i].Start)
 		}
 	}
-	for c := range clients {
+	for c := range procs {
 		if c != history.ProcessInit && c != history.ProcessFinal {
 			a.clients = append(a.clients, c)
 		}
 	}
 	SortNatural(a.clients)
 	for _, k := range a.keys {
-		sort.SliceStable(k.Beliefs, func(i, j int) bool { return k.Beliefs[i].Start < k.Beliefs[j].Start })
-		sort.SliceStable(k.Attempts, func(i, j int) bool { return k.Attempts[i].Invoke < k.Attempts[j].Invoke })
+		slices.SortStableFunc(k.Beliefs, func(x, y Belief) int { return cmp.Compare(x.Start, y.Start) })
+		slices.SortStableFunc(k.Attempts, func(x, y Attempt) int { return cmp.Compare(x.Invoke, y.Invoke) })
 	}
 	return a
+}
+
+// presize counts the acquire completions of each key so that its beliefs
+// and attempts are allocated once: on a history of millions of events,
+// growing them is most of the analysis's time and garbage.
+func (a *analysis) presize(events []history.Event) {
+	type count struct{ ok, other int }
+	counts := map[string]*count{}
+	for i := range events {
+		e := &events[i]
+		if e.F != history.Acquire || e.Type == history.Invoke {
+			continue
+		}
+		c := counts[e.Key]
+		if c == nil {
+			c = &count{}
+			counts[e.Key] = c
+		}
+		if e.Type == history.OK {
+			c.ok++
+		} else {
+			c.other++
+		}
+	}
+	for k, c := range counts {
+		info := a.key(k)
+		info.Beliefs = make([]Belief, 0, c.ok)
+		info.Attempts = make([]Attempt, 0, c.other)
+	}
 }
 
 func (a *analysis) problem(s string) { a.problems = append(a.problems, s) }
@@ -478,19 +518,13 @@ func lockValue(inv, ok *history.Event) string {
 // of long histories.
 func stringValue(e *history.Event) string {
 	v := e.Value
+	if len(v) == 0 {
+		return ""
+	}
 	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && !bytes.ContainsAny(v[1:len(v)-1], `"\`) {
 		return string(v[1 : len(v)-1])
 	}
 	return e.StringValue()
-}
-
-func sortedPending(m map[string]int) []int {
-	out := make([]int, 0, len(m))
-	for _, p := range m {
-		out = append(out, p)
-	}
-	sort.Ints(out)
-	return out
 }
 
 func sortedActive(m map[procKey]*Belief) []procKey {

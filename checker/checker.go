@@ -77,9 +77,8 @@ type Option func(*config)
 type config struct {
 	timeout    time.Duration
 	incomplete string
-	// check is porcupine.CheckOperationsVerbose for the lease-lock
-	// properties; tests replace it to reach the timeout path without
-	// depending on scheduling.
+	// check runs porcupine for the lease-lock properties; tests replace it
+	// to reach the timeout path without depending on scheduling.
 	check func(porcupine.Model, []porcupine.Operation, time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo)
 }
 
@@ -196,7 +195,7 @@ func (r *Result) HasVisualization() bool { return r.viz != nil }
 // reported as attempts.
 func Check(events []history.Event, opts ...Option) (res Result) {
 	started := time.Now()
-	cfg := config{timeout: DefaultTimeout, check: porcupine.CheckOperationsVerbose}
+	cfg := config{timeout: DefaultTimeout, check: checkQuiet}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -256,6 +255,13 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 	}
 	res.Visualized, res.viz = pickVisualization(&cfg, &res, p1, p2, rc)
 	return res
+}
+
+// checkQuiet runs porcupine without the linearization info a visualization
+// needs: that info costs memory for every partition, and only the failing
+// window is ever drawn (WriteVisualization checks it again, verbosely).
+func checkQuiet(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo) {
+	return porcupine.CheckOperationsTimeout(m, ops, timeout), porcupine.LinearizationInfo{}
 }
 
 // combine folds the deciding properties into one verdict: any invalid makes

@@ -492,19 +492,34 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 	return lost
 }
 
+// maxWindowOps bounds the operations drawn: porcupine's page grows with
+// them, and the first failing pieces explain the failure.
+const maxWindowOps = 2000
+
 // counterWindow visualizes the pieces porcupine rejects, or those holding a
 // stale write, with their times halved back.
 func counterWindow(model porcupine.Model, pieces [][]porcupine.Operation, lost []LostUpdate, faults []FaultWindow, timeout time.Duration) *visualization {
-	var picked []porcupine.Operation
+	var failing [][]porcupine.Operation
 	for _, p := range pieces {
-		if pieceHoldsLost(p, lost) || porcupine.CheckOperationsTimeout(model, p, timeout) == porcupine.Illegal {
-			for _, op := range p {
-				op.Call, op.Return = op.Call/2, op.Return/2
-				picked = append(picked, op)
+		if pieceHoldsLost(p, lost) {
+			failing = append(failing, p)
+		}
+	}
+	if len(failing) == 0 {
+		for _, p := range pieces {
+			if porcupine.CheckOperationsTimeout(model, p, timeout) == porcupine.Illegal {
+				failing = append(failing, p)
 			}
 		}
-		if len(picked) > 2000 {
+	}
+	var picked []porcupine.Operation
+	for _, p := range failing {
+		if len(picked) > maxWindowOps {
 			break
+		}
+		for _, op := range p {
+			op.Call, op.Return = op.Call/2, op.Return/2
+			picked = append(picked, op)
 		}
 	}
 	if len(picked) == 0 {

@@ -109,8 +109,7 @@ func end(b Belief, cs bool) (int64, string) {
 	return b.End, b.EndReason
 }
 
-// opMeta describes an operation in the visualization; formatted only when
-// a visualization is drawn.
+// opMeta describes an operation in the visualization.
 type opMeta struct {
 	client   string
 	from, to int64 // event indexes (acquire) or -1
@@ -124,7 +123,9 @@ func (m opMeta) String() string {
 	return fmt.Sprintf("%s: events %d→%d", m.client, m.from, m.to)
 }
 
-// operations builds the porcupine history from belief intervals.
+// operations builds the porcupine history from belief intervals. Inputs are
+// boxed once per client and key, and metadata is left for the failing
+// window (withMeta): a long history has millions of operations.
 func operations(keys []KeyInfo, clients []string, cs bool) []porcupine.Operation {
 	ids := make(map[string]int, len(clients))
 	for i, c := range clients {
@@ -136,29 +137,56 @@ func operations(keys []KeyInfo, clients []string, cs bool) []porcupine.Operation
 	}
 	ops := make([]porcupine.Operation, 0, n)
 	for _, k := range keys {
+		inputs := map[string]*[2]interface{}{}
 		for _, b := range k.Beliefs {
-			ops = append(ops, porcupine.Operation{
-				ClientId: ids[b.Client],
-				Input:    MutexInput{Op: OpAcquire, Client: b.Client, Key: b.Key},
-				Call:     b.Invoke,
-				Return:   b.Start,
-				Metadata: opMeta{client: b.Client, from: b.InvokeIndex, to: b.OKIndex},
-			})
+			in := inputs[b.Client]
+			if in == nil {
+				in = &[2]interface{}{
+					MutexInput{Op: OpAcquire, Client: b.Client, Key: b.Key},
+					MutexInput{Op: OpExpire, Client: b.Client, Key: b.Key},
+				}
+				inputs[b.Client] = in
+			}
+			ops = append(ops, porcupine.Operation{ClientId: ids[b.Client], Input: in[0], Call: b.Invoke, Return: b.Start})
 			at, reason := end(b, cs)
 			if reason == EndOpen {
 				// Held to the end of the history: no expiry to check.
 				continue
 			}
-			ops = append(ops, porcupine.Operation{
-				ClientId: ids[b.Client],
-				Input:    MutexInput{Op: OpExpire, Client: b.Client, Key: b.Key},
-				Call:     at,
-				Return:   at,
-				Metadata: opMeta{client: b.Client, reason: reason},
-			})
+			ops = append(ops, porcupine.Operation{ClientId: ids[b.Client], Input: in[1], Call: at, Return: at})
 		}
 	}
 	return ops
+}
+
+// withMeta describes the operations of a window on keys in, between from
+// and to, from the beliefs they came from.
+func withMeta(ops []porcupine.Operation, keys []KeyInfo, in map[string]bool, from, to int64, cs bool) {
+	type at struct {
+		client string
+		time   int64
+		op     MutexOp
+	}
+	meta := map[at]opMeta{}
+	for _, k := range keys {
+		if !in[k.Key] {
+			continue
+		}
+		for _, b := range k.Beliefs {
+			if b.Start < from || b.Invoke > to {
+				continue
+			}
+			meta[at{b.Client, b.Start, OpAcquire}] = opMeta{client: b.Client, from: b.InvokeIndex, to: b.OKIndex}
+			t, reason := end(b, cs)
+			meta[at{b.Client, t, OpExpire}] = opMeta{client: b.Client, from: -1, to: -1, reason: reason}
+		}
+	}
+	for i := range ops {
+		op := inputOf(ops[i])
+		if m, ok := meta[at{op.Client, ops[i].Return, op.Op}]; ok {
+			ops[i].Metadata = m
+		}
+	}
 }
 
 // overlaps finds every pair of intervals of different clients on one key
@@ -258,14 +286,27 @@ func countBeliefs(keys []KeyInfo) int {
 func (c intervalCheck) window(cfg *config, res *Result) *visualization {
 	model := MutexModel()
 	illegal := c.outcome == porcupine.Illegal
+	pieces := mutexPieces(append([]porcupine.Operation(nil), c.ops...))
 	var picked []porcupine.Operation
-	for _, part := range mutexPieces(append([]porcupine.Operation(nil), c.ops...)) {
-		// Pieces are small after the quiescent split, so re-checking each
-		// is cheap; it finds the failing one even when no two intervals
-		// overlap.
-		if holdsViolation(part, c.res.Violations) ||
-			illegal && porcupine.CheckOperationsTimeout(model, part, c.timeout) == porcupine.Illegal {
+	for _, part := range pieces {
+		if len(picked) > maxWindowOps {
+			break
+		}
+		if holdsViolation(part, c.res.Violations) {
 			picked = append(picked, part...)
+		}
+	}
+	if len(picked) == 0 && illegal {
+		// Porcupine rejected the history though no two intervals
+		// overlap: re-check each piece (small after the quiescent split)
+		// to find the failing one.
+		for _, part := range pieces {
+			if len(picked) > maxWindowOps {
+				break
+			}
+			if porcupine.CheckOperationsTimeout(model, part, c.timeout) == porcupine.Illegal {
+				picked = append(picked, part...)
+			}
 		}
 	}
 	if len(picked) == 0 {
@@ -291,6 +332,7 @@ func (c intervalCheck) window(cfg *config, res *Result) *visualization {
 	for i := range picked {
 		picked[i].ClientId = dense[inputOf(picked[i]).Client]
 	}
+	withMeta(picked, c.keys, keys, from, to, c.cs)
 
 	anns := faultAnnotations(res.Faults, from, to)
 	for _, k := range c.keys {

@@ -53,8 +53,17 @@ func (s synthLock) events() []history.Event {
 		ttl = 200 * ms
 	)
 	r := rand.New(rand.NewPCG(s.seed, 1))
-	holder := map[string]string{}
-	expiry := map[string]int64{}
+	// holders[key][client] is the expiry of each lease on key; the
+	// injected overlap makes two.
+	holders := map[string]map[string]int64{}
+	free := func(key string, at int64) bool {
+		for _, exp := range holders[key] {
+			if exp > at {
+				return false
+			}
+		}
+		return true
+	}
 	var h clientHeap
 	for i := range s.clients {
 		h = append(h, &synthClient{name: "c" + strconv.Itoa(i+1), next: int64(i) * ms / 10, idx: i})
@@ -78,13 +87,15 @@ func (s synthLock) events() []history.Event {
 			c.next = now + ms + r.Int64N(2*ms)
 		case c.pending == history.Acquire:
 			ops++
-			free := holder[c.key] == "" || expiry[c.key] <= c.invoked
-			inject := !injected && s.overlapAt > 0 && ops >= s.overlapAt && !free
-			if free || inject {
+			ok := free(c.key, c.invoked)
+			inject := !injected && s.overlapAt > 0 && ops >= s.overlapAt && !ok
+			if ok || inject {
 				injected = injected || inject
-				holder[c.key] = c.name
+				if holders[c.key] == nil {
+					holders[c.key] = map[string]int64{}
+				}
 				d := c.invoked + ttl
-				expiry[c.key] = d
+				holders[c.key][c.name] = d
 				add(history.Event{Process: c.name, Type: history.OK, F: history.Acquire, Key: c.key, Time: now,
 					Deadline: &d, Value: history.MustValue("v" + strconv.Itoa(ops))})
 				c.holding = true
@@ -96,9 +107,7 @@ func (s synthLock) events() []history.Event {
 			c.pending = ""
 		case c.holding && c.pending == "":
 			c.pending = history.Release
-			if holder[c.key] == c.name {
-				holder[c.key] = ""
-			}
+			delete(holders[c.key], c.name)
 			add(history.Event{Process: c.name, Type: history.Invoke, F: history.Release, Key: c.key, Time: now})
 			c.next = now + ms/2 + r.Int64N(ms)
 		case c.pending == history.Release:
