@@ -1,8 +1,10 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -41,11 +43,8 @@ func checkIntervals(cfg *config, keys []KeyInfo, clients []string, faults []Faul
 	} else {
 		c.outcome, _ = cfg.check(MutexModel(), c.ops, cfg.timeout)
 	}
-	all := overlaps(keys, faults, cs)
-	c.res.ViolationCount = len(all)
-	if len(all) > MaxViolations {
-		all = all[:MaxViolations]
-	}
+	all, count := overlaps(keys, faults, cs)
+	c.res.ViolationCount = count
 	c.res.Violations = all
 
 	what := "mutual exclusion violated"
@@ -191,12 +190,17 @@ func withMeta(ops []porcupine.Operation, keys []KeyInfo, in map[string]bool, fro
 
 // overlaps finds every pair of intervals of different clients on one key
 // that overlap for more than an instant, or where one is an instant strictly
-// inside the other. Touching intervals do not count: porcupine's intervals
-// are closed, so an acquire may take effect at the very instant of the
-// previous holder's expiry.
-func overlaps(keys []KeyInfo, faults []FaultWindow, cs bool) []Violation {
-	var out []Violation
-	for _, k := range keys {
+// inside the other, and explains the first MaxViolations of them. Touching
+// intervals do not count: porcupine's intervals are closed, so an acquire
+// may take effect at the very instant of the previous holder's expiry.
+func overlaps(keys []KeyInfo, faults []FaultWindow, cs bool) ([]Violation, int) {
+	type pair struct {
+		key      int
+		x, y     int
+		from, to int64
+	}
+	var pairs []pair
+	for ki, k := range keys {
 		bs := k.Beliefs // sorted by Start
 		for i := range bs {
 			for j := i + 1; j < len(bs) && bs[j].Start <= intervalEnd(bs[i], cs); j++ {
@@ -208,12 +212,17 @@ func overlaps(keys []KeyInfo, faults []FaultWindow, cs bool) []Violation {
 				if !(from < to || (from == to && (strictlyInside(from, x, cs) || strictlyInside(from, y, cs)))) {
 					continue
 				}
-				out = append(out, violation(k.Key, x, y, from, to, faults, cs))
+				pairs = append(pairs, pair{ki, i, j, from, to})
 			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].From < out[j].From })
-	return out
+	slices.SortStableFunc(pairs, func(a, b pair) int { return cmp.Compare(a.from, b.from) })
+	out := make([]Violation, 0, min(len(pairs), MaxViolations))
+	for _, p := range pairs[:min(len(pairs), MaxViolations)] {
+		k := keys[p.key]
+		out = append(out, violation(k.Key, k.Beliefs[p.x], k.Beliefs[p.y], p.from, p.to, faults, cs))
+	}
+	return out, len(pairs)
 }
 
 func strictlyInside(t int64, b Belief, cs bool) bool { return b.Start < t && t < intervalEnd(b, cs) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"splitbrain/history"
 	"splitbrain/history/historytest"
@@ -504,5 +505,48 @@ func TestResultWithResourcesRoundTripsThroughJSON(t *testing.T) {
 	if back.Bank == nil || back.Bank.Verdict != Valid || back.Fencing == nil || back.Fencing.Rejected != 1 ||
 		back.CriticalSection == nil || back.CriticalSection.ViolationCount != 1 || len(back.Properties) != 4 {
 		t.Errorf("round trip lost data: %s", data)
+	}
+}
+
+// A counter whose critical sections all overlap cannot be cut into pieces;
+// a search that runs out of time is unknown, never valid.
+func TestCounterTimeoutIsUnknown(t *testing.T) {
+	b := newRB().init("k", 0)
+	const n = 400
+	for i := range n {
+		p := "c" + itoa(i+1)
+		b.Add(p, history.Invoke, history.Acquire, "k", 0.01)
+	}
+	for i := range n {
+		p := "c" + itoa(i+1)
+		at := 1 + float64(i)*0.001
+		b.Add(p, history.OK, history.Acquire, "k", at, historytest.Deadline(100), historytest.Value("v-"+p))
+	}
+	for i := range n {
+		b.Add("c"+itoa(i+1), history.Invoke, history.Read, "k", 2)
+	}
+	for i := range n {
+		b.Add("c"+itoa(i+1), history.OK, history.Read, "k", 3+float64(i)*0.001, val(i))
+	}
+	for i := range n {
+		b.Add("c"+itoa(i+1), history.Invoke, history.Write, "k", 4, val(i+1))
+	}
+	for i := range n {
+		b.Add("c"+itoa(i+1), history.OK, history.Write, "k", 5+float64(i)*0.001, val(history.Ack{Seq: int64(i + 2)}))
+	}
+	res := Check(b.Events(), WithTimeout(time.Nanosecond))
+	if res.Counter == nil || res.Counter.Verdict != Unknown || !strings.Contains(res.Counter.Reason, "did not finish") {
+		t.Fatalf("counter = %+v", res.Counter)
+	}
+	if res.Counter.Ops != n {
+		t.Errorf("ops = %d, want %d", res.Counter.Ops, n)
+	}
+	if res.Verdict == Valid {
+		t.Error("a timed-out check passed")
+	}
+	// With time to finish, the same history is valid for the counter: the
+	// storage applied the writes in the order that makes every read right.
+	if res := Check(b.Events(), WithTimeout(time.Minute)); res.Counter.Verdict != Valid {
+		t.Errorf("without a timeout: counter %s (%s)", res.Counter.Verdict, res.Counter.Reason)
 	}
 }
