@@ -277,6 +277,48 @@ func TestPauseInCriticalSectionRealRun(t *testing.T) {
 	}
 }
 
+// Tokens without a fencing storage: the lock hands out increasing tokens but
+// the storage does not check them, so it accepts c1's stale token after
+// c2's — the fencing check names it, and the counter shows the harm.
+func TestStaleTokenAcceptedWithoutFencingRealRun(t *testing.T) {
+	const ttl = 400 * time.Millisecond
+	r := newRig(t)
+	ctx := context.Background()
+	st := workload.NewStorage(r.storage, false)
+	if err := workload.Init(ctx, r.rec, st, workload.Counter, "k", 0); err != nil {
+		t.Fatal(err)
+	}
+	c1, c2 := r.client("c1", true), r.client("c2", true)
+	if err := c1.Acquire(ctx, "k", ttl); err != nil {
+		t.Fatal(err)
+	}
+	stale := readAndPlan(t, ctx, workload.Counter, c1, st, 1)
+	time.Sleep(time.Until(c1.Lease("k").Deadline) + ttl/2)
+	if err := c2.Acquire(ctx, "k", ttl); err != nil {
+		t.Fatal(err)
+	}
+	if err := readAndPlan(t, ctx, workload.Counter, c2, st, 2)(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c2.Release(ctx, "k")
+	if err := stale(); err != nil {
+		t.Fatalf("unfenced storage rejected c1's write: %v", err)
+	}
+	_ = c1.Release(ctx, "k")
+	if err := workload.FinalRead(ctx, r.rec, st, workload.Counter, "k"); err != nil {
+		t.Fatal(err)
+	}
+	res := checker.Check(r.events())
+	f := res.Fencing
+	if res.Verdict != checker.Invalid || f == nil || f.Verdict != checker.Invalid || len(f.Violations) != 1 || f.Violations[0].Later.Client != "c1" {
+		t.Fatalf("verdict %s (%s); fencing %+v", res.Verdict, res.Reason, f)
+	}
+	if res.Counter.Verdict != checker.Invalid {
+		t.Errorf("counter %s", res.Counter.Verdict)
+	}
+	t.Log(f.Violations[0].Text)
+}
+
 // readAndPlan reads the resource as c and returns the write it would make
 // from that read: +1, a transfer a1→a2 of 10.00, or adding n.
 func readAndPlan(t *testing.T, ctx context.Context, kind workload.Kind, c *workload.Client, st *workload.Storage, n int64) func() error {
