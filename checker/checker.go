@@ -230,9 +230,9 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 	p1 := checkIntervals(&cfg, res.Keys, res.Clients, res.Faults, false, nil)
 	res.Verdict, res.Reason, res.Violations, res.ViolationCount, res.Ops =
 		p1.res.Verdict, p1.res.Reason, p1.res.Violations, p1.res.ViolationCount, p1.res.Ops
-	var reuse *porcupine.CheckResult
+	var reuse *intervalCheck
 	if sameIntervals(res.Keys) {
-		reuse = &p1.outcome
+		reuse = &p1
 	}
 	p2 := checkIntervals(&cfg, res.Keys, res.Clients, res.Faults, true, reuse)
 	res.CriticalSection = &p2.res

@@ -23,11 +23,16 @@ type intervalCheck struct {
 	timeout time.Duration
 }
 
-// checkIntervals runs P1 (cs false) or P2 (cs true). reuse is P1's porcupine
-// outcome when P2's intervals are the same, so the search is not repeated.
-func checkIntervals(cfg *config, keys []KeyInfo, clients []string, faults []FaultWindow, cs bool, reuse *porcupine.CheckResult) intervalCheck {
+// checkIntervals runs P1 (cs false) or P2 (cs true). reuse is P1's check
+// when P2's intervals are the same: its operations and porcupine's outcome
+// are taken over, so the search is not repeated.
+func checkIntervals(cfg *config, keys []KeyInfo, clients []string, faults []FaultWindow, cs bool, reuse *intervalCheck) intervalCheck {
 	c := intervalCheck{cs: cs, keys: keys, timeout: cfg.timeout}
-	c.ops = operations(keys, clients, cs)
+	if reuse != nil {
+		c.ops = reuse.ops
+	} else {
+		c.ops = operations(keys, clients, cs)
+	}
 	c.res.Ops = len(c.ops)
 	if len(c.ops) == 0 {
 		c.res.Verdict = Unknown
@@ -39,7 +44,7 @@ func checkIntervals(cfg *config, keys []KeyInfo, clients []string, faults []Faul
 		return c
 	}
 	if reuse != nil {
-		c.outcome = *reuse
+		c.outcome = reuse.outcome
 	} else {
 		c.outcome, _ = cfg.check(MutexModel(), c.ops, cfg.timeout)
 	}
