@@ -16,7 +16,7 @@ import (
 const generated = `name: gen
 expect: safe
 cluster: {nodes: 3}
-lock: {ttl: 1s}
+lock: {ttl: 1s, node_timeout: 200ms}
 workload: {clients: 2, kind: counter}
 `
 
@@ -129,7 +129,7 @@ func TestGeneratedWorkloadRun(t *testing.T) {
 func TestGeneratedPauseRunLosesUpdates(t *testing.T) {
 	for _, kind := range []string{"counter", "set"} {
 		t.Run(kind, func(t *testing.T) {
-			sc, err := scenarios.Parse([]byte(strings.NewReplacer("expect: safe", "expect: violation", "ttl: 1s", "ttl: 300ms",
+			sc, err := scenarios.Parse([]byte(strings.NewReplacer("expect: safe", "expect: violation", "ttl: 1s, node_timeout: 200ms", "ttl: 300ms, node_timeout: 100ms",
 				"kind: counter", "kind: "+kind+", duration: 2s, think: 1s").Replace(generated)), "pause.yaml")
 			if err != nil {
 				t.Fatal(err)

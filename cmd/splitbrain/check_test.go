@@ -7,22 +7,45 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"splitbrain/history"
+	"splitbrain/history/historytest"
 )
 
-// copyRun copies a run folder's history (only) to a fresh folder under
-// store/<scenario>/, cut to keep bytes of it: a run the harness did not
-// finish writing.
-func copyRun(t *testing.T, from, scenario string, keep func([]byte) []byte) string {
+// clockJumpHistory is the shape of a clock-jump run: c1 granted by n1..n3,
+// n3's clock jumps, c2 granted by n3..n5 while c1 still believes.
+func clockJumpHistory(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(from, "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	b := &historytest.Builder{}
+	b.Fault(0, historytest.Cut(1, history.PhaseStart, "c1", "n4", "n5"))
+	b.Acquire("c1", "lock", 0.1, 0.2, 2.1)
+	b.Fault(0.3, historytest.Cut(1, history.PhaseStop, "c1", "n4", "n5"))
+	b.Fault(0.4, historytest.ClockJump(2, history.PhaseStart, "n3", 5*time.Second))
+	b.Fault(0.5, historytest.Cut(3, history.PhaseStart, "c2", "n1", "n2"))
+	b.Acquire("c2", "lock", 0.6, 0.7, 2.6)
+	b.Fault(0.8, historytest.Cut(3, history.PhaseStop, "c2", "n1", "n2"))
+	b.Release("c1", "lock", 1.5, 1.6)
+	b.Release("c2", "lock", 1.7, 1.8)
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	for _, e := range b.Events() {
+		if err := enc.Encode(e); err != nil {
+			t.Fatal(err)
+		}
 	}
-	dir := filepath.Join(t.TempDir(), "store", scenario, "20260101T000000.000Z")
+	return out.Bytes()
+}
+
+// storeRun writes history as the history.jsonl of a run folder that has
+// nothing else: a run the harness did not finish.
+func storeRun(t *testing.T, history []byte) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "store", "clock-jump", "20260101T000000.000Z")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "history.jsonl"), string(keep(b)))
+	writeFile(t, filepath.Join(dir, "history.jsonl"), string(history))
 	return dir
 }
 
@@ -34,50 +57,54 @@ func tear(b []byte) []byte {
 	return b[:last+1+(len(b)-last-1)/2]
 }
 
+// A finished run, checked again, keeps its verdict and its record.
 func TestCheckRerunsAStoredRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	store := filepath.Join(t.TempDir(), "runs")
-	run := e.run("run", "clock-jump", "--seed", "3", "--store", store)
-	if run.code != 1 {
-		t.Fatalf("run exit %d, want 1", run.code)
-	}
+	run := e.run("run", "clock-jump-control", "--seed", "3", "--store", store)
 	dir := filepath.Dir(reportPath(t, run.stdout))
-	if err := os.Remove(filepath.Join(dir, "porcupine.html")); err != nil {
-		t.Fatal(err)
-	}
+	before, _ := readResult(t, dir)
 
 	res := e.run("check", dir)
-	if res.code != 1 || !strings.Contains(res.stdout, "verdict: INVALID") ||
-		!strings.Contains(res.stdout, "lease-lock (P1): invalid") || !strings.Contains(res.stdout, "both believed they held lock") {
-		t.Errorf("check: exit %d\n%s", res.code, res.stdout)
+	if res.code != run.code || !strings.Contains(res.stdout, "verdict: "+strings.ToUpper(before)) ||
+		!strings.Contains(res.stdout, "lease-lock (P1): ") {
+		t.Errorf("check: exit %d (the run's was %d, verdict %s)\n%s", res.code, run.code, before, res.stdout)
 	}
-	if verdict, seed := readResult(t, dir); verdict != "invalid" || seed != 3 {
+	if verdict, seed := readResult(t, dir); verdict != before || seed != 3 {
 		t.Errorf("result.json says %s, seed %d: the run's own record should be kept", verdict, seed)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "porcupine.html")); err != nil {
-		t.Errorf("check did not redraw the failing window: %v", err)
+}
+
+// Histories cut short by a crash: what the prefix proves still counts; what
+// it does not prove is unknown.
+func TestCheckCrashedRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	full := clockJumpHistory(t)
+
+	dir := storeRun(t, full)
+	res := e.run("check", dir)
+	if res.code != 1 || !strings.Contains(res.stdout, "verdict: INVALID") || !strings.Contains(res.stdout, "both believed they held lock") {
+		t.Errorf("complete history: exit %d\n%s", res.code, res.stdout)
+	}
+	for _, f := range []string{"result.json", "report.html", "porcupine.html"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("check of an unfinished run wrote no %s: %v", f, err)
+		}
 	}
 
-	// The same history cut short by a crash: the violation is before the
-	// torn line, so it still counts.
-	torn := copyRun(t, dir, "clock-jump", tear)
+	// Torn after the overlap: the violation is in the prefix.
+	torn := storeRun(t, tear(full))
 	res = e.run("check", torn)
 	if res.code != 1 || !strings.Contains(res.stderr, "cut short") {
 		t.Errorf("torn history: exit %d, stderr %q", res.code, res.stderr)
 	}
-	for _, f := range []string{"result.json", "report.html"} {
-		if _, err := os.Stat(filepath.Join(torn, f)); err != nil {
-			t.Errorf("check of a crashed run wrote no %s: %v", f, err)
-		}
-	}
 
-	// Cut before c2 acquires: nothing is wrong in the prefix, and that is
+	// Torn before c2 acquires: nothing is wrong in the prefix, and that is
 	// unknown, not valid.
-	early := copyRun(t, dir, "clock-jump", func(b []byte) []byte {
-		i := bytes.Index(b, []byte(`"p":"c2"`))
-		return tear(b[:bytes.LastIndexByte(b[:i], '\n')+1])
-	})
+	i := bytes.Index(full, []byte(`"p":"c2"`))
+	early := storeRun(t, tear(full[:bytes.LastIndexByte(full[:i], '\n')+1]))
 	res = e.run("check", early, "--json")
 	var sum struct {
 		Verdict, Reason, Incomplete string
@@ -94,12 +121,9 @@ func TestCheckRerunsAStoredRun(t *testing.T) {
 	}
 
 	// A corrupt line in the middle: the prefix is judged, the line named.
-	corrupt := copyRun(t, dir, "clock-jump", func(b []byte) []byte {
-		lines := bytes.SplitAfter(b, []byte("\n"))
-		lines[2] = []byte("{\"i\":2,\"p\":\"c1\",\"type\":\"bogus\"}\n")
-		return bytes.Join(lines, nil)
-	})
-	res = e.run("check", corrupt)
+	lines := bytes.SplitAfter(full, []byte("\n"))
+	lines[2] = []byte("{\"i\":2,\"p\":\"c1\",\"type\":\"bogus\"}\n")
+	res = e.run("check", storeRun(t, bytes.Join(lines, nil)))
 	if res.code != 2 || !strings.Contains(res.stderr, "history.jsonl:3") {
 		t.Errorf("corrupt line: exit %d, stderr %q", res.code, res.stderr)
 	}
