@@ -96,19 +96,8 @@ func (b balances) show(accts ...string) string {
 
 func checkBank(a *analysis, rs []*resource) *BankResult {
 	res := &BankResult{}
-	var verdicts []Verdict
 	var problems, valid []string
-	for _, r := range rs {
-		v, why := bankKey(a, r, res)
-		verdicts = append(verdicts, v)
-		switch v {
-		case Unknown:
-			problems = append(problems, why)
-		case Valid:
-			valid = append(valid, why)
-		}
-	}
-	res.Verdict = verdictOf(verdicts...)
+	res.Verdict, problems, valid = eachKey(rs, func(r *resource) (Verdict, string) { return bankKey(a, r, res) })
 	switch res.Verdict {
 	case Invalid:
 		var texts []string
@@ -136,19 +125,7 @@ func checkBank(a *analysis, rs []*resource) *BankResult {
 func bankKey(a *analysis, r *resource, res *BankResult) (Verdict, string) {
 	k := BankKey{Key: r.key}
 	defer func() { res.Keys = append(res.Keys, k) }()
-	for _, w := range r.writes {
-		if w.ev.Process == history.ProcessInit {
-			continue
-		}
-		switch w.typ {
-		case history.OK:
-			k.Applied++
-		case history.Fail:
-			k.Rejected++
-		default:
-			k.Unknown++
-		}
-	}
+	k.Applied, k.Rejected, k.Unknown = r.outcomes()
 	var ib history.Balances
 	if err := r.init.ev.Decode(&ib); err != nil {
 		return Unknown, err.Error()

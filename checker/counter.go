@@ -290,19 +290,7 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 	var problems []string
 	for _, r := range rs {
 		k := CounterKey{Key: r.key}
-		for _, w := range r.writes {
-			if w.ev.Process == history.ProcessInit {
-				continue
-			}
-			switch w.typ {
-			case history.OK:
-				k.Applied++
-			case history.Fail:
-				k.Rejected++
-			default:
-				k.Unknown++
-			}
-		}
+		k.Applied, k.Rejected, k.Unknown = r.outcomes()
 		if f := r.lastFinal(); f != nil {
 			var v int64
 			if json.Unmarshal(a.events[f.done].Value, &v) == nil {

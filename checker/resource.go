@@ -286,6 +286,42 @@ func checkResources(a *analysis, cfg *config) resourceChecks {
 	return rc
 }
 
+// outcomes counts the key's writes (the initial one aside) by outcome.
+func (r *resource) outcomes() (applied, rejected, unknown int) {
+	for _, w := range r.writes {
+		if w.ev.Process == history.ProcessInit {
+			continue
+		}
+		switch w.typ {
+		case history.OK:
+			applied++
+		case history.Fail:
+			rejected++
+		default:
+			unknown++
+		}
+	}
+	return applied, rejected, unknown
+}
+
+// eachKey checks every resource with check and folds the verdicts; it
+// returns the reasons of the unknown and of the valid ones (an invalid one
+// explains itself in its violations).
+func eachKey(rs []*resource, check func(*resource) (Verdict, string)) (v Verdict, unknown, valid []string) {
+	var verdicts []Verdict
+	for _, r := range rs {
+		kv, why := check(r)
+		verdicts = append(verdicts, kv)
+		switch kv {
+		case Unknown:
+			unknown = append(unknown, why)
+		case Valid:
+			valid = append(valid, why)
+		}
+	}
+	return verdictOf(verdicts...), unknown, valid
+}
+
 // verdictOf folds per-key verdicts: invalid beats unknown beats valid.
 func verdictOf(vs ...Verdict) Verdict {
 	out := Valid

@@ -77,6 +77,15 @@ func (b rb) releaseAs(p, owner, key string, inv, done float64, typ history.Type)
 	return b
 }
 
+// increment is a whole counter critical section of p from at: acquire
+// (valid for 1s), read r, write r+1 (applied as seq), release.
+func (b rb) increment(p string, at float64, token, r, seq int64) rb {
+	b.acquire(p, "k", at, at+0.01, at+1, token)
+	b.read(p, "k", at+0.02, at+0.03, r)
+	b.write(p, history.Write, "k", at+0.04, at+0.05, r+1, token, history.OK, seq)
+	return b.release(p, "k", at+0.06, at+0.07, history.OK)
+}
+
 // pauseHistory is Kleppmann's figure 1 on a resource: c1 acquires (valid
 // until 1s) and reads; c1 pauses; c2 acquires at 1.1s, reads, writes,
 // releases; c1 wakes at 1.5s and writes its stale value. With fencing
@@ -231,16 +240,7 @@ func TestCounterLostUpdateExplained(t *testing.T) {
 
 func TestCounter(t *testing.T) {
 	valid := func() rb {
-		b := newRB().init("k", 0)
-		b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
-		b.read("c1", "k", 0.03, 0.04, 0)
-		b.write("c1", history.Write, "k", 0.05, 0.06, 1, 0, history.OK, 2)
-		b.release("c1", "k", 0.07, 0.08, history.OK)
-		b.acquire("c2", "k", 0.1, 0.11, 1.1, 0)
-		b.read("c2", "k", 0.12, 0.13, 1)
-		b.write("c2", history.Write, "k", 0.14, 0.15, 2, 0, history.OK, 3)
-		b.release("c2", "k", 0.16, 0.17, history.OK)
-		return b
+		return newRB().init("k", 0).increment("c1", 0.01, 0, 0, 2).increment("c2", 0.1, 0, 1, 3)
 	}
 	for _, tc := range []struct {
 		name    string
@@ -397,16 +397,8 @@ func TestSet(t *testing.T) {
 }
 
 func TestFencing(t *testing.T) {
-	b := newRB().init("k", 0)
-	b.acquire("c1", "k", 0.01, 0.02, 1.0, 2)
-	b.read("c1", "k", 0.03, 0.04, 0)
-	b.write("c1", history.Write, "k", 0.05, 0.06, 1, 2, history.OK, 2)
-	b.release("c1", "k", 0.07, 0.08, history.OK)
 	// A lock whose token went backwards, and a storage that did not fence.
-	b.acquire("c2", "k", 0.1, 0.11, 1.1, 1)
-	b.read("c2", "k", 0.12, 0.13, 1)
-	b.write("c2", history.Write, "k", 0.14, 0.15, 2, 1, history.OK, 3)
-	b.release("c2", "k", 0.16, 0.17, history.OK)
+	b := newRB().init("k", 0).increment("c1", 0.01, 2, 0, 2).increment("c2", 0.1, 1, 1, 3)
 	b.read(history.ProcessFinal, "k", 1, 1.01, 2)
 	res := Check(b.Events())
 	f := res.Fencing

@@ -52,19 +52,8 @@ type SetLoss struct {
 
 func checkSet(a *analysis, rs []*resource) *SetResult {
 	res := &SetResult{}
-	var verdicts []Verdict
 	var unknown, valid []string
-	for _, r := range rs {
-		v, why := setKey(a, r, res)
-		verdicts = append(verdicts, v)
-		switch v {
-		case Unknown:
-			unknown = append(unknown, why)
-		case Valid:
-			valid = append(valid, why)
-		}
-	}
-	res.Verdict = verdictOf(verdicts...)
+	res.Verdict, unknown, valid = eachKey(rs, func(r *resource) (Verdict, string) { return setKey(a, r, res) })
 	switch res.Verdict {
 	case Invalid:
 		var parts []string
