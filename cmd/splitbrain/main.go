@@ -43,6 +43,8 @@ Usage:
   splitbrain suite [flags]              run every built-in scenario; exit 0 only
                                         if each verdict meets its expectation
   splitbrain check RUN_DIR [--json]     re-check a stored run (also one cut short by a crash)
+  splitbrain doctor                     check what the local and Docker backends need;
+                                        exit 0 when the local backend can run
 
 Flags of run and suite:
   --seed N        seed of the workload's and the nemesis's random draws
@@ -86,11 +88,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdSuite(args[1:], stdout, stderr)
 	case "check":
 		code, err = cmdCheck(args[1:], stdout, stderr)
+	case "doctor":
+		code, err = cmdDoctor(args[1:], stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	default:
-		err = &usageError{fmt.Sprintf("unknown command %q; want list, run or suite", args[0])}
+		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, check or doctor", args[0])}
 	}
 	var ue *usageError
 	switch {

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"splitbrain/cluster"
+	"splitbrain/docker"
+)
+
+// check is one line of doctor's report.
+type check struct {
+	status string // ok, MISSING, optional (missing but not needed), no
+	name   string
+	detail string
+}
+
+// cmdDoctor says what each backend needs and whether this machine has it.
+// It exits 0 when the local backend can run; the Docker backend is
+// reported on its own, as it is needed only for --backend docker.
+func cmdDoctor(args []string, stdout io.Writer) (int, error) {
+	if len(args) > 0 {
+		return exitUsage, &usageError{fmt.Sprintf("doctor takes no arguments, got %q", strings.Join(args, " "))}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	fmt.Fprintln(stdout, "local backend (the default)")
+	local := localChecks(ctx)
+	printChecks(stdout, append(local, chromiumCheck()))
+	fmt.Fprintln(stdout, "docker backend (--backend docker)")
+	dock := dockerChecks(ctx, allOK(local))
+	printChecks(stdout, dock)
+
+	localOK, dockerOK := allOK(local), allOK(dock)
+	if localOK {
+		fmt.Fprintln(stdout, "local backend: ready")
+	} else {
+		fmt.Fprintln(stdout, "local backend: NOT ready: install what is MISSING above (scripts/setup.sh does it on Debian/Ubuntu)")
+	}
+	if dockerOK {
+		fmt.Fprintln(stdout, "docker backend: ready")
+	} else {
+		fmt.Fprintln(stdout, "docker backend: not available: see the lines above")
+	}
+	if !localOK {
+		return exitInvalid, nil
+	}
+	return exitValid, nil
+}
+
+// localChecks are what the local backend cannot run without: redis-server
+// and the clock shim. The Docker image is built from the same two.
+func localChecks(ctx context.Context) []check {
+	var out []check
+	if path, err := exec.LookPath("redis-server"); err != nil {
+		out = append(out, check{"MISSING", "redis-server", "not in PATH: apt-get install -y redis-server"})
+	} else {
+		detail := path
+		if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
+			detail += " -> " + real
+		}
+		v, err := exec.CommandContext(ctx, path, "--version").Output()
+		if err != nil {
+			out = append(out, check{"MISSING", "redis-server", detail + ": does not run: " + err.Error()})
+		} else {
+			out = append(out, check{"ok", "redis-server", detail + ", " + strings.TrimSpace(string(v))})
+		}
+	}
+	return append(out, shimCheck(ctx))
+}
+
+// shimCheck compiles the clock shim (once; later runs reuse it), which proves
+// more than finding cc.
+func shimCheck(ctx context.Context) check {
+	cache, err := cluster.DefaultCacheDir()
+	if err != nil {
+		return check{"MISSING", "cc", err.Error()}
+	}
+	lib, err := cluster.BuildShim(ctx, cache)
+	switch {
+	case errors.Is(err, cluster.ErrNoCompiler):
+		return check{"MISSING", "cc", "no C compiler for the clock shim: apt-get install -y gcc"}
+	case err != nil:
+		return check{"MISSING", "cc", "the clock shim does not build: " + err.Error()}
+	}
+	return check{"ok", "cc", "clock shim built: " + lib}
+}
+
+func chromiumCheck() check {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return check{"ok", "chromium", path + " (for the report tests in a real browser)"}
+		}
+	}
+	return check{"optional", "chromium", "not found: only the report tests in a real browser need it (apt-get install -y chromium)"}
+}
+
+func dockerChecks(ctx context.Context, canBuild bool) []check {
+	var out []check
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	eng, err := docker.Connect(cctx)
+	cancel()
+	if err != nil {
+		out = append(out, check{"no", "engine", err.Error() +
+			" (start the engine, or set DOCKER_HOST; this user must be allowed to use its socket)"})
+	} else {
+		defer eng.Close()
+		info, err := eng.Info(ctx)
+		if err != nil {
+			out = append(out, check{"no", "engine", err.Error()})
+			eng = nil
+		} else {
+			out = append(out, check{"ok", "engine", fmt.Sprintf("Docker %s at %s, API %s negotiated (the engine speaks up to %s)",
+				info.ServerVersion, info.Host, info.APIVersion, info.ServerAPI)})
+		}
+	}
+	if path, err := exec.LookPath("ldd"); err != nil {
+		out = append(out, check{"no", "ldd", "not in PATH, needed to build the image: apt-get install -y libc-bin"})
+	} else {
+		out = append(out, check{"ok", "ldd", path})
+	}
+	if !canBuild {
+		return append(out, check{"no", "image", "cannot be built without redis-server and cc (see above)"})
+	}
+	tag, err := docker.ImageTag(ctx, docker.ImageConfig{})
+	switch {
+	case err != nil:
+		out = append(out, check{"no", "image", "cannot be built: " + err.Error()})
+	case eng == nil:
+		out = append(out, check{"ok", "image", tag + " can be built from this redis-server once an engine answers"})
+	default:
+		out = append(out, imageCheck(ctx, eng, tag))
+	}
+	return out
+}
+
+func imageCheck(ctx context.Context, eng *docker.Engine, tag string) check {
+	imgs, err := eng.Images(ctx)
+	if err != nil {
+		return check{"no", "image", err.Error()}
+	}
+	for _, im := range imgs {
+		if im.Tag == tag {
+			return check{"ok", "image", tag + " built, matches this redis-server"}
+		}
+	}
+	stale := ""
+	if len(imgs) > 0 {
+		stale = fmt.Sprintf(" (%d older splitbrain image(s) present)", len(imgs))
+	}
+	return check{"ok", "image", tag + " not built yet: the first --backend docker run builds it, no registry needed" + stale}
+}
+
+func allOK(cs []check) bool {
+	for _, c := range cs {
+		if c.status != "ok" && c.status != "optional" {
+			return false
+		}
+	}
+	return true
+}
+
+func printChecks(w io.Writer, cs []check) {
+	for _, c := range cs {
+		fmt.Fprintf(w, "  %-9s %-13s %s\n", c.status, c.name, c.detail)
+	}
+}

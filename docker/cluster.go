@@ -1,0 +1,370 @@
+// Package docker is the Docker backend of the cluster abstraction: each Redis
+// node is a container of an image built on this machine from its own
+// redis-server (no registry needed), on a private bridge network made for
+// the run, with faults injected through the engine — pause, kill, restart
+// with the data lost, disconnect from the network — and the clock shim
+// moving each node's wall clock.
+//
+// Everything made for a run is labelled with the run id and the identity of
+// the harness process, so Close removes exactly the run's objects and Reap
+// removes those of runs whose harness died, and nothing else.
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"splitbrain/cluster"
+)
+
+// Config describes a cluster of Redis containers.
+type Config struct {
+	// Nodes is how many nodes to start; they are named n1..nN.
+	Nodes int
+	// Dir is the run's folder: node logs are written to
+	// Dir/logs/<name>.log when the cluster closes (and before a node's
+	// container is replaced by an amnesia restart).
+	Dir string
+	// Persistence applies to every node; empty means cluster.PersistNone.
+	// Without persistence the data folder is a tmpfs, which the engine
+	// wipes at every stop; with AOF it is a volume that survives kills.
+	Persistence cluster.Persistence
+	// RedisServer is the host binary the image is built from; empty means
+	// redis-server in PATH.
+	RedisServer string
+	// CacheDir holds the compiled clock shim and the runs' host-side files
+	// (node configs, clock offset files); empty means
+	// cluster.DefaultCacheDir.
+	CacheDir string
+	// RunID names the run's objects; empty means a random one.
+	RunID string
+}
+
+var runIDPattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,47}$`)
+
+// stateRoot is the folder under the cache dir that holds one folder per
+// live run.
+const stateRoot = "docker-runs"
+
+// Cluster is a run's Redis containers and their network.
+type Cluster struct {
+	eng      *Engine
+	runID    string
+	password string
+	persist  cluster.Persistence
+	image    Image
+	labels   map[string]string // on every object of the run
+	netID    string
+	netName  string
+	stateDir string
+	logDir   string
+	nodes    []*Node
+
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// StartCluster reaps leftovers of dead harnesses, builds the image if its
+// inputs changed, creates the run's network and starts the nodes. On error
+// nothing of the run is left behind.
+func StartCluster(ctx context.Context, eng *Engine, cfg Config) (_ *Cluster, err error) {
+	if cfg.Nodes < 1 {
+		return nil, fmt.Errorf("docker: Nodes is %d, want at least 1", cfg.Nodes)
+	}
+	if cfg.Dir == "" {
+		return nil, errors.New("docker: Dir is empty, want the run's folder")
+	}
+	if cfg.Persistence == "" {
+		cfg.Persistence = cluster.PersistNone
+	}
+	switch cfg.Persistence {
+	case cluster.PersistNone, cluster.PersistAOFEverysec, cluster.PersistAOFAlways:
+	default:
+		return nil, fmt.Errorf("docker: persistence %q, want none, aof-everysec or aof-always", cfg.Persistence)
+	}
+	if cfg.RunID == "" {
+		cfg.RunID = randomHex(8)
+	}
+	if !runIDPattern.MatchString(cfg.RunID) {
+		return nil, fmt.Errorf("docker: RunID %q, want 1 to 48 letters, digits, '_', '.' or '-', starting with a letter or digit", cfg.RunID)
+	}
+	if cfg.CacheDir == "" {
+		if cfg.CacheDir, err = cluster.DefaultCacheDir(); err != nil {
+			return nil, err
+		}
+	}
+	// Bind mounts need absolute paths.
+	if cfg.CacheDir, err = filepath.Abs(cfg.CacheDir); err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	self, err := currentOwner()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := eng.Reap(ctx, cfg.CacheDir); err != nil {
+		return nil, fmt.Errorf("docker: reaping leftovers: %w", err)
+	}
+	img, err := eng.BuildImage(ctx, ImageConfig{RedisServer: cfg.RedisServer, CacheDir: cfg.CacheDir})
+	if err != nil {
+		return nil, err
+	}
+	stateDir := filepath.Join(cfg.CacheDir, stateRoot, cfg.RunID)
+	if err := writeStateDir(stateDir, self); err != nil {
+		return nil, err
+	}
+	labels := map[string]string{labelApp: "1", labelRun: cfg.RunID}
+	for k, v := range self.labels() {
+		labels[k] = v
+	}
+	c := &Cluster{
+		eng:      eng,
+		runID:    cfg.RunID,
+		password: randomHex(16),
+		persist:  cfg.Persistence,
+		image:    img,
+		labels:   labels,
+		netName:  "splitbrain-" + cfg.RunID,
+		stateDir: stateDir,
+		logDir:   filepath.Join(cfg.Dir, "logs"),
+	}
+	defer func() {
+		if err != nil {
+			_ = c.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	sn, err := c.createNetwork(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ips, err := nodeIPs(sn, cfg.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	for i, ip := range ips {
+		n, err := c.newNode(ctx, fmt.Sprintf("n%d", i+1), ip)
+		if err != nil {
+			return nil, err
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	if err := inParallel(c.nodes, func(n *Node) error { return n.Start(ctx) }); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// writeStateDir creates the run's host-side folder with its owner first,
+// so a reaper never mistakes a run being set up for a dead one.
+func writeStateDir(dir string, self owner) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("docker: run %s exists already (%s); pick another RunID", filepath.Base(dir), dir)
+		}
+		return fmt.Errorf("docker: %w", err)
+	}
+	b, err := json.Marshal(self)
+	if err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner.json"), b, 0o600); err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+	return nil
+}
+
+// createNetwork makes the run's bridge network. It is internal: no route
+// to the outside and nothing published, yet the harness reaches the nodes
+// through the bridge's gateway address on this host. Its subnet is set
+// explicitly (the engine's pick, taken from a probe network) because only
+// then may a node rejoin under its old address after an isolation.
+func (c *Cluster) createNetwork(ctx context.Context) (subnet, error) {
+	var lastErr error
+	for range 5 {
+		probe, err := c.eng.createNetwork(ctx, c.netName+"-probe", true, subnet{}, c.labels)
+		if err != nil {
+			return subnet{}, err
+		}
+		sn, err := c.eng.networkSubnet(ctx, probe)
+		if rerr := c.eng.removeNetwork(ctx, probe); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return subnet{}, err
+		}
+		// Another process may take the subnet between the probe's removal
+		// and this create; then the engine refuses it and we probe again.
+		id, err := c.eng.createNetwork(ctx, c.netName, true, sn, c.labels)
+		if err == nil {
+			c.netID = id
+			return sn, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return subnet{}, lastErr
+}
+
+// nodeIPs picks n addresses of the subnet for the nodes, skipping the
+// gateway.
+func nodeIPs(sn subnet, n int) ([]string, error) {
+	prefix, err := netip.ParsePrefix(sn.Subnet)
+	if err != nil {
+		return nil, fmt.Errorf("docker: network subnet %q: %w", sn.Subnet, err)
+	}
+	gw, err := netip.ParseAddr(sn.Gateway)
+	if err != nil {
+		return nil, fmt.Errorf("docker: network gateway %q: %w", sn.Gateway, err)
+	}
+	prefix = prefix.Masked()
+	var ips []string
+	for a := prefix.Addr().Next(); len(ips) < n; a = a.Next() {
+		// The last address is the broadcast address.
+		if !prefix.Contains(a) || !prefix.Contains(a.Next()) {
+			return nil, fmt.Errorf("docker: subnet %s has room for %d nodes, want %d", sn.Subnet, len(ips), n)
+		}
+		if a != gw {
+			ips = append(ips, a.String())
+		}
+	}
+	return ips, nil
+}
+
+// Nodes returns the nodes in name order.
+func (c *Cluster) Nodes() []*Node { return c.nodes }
+
+// Node returns the node called name.
+func (c *Cluster) Node(name string) (*Node, bool) {
+	for _, n := range c.nodes {
+		if n.name == name {
+			return n, true
+		}
+	}
+	return nil, false
+}
+
+// Password is the run's password, required by every node.
+func (c *Cluster) Password() string { return c.password }
+
+// RunID names the run's objects; they carry it in the label splitbrain.run.
+func (c *Cluster) RunID() string { return c.runID }
+
+// Image is the image the nodes run.
+func (c *Cluster) Image() Image { return c.image }
+
+// Close writes the nodes' logs to the run's folder and removes every
+// container, volume and network of the run, whatever state the nodes are
+// in (paused, isolated, stopped), and the run's host-side files. After a
+// Ctrl-C, call it with a fresh context, not the cancelled one of the run.
+// When it fails (its context ended, the engine went away) it can be called
+// again and does what is left; once it has succeeded, further calls do
+// nothing. What it never manages to remove is reaped at the next start,
+// once this process has exited.
+func (c *Cluster) Close(ctx context.Context) error {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	if c.closed {
+		return nil
+	}
+	err := inParallel(c.nodes, func(n *Node) error { return n.close(ctx) })
+	// By label rather than by the ids we hold: this also catches what a
+	// failed start created before its error.
+	if err := errors.Join(err, c.eng.removeRun(ctx, c.runID)); err != nil {
+		// Keep the host-side files: the containers may still map them.
+		return fmt.Errorf("docker: closing run %s: %w", c.runID, err)
+	}
+	if err := os.RemoveAll(c.stateDir); err != nil {
+		return fmt.Errorf("docker: closing run %s: %w", c.runID, err)
+	}
+	c.closed = true
+	return nil
+}
+
+// RunObjects lists what the engine holds of a run, by label: containers,
+// volumes and networks, each as "kind name". Tests and doctor use it to
+// check that nothing is left.
+func (e *Engine) RunObjects(ctx context.Context, runID string) ([]string, error) {
+	sel := map[string]string{labelRun: runID}
+	var out []string
+	ctrs, err := e.listContainers(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range ctrs {
+		out = append(out, "container "+strings.TrimPrefix(o.Name, "/"))
+	}
+	vols, err := e.listVolumes(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range vols {
+		out = append(out, "volume "+o.Name)
+	}
+	nets, err := e.listNetworks(ctx, sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range nets {
+		out = append(out, "network "+o.Name)
+	}
+	return out, nil
+}
+
+// removeRun removes every container, then volume, then network labelled
+// with the run id: containers first because they hold the others.
+func (e *Engine) removeRun(ctx context.Context, runID string) error {
+	sel := map[string]string{labelRun: runID}
+	ctrs, err := e.listContainers(ctx, sel)
+	if err != nil {
+		return err
+	}
+	errs := []error{inParallel(ctrs, func(o objectInfo) error { return e.removeContainer(ctx, o.ID) })}
+	vols, err := e.listVolumes(ctx, sel)
+	errs = append(errs, err)
+	for _, o := range vols {
+		errs = append(errs, e.removeVolume(ctx, o.Name))
+	}
+	nets, err := e.listNetworks(ctx, sel)
+	errs = append(errs, err)
+	for _, o := range nets {
+		errs = append(errs, e.removeNetwork(ctx, o.ID))
+	}
+	return errors.Join(errs...)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux (Go ≥1.24 panics instead)
+	return hex.EncodeToString(b)
+}
+
+// inParallel runs fn on every item at once and joins the errors.
+func inParallel[T any](items []T, fn func(T) error) error {
+	errs := make([]error, len(items))
+	var wg sync.WaitGroup
+	for i, it := range items {
+		wg.Go(func() { errs[i] = fn(it) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

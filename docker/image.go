@@ -1,0 +1,431 @@
+package docker
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"splitbrain/cluster"
+)
+
+// Where things live inside the image and its containers.
+const (
+	imageRepo      = "splitbrain-redis"
+	imageRedis     = "/usr/bin/redis-server"
+	imageShim      = "/usr/lib/splitbrain/clockshim.so"
+	imageStateDir  = "/splitbrain" // the node's config and clock offset file, bind-mounted read-only
+	imageDataDir   = "/data"
+	imageFormatTag = "splitbrain-redis-image v1" // bump when the image layout changes
+)
+
+// ErrNoLdd means the shared libraries of redis-server cannot be listed.
+var ErrNoLdd = errors.New("ldd not found in PATH: install it (apt-get install -y libc-bin)")
+
+// ImageConfig says what the Redis image is built from.
+type ImageConfig struct {
+	// RedisServer is the host's redis-server; empty means look it up in
+	// PATH. A symlink is resolved, and the file it points to is copied as
+	// redis-server (Debian's redis-server is a link to redis-check-rdb,
+	// and the binary picks its mode from the name it runs under).
+	RedisServer string
+	// CacheDir is where the clock shim is compiled; empty means
+	// cluster.DefaultCacheDir.
+	CacheDir string
+}
+
+// Image is the Redis image of this machine's redis-server.
+type Image struct {
+	Tag  string // splitbrain-redis:<first 16 hex digits of Hash>
+	ID   string
+	Hash string // sha256 of the rootfs and the image config
+	// Built is false when an image with the same inputs was there already.
+	Built bool
+}
+
+// BuildImage makes sure the engine has the Redis image for this machine's
+// redis-server: a rootfs holding only redis-server, the libraries ldd lists
+// for it, the dynamic loader and the clock shim, imported as one layer. The
+// image is tagged and labelled with a hash of its content, so it is
+// rebuilt only when an input changes, and labelled splitbrain=1 so that
+// RemoveImages finds it.
+func (e *Engine) BuildImage(ctx context.Context, cfg ImageConfig) (Image, error) {
+	rfs, err := assembleImage(ctx, cfg)
+	if err != nil {
+		return Image{}, err
+	}
+	tag := imageRepo + ":" + rfs.hash[:16]
+	if have, ok, err := e.imageByRef(ctx, tag); err != nil {
+		return Image{}, err
+	} else if ok && have.Labels[labelImageHash] == rfs.hash {
+		return Image{Tag: tag, ID: have.ID, Hash: rfs.hash}, nil
+	}
+	changes := append(rfs.changes[:len(rfs.changes):len(rfs.changes)],
+		"LABEL "+labelApp+"=1 "+labelImageHash+"="+rfs.hash)
+	if err := e.importImage(ctx, bytes.NewReader(rfs.tar), tag, changes); err != nil {
+		return Image{}, err
+	}
+	have, ok, err := e.imageByRef(ctx, tag)
+	switch {
+	case err != nil:
+		return Image{}, err
+	case !ok:
+		return Image{}, fmt.Errorf("docker: image %s not found right after importing it", tag)
+	case have.Labels[labelImageHash] != rfs.hash:
+		return Image{}, fmt.Errorf("docker: image %s carries hash label %q after import, want %q",
+			tag, have.Labels[labelImageHash], rfs.hash)
+	}
+	return Image{Tag: tag, ID: have.ID, Hash: rfs.hash, Built: true}, nil
+}
+
+// Images lists splitbrain's Redis images in the engine.
+func (e *Engine) Images(ctx context.Context) ([]Image, error) {
+	list, err := e.listImages(ctx, map[string]string{labelImageHash: ""})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Image, 0, len(list))
+	for _, im := range list {
+		tag := ""
+		if len(im.Tags) > 0 {
+			tag = im.Tags[0]
+		}
+		out = append(out, Image{Tag: tag, ID: im.ID, Hash: im.Labels[labelImageHash]})
+	}
+	return out, nil
+}
+
+// RemoveImages removes every splitbrain Redis image the engine holds and
+// returns their tags (or ids, for untagged ones). An image still used by a
+// container stays and its error is returned.
+func (e *Engine) RemoveImages(ctx context.Context) ([]string, error) {
+	list, err := e.Images(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, im := range list {
+		if err := e.removeImage(ctx, im.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		name := im.Tag
+		if name == "" {
+			name = im.ID
+		}
+		removed = append(removed, name)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// ImageTag is the tag BuildImage would give the image for cfg, without
+// talking to the engine. Doctor uses it to say whether the image is built.
+func ImageTag(ctx context.Context, cfg ImageConfig) (string, error) {
+	rfs, err := assembleImage(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	return imageRepo + ":" + rfs.hash[:16], nil
+}
+
+// imageContent is a rootfs tar with the config changes to apply on import
+// and the hash of both.
+type imageContent struct {
+	tar     []byte
+	changes []string
+	hash    string
+}
+
+func assembleImage(ctx context.Context, cfg ImageConfig) (*imageContent, error) {
+	redis := cfg.RedisServer
+	if redis == "" {
+		p, err := exec.LookPath("redis-server")
+		if err != nil {
+			return nil, cluster.ErrNoRedisServer
+		}
+		redis = p
+	}
+	cacheDir := cfg.CacheDir
+	if cacheDir == "" {
+		var err error
+		if cacheDir, err = cluster.DefaultCacheDir(); err != nil {
+			return nil, err
+		}
+	}
+	shim, err := cluster.BuildShim(ctx, cacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("docker: image: %w", err)
+	}
+	files, err := rootfsFiles(ctx, redis, shim)
+	if err != nil {
+		return nil, fmt.Errorf("docker: image: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := writeRootfs(&buf, files); err != nil {
+		return nil, fmt.Errorf("docker: image: %w", err)
+	}
+	changes := []string{
+		`ENTRYPOINT ["` + imageRedis + `"]`,
+		"ENV LD_LIBRARY_PATH=" + strings.Join(libDirs(files), ":"),
+		"WORKDIR " + imageDataDir,
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n", imageFormatTag, strings.Join(changes, "\n"))
+	h.Write(buf.Bytes())
+	return &imageContent{tar: buf.Bytes(), changes: changes, hash: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// rootfsFile is one file of the image: dest inside it, src on the host
+// (symlinks resolved).
+type rootfsFile struct {
+	dest string
+	src  string
+	mode fs.FileMode
+}
+
+// rootfsFiles lists what the image needs: redis-server, the clock shim,
+// every library ldd lists for either and the dynamic loader, each at the
+// path the loader will look for it.
+func rootfsFiles(ctx context.Context, redis, shim string) ([]rootfsFile, error) {
+	byDest := map[string]string{}
+	add := func(dest, src string) error {
+		real, err := filepath.EvalSymlinks(src)
+		if err != nil {
+			return err
+		}
+		if prev, ok := byDest[dest]; ok && prev != real {
+			return fmt.Errorf("%s would come from both %s and %s", dest, prev, real)
+		}
+		byDest[dest] = real
+		return nil
+	}
+	if err := add(imageRedis, redis); err != nil {
+		return nil, fmt.Errorf("redis-server: %w", err)
+	}
+	if err := add(imageShim, shim); err != nil {
+		return nil, fmt.Errorf("clock shim: %w", err)
+	}
+	for _, bin := range []string{redis, shim} {
+		libs, err := lddLibs(ctx, bin)
+		if err != nil {
+			return nil, err
+		}
+		if interp, err := elfInterp(bin); err != nil {
+			return nil, err
+		} else if interp != "" {
+			libs = append(libs, interp)
+		}
+		for _, l := range libs {
+			if err := add(path.Clean(l), l); err != nil {
+				return nil, fmt.Errorf("library of %s: %w", bin, err)
+			}
+		}
+	}
+	files := make([]rootfsFile, 0, len(byDest))
+	for dest, src := range byDest {
+		info, err := os.Stat(src)
+		if err != nil {
+			return nil, err
+		}
+		if !info.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s (for %s) is not a regular file", src, dest)
+		}
+		files = append(files, rootfsFile{dest: dest, src: src, mode: info.Mode().Perm()})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].dest < files[j].dest })
+	return files, nil
+}
+
+// lddLibs runs ldd on bin and returns the absolute paths it resolved.
+func lddLibs(ctx context.Context, bin string) ([]string, error) {
+	ldd, err := exec.LookPath("ldd")
+	if err != nil {
+		return nil, ErrNoLdd
+	}
+	out, err := exec.CommandContext(ctx, ldd, bin).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && bytes.Contains(append(out, ee.Stderr...), []byte("not a dynamic executable")) {
+			return nil, nil // static: nothing to copy
+		}
+		msg := ""
+		if errors.As(err, &ee) {
+			msg = strings.TrimSpace(string(ee.Stderr))
+		}
+		return nil, fmt.Errorf("ldd %s: %w %s", bin, err, msg)
+	}
+	libs, err := parseLdd(out)
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", bin, err)
+	}
+	return libs, nil
+}
+
+// parseLdd extracts the library paths from ldd's output. Lines look like
+//
+//	linux-vdso.so.1 (0x00007ffd...)                         kernel-provided, no file
+//	libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)   resolved
+//	/lib64/ld-linux-x86-64.so.2 (0x...)                     the loader
+//	libfoo.so.1 => not found                                an error
+func parseLdd(out []byte) ([]string, error) {
+	var libs []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for line := 1; sc.Scan(); line++ {
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || s == "statically linked" {
+			continue
+		}
+		name, target, arrow := strings.Cut(s, "=>")
+		if arrow {
+			target = strings.TrimSpace(target)
+			if strings.HasPrefix(target, "not found") {
+				return nil, fmt.Errorf("line %d: library %s not found", line, strings.TrimSpace(name))
+			}
+		} else {
+			target = s
+		}
+		// Drop the load address, "(0x...)".
+		if i := strings.LastIndex(target, "("); i >= 0 && strings.HasSuffix(target, ")") {
+			target = target[:i]
+		}
+		target = strings.TrimSpace(target)
+		if target == "" {
+			continue // e.g. "linux-vdso.so.1 =>  (0x...)" in old glibc
+		}
+		if !strings.HasPrefix(target, "/") {
+			if arrow {
+				return nil, fmt.Errorf("line %d: %q resolves to a relative path %q", line, strings.TrimSpace(name), target)
+			}
+			continue // the vDSO: provided by the kernel, no file
+		}
+		libs = append(libs, target)
+	}
+	return libs, sc.Err()
+}
+
+// elfInterp is the dynamic loader bin asks for, or "" for none (a static
+// binary, or a shared library).
+func elfInterp(bin string) (string, error) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", bin, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_INTERP {
+			continue
+		}
+		b, err := io.ReadAll(p.Open())
+		if err != nil {
+			return "", fmt.Errorf("reading the loader path of %s: %w", bin, err)
+		}
+		return string(bytes.TrimRight(b, "\x00")), nil
+	}
+	return "", nil
+}
+
+// libDirs are the folders holding the libraries, for LD_LIBRARY_PATH: the
+// loader's built-in search path differs between distributions, and the
+// image has no ld.so.cache.
+func libDirs(files []rootfsFile) []string {
+	seen := map[string]bool{}
+	var dirs []string
+	for _, f := range files {
+		if f.dest == imageRedis || f.dest == imageShim {
+			continue
+		}
+		d := path.Dir(f.dest)
+		if !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	sort.Strings(dirs)
+	return dirs
+}
+
+// writeRootfs writes files, their folders and the image's empty folders as a
+// tar whose bytes depend only on the files' content, names and modes (fixed
+// times and owners), so its hash says whether the image must be rebuilt.
+func writeRootfs(w io.Writer, files []rootfsFile) error {
+	dirs := map[string]fs.FileMode{
+		imageDataDir:  0o700,
+		imageStateDir: 0o755,
+		"/tmp":        0o1777,
+		"/etc":        0o755, // mount points of /etc/hosts and friends
+	}
+	for _, f := range files {
+		for d := path.Dir(f.dest); d != "/"; d = path.Dir(d) {
+			if _, ok := dirs[d]; !ok {
+				dirs[d] = 0o755
+			}
+		}
+	}
+	type entry struct {
+		name string
+		dir  bool
+		mode fs.FileMode
+		src  string
+	}
+	var entries []entry
+	for d, m := range dirs {
+		entries = append(entries, entry{name: d, dir: true, mode: m})
+	}
+	for _, f := range files {
+		entries = append(entries, entry{name: f.dest, mode: f.mode, src: f.src})
+	}
+	// A parent's name is a prefix of its children's, so it sorts first.
+	sort.Slice(entries, func(i, j int) bool { return entries[i].name < entries[j].name })
+
+	epoch := time.Unix(0, 0)
+	tw := tar.NewWriter(w)
+	for _, e := range entries {
+		name := strings.TrimPrefix(e.name, "/")
+		if e.dir {
+			hdr := &tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: int64(e.mode), ModTime: epoch}
+			if err := tw.WriteHeader(hdr); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := writeTarFile(tw, name, e.src, e.mode, epoch); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+func writeTarFile(tw *tar.Writer, name, src string, mode fs.FileMode, mtime time.Time) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: int64(mode), Size: info.Size(), ModTime: mtime}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if _, err := io.Copy(tw, f); err != nil {
+		return fmt.Errorf("copying %s: %w", src, err)
+	}
+	return nil
+}
