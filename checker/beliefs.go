@@ -1,7 +1,10 @@
 package checker
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,11 +19,18 @@ const (
 	EndRelease   = "release"   // the client began to release
 	EndReacquire = "reacquire" // the client asked for the lock again
 	EndOpen      = "open"      // no deadline and no release: held to the end of the history
+	// EndLastOp: no release; the critical section ended with the lease's
+	// last resource operation, after the deadline (P2 only).
+	EndLastOp = "last-op"
 )
 
 // Belief is an interval during which a client believed it held a lock: from
 // the instant it saw its acquire succeed to min(validity deadline, invoke of
-// its next release of the key).
+// its next release of the key) — property P1, what the lock promised — and,
+// for property P2, to the end of its critical section: the invoke of its
+// release, or without one the completion of its last resource operation
+// (CSEnd). P2 outlasts P1 when a client kept using a lease past its validity,
+// as after a pause.
 type Belief struct {
 	Client string `json:"client"`
 	Key    string `json:"key"`
@@ -31,11 +41,14 @@ type Belief struct {
 	// Start is when the client saw it succeed.
 	Start int64 `json:"start"`
 	// End is when the belief ended; see EndReason.
-	End       int64    `json:"end"`
-	EndReason string   `json:"end_reason"`
-	Deadline  *int64   `json:"deadline,omitempty"`
-	Nodes     []string `json:"nodes,omitempty"`
-	Token     *int64   `json:"token,omitempty"`
+	End       int64  `json:"end"`
+	EndReason string `json:"end_reason"`
+	// CSEnd is when the critical section ended (P2); see CSEndReason.
+	CSEnd       int64    `json:"cs_end"`
+	CSEndReason string   `json:"cs_end_reason"`
+	Deadline    *int64   `json:"deadline,omitempty"`
+	Nodes       []string `json:"nodes,omitempty"`
+	Token       *int64   `json:"token,omitempty"`
 	// Extended counts the extends that pushed the deadline.
 	Extended int `json:"extended,omitempty"`
 	// InvokeIndex and OKIndex are the history events that opened the
@@ -43,6 +56,11 @@ type Belief struct {
 	InvokeIndex int64 `json:"invoke_index"`
 	OKIndex     int64 `json:"ok_index"`
 	EndIndex    int64 `json:"end_index"`
+	// ResourceOps counts the resource operations run under the lease.
+	ResourceOps int `json:"resource_ops,omitempty"`
+
+	// lastOp is when the lease's last resource operation completed.
+	lastOp int64
 }
 
 // Attempt is an acquire whose client did not see it succeed: failed,
@@ -148,26 +166,59 @@ func Seconds(ns int64) string {
 
 // analysis is what one pass over a history yields.
 type analysis struct {
+	events   []history.Event
 	keys     map[string]*KeyInfo
 	faults   []FaultWindow
 	clients  []string
 	end      int64
-	problems []string // inconsistencies: the history cannot be judged
-	notes    []string // oddities that do not affect the verdict
+	ops      []*resourceOp // resource operations, in invoke order
+	problems []string      // inconsistencies: the history cannot be judged
+	notes    []string      // oddities that do not affect the verdict
 }
 
 type procKey struct{ process, key string }
 
+// resourceOp is one operation on the protected resource: an invoke and its
+// completion, and the lease it ran under.
+type resourceOp struct {
+	inv  int // position of the invoke in the history
+	done int // position of the completion; -1 while pending
+	// lease is the belief of the invoking process on the op's key; nil for
+	// the harness's initial writes and final reads, and for an operation
+	// outside any lease.
+	lease *Belief
+}
+
+func (o *resourceOp) typ(events []history.Event) history.Type {
+	if o.done < 0 {
+		return ""
+	}
+	return events[o.done].Type
+}
+
+// isResource reports whether f acts on the protected resource.
+func isResource(f history.Func) bool {
+	return f == history.Read || f == history.Write || f == history.Transfer || f == history.Add
+}
+
 // analyze pairs invokes with completions and turns lock operations into
-// belief intervals and attempts, and nemesis events into fault windows.
+// belief intervals and attempts, resource operations into resourceOps tied
+// to their leases, and nemesis events into fault windows.
 func analyze(events []history.Event) *analysis {
-	a := &analysis{keys: map[string]*KeyInfo{}}
-	pending := map[string]history.Event{}
+	a := &analysis{events: events, keys: map[string]*KeyInfo{}}
+	a.presize(events)
+	// One map lookup per event finds the process's pending invoke and
+	// resource operation.
+	type proc struct {
+		pending int // position of the pending invoke; -1 when none
+		op      *resourceOp
+	}
+	procs := map[string]*proc{}
 	active := map[procKey]*Belief{}
 	openFaults := map[int]int{} // fault ID → index in a.faults
-	clients := map[string]bool{}
 	var last int64
-	for i, e := range events {
+	for i := range events {
+		e := &events[i]
 		if e.Time < last {
 			a.problem(fmt.Sprintf("event %d at %s is earlier than the event before it (%s)", e.Index, Seconds(e.Time), Seconds(last)))
 		}
@@ -176,25 +227,40 @@ func analyze(events []history.Event) *analysis {
 			a.end = e.Time
 		}
 		if e.F == history.Nemesis || e.Process == history.ProcessNemesis {
-			a.nemesis(e, openFaults)
+			a.nemesis(*e, openFaults)
 			continue
 		}
-		clients[e.Process] = true
+		pr := procs[e.Process]
+		if pr == nil {
+			pr = &proc{pending: -1}
+			procs[e.Process] = pr
+		}
 		if e.Type == history.Invoke {
-			if prev, ok := pending[e.Process]; ok {
+			if pr.pending >= 0 {
+				prev := &events[pr.pending]
 				a.problem(fmt.Sprintf("process %s invoked %s (event %d) while its %s (event %d) was still pending",
 					e.Process, e.F, e.Index, prev.F, prev.Index))
 			}
-			pending[e.Process] = e
-			a.invoke(e, active)
+			pr.pending, pr.op = i, nil
+			if isResource(e.F) {
+				op := &resourceOp{inv: i, done: -1, lease: active[procKey{e.Process, e.Key}]}
+				if op.lease != nil {
+					op.lease.ResourceOps++
+				}
+				a.ops = append(a.ops, op)
+				pr.op = op
+			}
+			a.invoke(e, i, active)
 			continue
 		}
-		inv, ok := pending[e.Process]
-		if !ok {
+		p := pr.pending
+		if p < 0 {
 			a.problem(fmt.Sprintf("event %d: %s %s by %s completes no pending invoke", e.Index, e.F, e.Type, e.Process))
 			continue
 		}
-		delete(pending, e.Process)
+		op := pr.op
+		pr.pending, pr.op = -1, nil
+		inv := &events[p]
 		if inv.F != e.F {
 			a.problem(fmt.Sprintf("event %d: %s %s by %s completes a %s (event %d)", e.Index, e.F, e.Type, e.Process, inv.F, inv.Index))
 			continue
@@ -204,10 +270,29 @@ func analyze(events []history.Event) *analysis {
 				e.Index, e.F, e.Type, e.Process, e.Key, inv.Index, inv.Key))
 			continue
 		}
-		a.complete(inv, e, active)
+		if op != nil {
+			op.done = i
+			if op.lease != nil {
+				op.lease.lastOp = max(op.lease.lastOp, e.Time)
+			}
+			continue
+		}
+		a.complete(inv, e, p, i, active)
 	}
-	for _, inv := range sortedPending(pending) {
-		if inv.F == history.Acquire {
+	var pending []int
+	for _, pr := range procs {
+		if pr.pending >= 0 {
+			pending = append(pending, pr.pending)
+			if pr.op != nil && pr.op.lease != nil {
+				// Still in flight when the history ended: the critical
+				// section lasted at least that long.
+				pr.op.lease.lastOp = max(pr.op.lease.lastOp, a.end)
+			}
+		}
+	}
+	sort.Ints(pending)
+	for _, p := range pending {
+		if inv := &events[p]; inv.F == history.Acquire {
 			k := a.key(inv.Key)
 			k.Pending++
 			k.Attempts = append(k.Attempts, Attempt{Client: inv.Process, Key: inv.Key, Invoke: inv.Time,
@@ -222,15 +307,46 @@ func analyze(events []history.Event) *analysis {
 			a.faults[i].End = max(a.end, a.faults[i].Start)
 		}
 	}
-	for c := range clients {
-		a.clients = append(a.clients, c)
+	for c := range procs {
+		if c != history.ProcessInit && c != history.ProcessFinal {
+			a.clients = append(a.clients, c)
+		}
 	}
 	SortNatural(a.clients)
 	for _, k := range a.keys {
-		sort.SliceStable(k.Beliefs, func(i, j int) bool { return k.Beliefs[i].Start < k.Beliefs[j].Start })
-		sort.SliceStable(k.Attempts, func(i, j int) bool { return k.Attempts[i].Invoke < k.Attempts[j].Invoke })
+		slices.SortStableFunc(k.Beliefs, func(x, y Belief) int { return cmp.Compare(x.Start, y.Start) })
+		slices.SortStableFunc(k.Attempts, func(x, y Attempt) int { return cmp.Compare(x.Invoke, y.Invoke) })
 	}
 	return a
+}
+
+// presize counts the acquire completions of each key so that its beliefs
+// and attempts are allocated once: on a history of millions of events,
+// growing them is most of the analysis's time and garbage.
+func (a *analysis) presize(events []history.Event) {
+	type count struct{ ok, other int }
+	counts := map[string]*count{}
+	for i := range events {
+		e := &events[i]
+		if e.F != history.Acquire || e.Type == history.Invoke {
+			continue
+		}
+		c := counts[e.Key]
+		if c == nil {
+			c = &count{}
+			counts[e.Key] = c
+		}
+		if e.Type == history.OK {
+			c.ok++
+		} else {
+			c.other++
+		}
+	}
+	for k, c := range counts {
+		info := a.key(k)
+		info.Beliefs = make([]Belief, 0, c.ok)
+		info.Attempts = make([]Attempt, 0, c.other)
+	}
 }
 
 func (a *analysis) problem(s string) { a.problems = append(a.problems, s) }
@@ -271,8 +387,7 @@ func (a *analysis) nemesis(e history.Event, open map[int]int) {
 	}
 }
 
-func (a *analysis) invoke(e history.Event, active map[procKey]*Belief) {
-	pk := procKey{e.Process, e.Key}
+func (a *analysis) invoke(e *history.Event, pos int, active map[procKey]*Belief) {
 	switch e.F {
 	case history.Release:
 		a.key(e.Key).Releases++
@@ -281,11 +396,11 @@ func (a *analysis) invoke(e history.Event, active map[procKey]*Belief) {
 		// A client that asks for a lock again no longer believes it holds
 		// it; without this a non-reentrant re-acquire would read as the
 		// client overlapping with itself.
-		a.close(active, pk, e.Time, e.Index, EndReacquire)
+		a.close(active, procKey{e.Process, e.Key}, e.Time, e.Index, EndReacquire)
 	}
 }
 
-func (a *analysis) complete(inv, e history.Event, active map[procKey]*Belief) {
+func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[procKey]*Belief) {
 	pk := procKey{inv.Process, inv.Key}
 	switch inv.F {
 	case history.Acquire:
@@ -293,9 +408,7 @@ func (a *analysis) complete(inv, e history.Event, active map[procKey]*Belief) {
 		switch e.Type {
 		case history.OK:
 			k.Acquired++
-			active[pk] = &Belief{Client: inv.Process, Key: inv.Key, Value: lockValue(inv, e), Invoke: inv.Time, Start: e.Time,
-				Deadline: e.Deadline, Nodes: e.Nodes, Token: e.Token,
-				InvokeIndex: inv.Index, OKIndex: e.Index, EndIndex: -1}
+			active[pk] = newBelief(inv, e)
 		case history.Fail, history.Info:
 			if e.Type == history.Fail {
 				k.Failed++
@@ -324,18 +437,23 @@ func (a *analysis) complete(inv, e history.Event, active map[procKey]*Belief) {
 			// the client believes again from here: that is a new claim.
 			a.close(active, pk, e.Time, -1, "")
 			a.key(inv.Key).Acquired++
-			active[procKey{inv.Process, inv.Key}] = &Belief{Client: inv.Process, Key: inv.Key, Value: lockValue(inv, e), Invoke: inv.Time, Start: e.Time,
-				Deadline: e.Deadline, Nodes: e.Nodes, Token: e.Token,
-				InvokeIndex: inv.Index, OKIndex: e.Index, EndIndex: -1}
+			active[procKey{inv.Process, inv.Key}] = newBelief(inv, e)
 			a.notes = append(a.notes, fmt.Sprintf("extend by %s at event %d succeeded after its lease had lapsed", inv.Process, e.Index))
 		}
 	}
 }
 
-// close ends pk's belief at min(deadline, at). reason says why the client
-// stopped at at (EndRelease, EndReacquire); "" means nothing the client did
-// ended it (the history ran out, or the lease lapsed), so only the deadline
-// can.
+func newBelief(inv, ok *history.Event) *Belief {
+	return &Belief{Client: inv.Process, Key: inv.Key, Value: lockValue(inv, ok), Invoke: inv.Time, Start: ok.Time,
+		Deadline: ok.Deadline, Nodes: ok.Nodes, Token: ok.Token,
+		InvokeIndex: inv.Index, OKIndex: ok.Index, EndIndex: -1}
+}
+
+// close ends pk's belief at min(deadline, at) for P1 and its critical
+// section at at for P2. reason says why the client stopped at at
+// (EndRelease, EndReacquire); "" means nothing the client did ended it (the
+// history ran out, or the lease lapsed), so only the deadline can end P1, and
+// P2 ends with the lease's last resource operation if that came later.
 func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64, reason string) {
 	b := active[pk]
 	delete(active, pk)
@@ -355,6 +473,14 @@ func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64
 	if b.End < b.Start {
 		b.End = b.Start
 	}
+	switch {
+	case reason != "":
+		b.CSEnd, b.CSEndReason = max(at, b.Start), reason
+	case b.EndReason != EndOpen && b.lastOp > b.End:
+		b.CSEnd, b.CSEndReason = b.lastOp, EndLastOp
+	default:
+		b.CSEnd, b.CSEndReason = b.End, b.EndReason
+	}
 	k := a.key(pk.key)
 	k.Beliefs = append(k.Beliefs, *b)
 }
@@ -363,31 +489,42 @@ func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64
 // identifies the lease even when the client has since continued under a new
 // process id (after an unknown outcome, as in Jepsen); without a value, the
 // process and key do.
-func holderOf(active map[procKey]*Belief, e history.Event) procKey {
-	if v := e.StringValue(); v != "" {
-		for pk, b := range active {
-			if b.Key == e.Key && b.Value == v {
-				return pk
-			}
+func holderOf(active map[procKey]*Belief, e *history.Event) procKey {
+	pk := procKey{e.Process, e.Key}
+	v := stringValue(e)
+	if v == "" {
+		return pk
+	}
+	if b := active[pk]; b != nil && b.Value == v {
+		return pk
+	}
+	for k, b := range active {
+		if b.Key == e.Key && b.Value == v {
+			return k
 		}
 	}
-	return procKey{e.Process, e.Key}
+	return pk
 }
 
-func lockValue(inv, ok history.Event) string {
-	if v := ok.StringValue(); v != "" {
+func lockValue(inv, ok *history.Event) string {
+	if v := stringValue(ok); v != "" {
 		return v
 	}
-	return inv.StringValue()
+	return stringValue(inv)
 }
 
-func sortedPending(m map[string]history.Event) []history.Event {
-	out := make([]history.Event, 0, len(m))
-	for _, e := range m {
-		out = append(out, e)
+// stringValue is e.StringValue without the JSON decoder for the common case
+// (a quoted string without escapes): it runs for every acquire and release
+// of long histories.
+func stringValue(e *history.Event) string {
+	v := e.Value
+	if len(v) == 0 {
+		return ""
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
-	return out
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && !bytes.ContainsAny(v[1:len(v)-1], `"\`) {
+		return string(v[1 : len(v)-1])
+	}
+	return e.StringValue()
 }
 
 func sortedActive(m map[procKey]*Belief) []procKey {

@@ -1,16 +1,35 @@
-// Package checker decides whether a run kept its promises: the lease-lock
-// check (did two clients ever believe they held the same lock at once?) with
-// porcupine, and a three-valued verdict that never reports a pass it cannot
+// Package checker decides whether a run kept its promises, from its history
+// alone, with a three-valued verdict that never reports a pass it cannot
 // back.
+//
+// Properties:
+//
+//   - lease-lock (P1): no two clients believed they held the same lock at
+//     once, a belief lasting from the acquire's ok to min(validity deadline,
+//     release). Clock jumps, amnesia and failover break it. Porcupine's
+//     mutex model over belief intervals.
+//   - critical-section (P2): the same with a belief lasting until the
+//     critical section actually ended (the release, or the lease's last
+//     resource operation). A client pause breaks it, though the lock kept
+//     its promise.
+//   - counter: every critical section was an atomic read-then-write
+//     (porcupine, register model); lost updates counted and named.
+//   - bank: the total is conserved and no balance goes negative, in exact
+//     decimals; the first transfer that broke it named.
+//   - set: every acknowledged add is in the final read.
+//   - fencing: the tokens the storage accepted strictly increase.
+//
+// P1 always decides the verdict. Where the run guarded a resource, the
+// resource checks decide and P2 explains (a fenced resource stays correct
+// though critical sections overlap: that is what fencing is for); where it
+// did not, P2 decides.
 package checker
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"time"
 
@@ -44,7 +63,7 @@ func (v Verdict) ExitCode() int {
 	return 2
 }
 
-// DefaultTimeout bounds the porcupine search when no WithTimeout is given.
+// DefaultTimeout bounds each porcupine search when no WithTimeout is given.
 const DefaultTimeout = 30 * time.Second
 
 // MaxViolations caps the violations a Result lists; ViolationCount has the
@@ -52,18 +71,23 @@ const DefaultTimeout = 30 * time.Second
 // the failure.
 const MaxViolations = 100
 
+// MaxNotes caps the notes a Result lists, for the same reason: a long run
+// can trip the same oddity on every operation, and a report that repeats it
+// 40,000 times hides everything else.
+const MaxNotes = 50
+
 // Option configures Check.
 type Option func(*config)
 
 type config struct {
 	timeout    time.Duration
 	incomplete string
-	// check is porcupine.CheckOperationsVerbose; tests replace it to reach
-	// the timeout path without depending on scheduling.
+	// check runs porcupine for the lease-lock properties; tests replace it
+	// to reach the timeout path without depending on scheduling.
 	check func(porcupine.Model, []porcupine.Operation, time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo)
 }
 
-// WithTimeout bounds the porcupine search; 0 means no bound. A search that
+// WithTimeout bounds each porcupine search; 0 means no bound. A search that
 // runs out of time yields Unknown.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
@@ -73,12 +97,12 @@ func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = 
 func Incomplete(reason string) Option { return func(c *config) { c.incomplete = reason } }
 
 // Violation is one pair of clients that believed they held the same lock at
-// the same time.
+// the same time (P1), or were in their critical sections at once (P2).
 type Violation struct {
 	Key     string    `json:"key"`
 	Clients [2]string `json:"clients"`
-	// From and To bound the overlap of the two belief intervals (ns since
-	// the run started).
+	// From and To bound the overlap of the two intervals (ns since the
+	// run started).
 	From int64 `json:"from"`
 	To   int64 `json:"to"`
 	// Faults are the nemesis faults active at any time from the first of
@@ -89,17 +113,48 @@ type Violation struct {
 	Text   string        `json:"text"`
 }
 
-// Result is the outcome of the lease-lock check. It is what result.json
-// carries.
+// Property names, as Result.Properties lists them.
+const (
+	PropLeaseLock       = "lease-lock (P1)"
+	PropCriticalSection = "critical-section (P2)"
+	PropCounter         = "counter"
+	PropBank            = "bank"
+	PropSet             = "set"
+	PropFencing         = "fencing"
+)
+
+// Property is the verdict of one property.
+type Property struct {
+	Name    string  `json:"name"`
+	Verdict Verdict `json:"verdict"`
+	Reason  string  `json:"reason"`
+	// Decides says whether the property is part of Result.Verdict; P2 only
+	// explains where a resource was checked.
+	Decides bool `json:"decides"`
+}
+
+// IntervalResult is the outcome of an interval property (P2; P1's is the
+// top level of Result, where it has always been).
+type IntervalResult struct {
+	Verdict        Verdict     `json:"verdict"`
+	Reason         string      `json:"reason"`
+	Violations     []Violation `json:"violations,omitempty"`
+	ViolationCount int         `json:"violation_count"`
+	Ops            int         `json:"ops"`
+}
+
+// Result is the outcome of Check. It is what result.json carries.
 type Result struct {
+	// Verdict combines the properties that decide (see Properties).
 	Verdict Verdict `json:"verdict"`
 	// Reason says in words why the verdict is what it is.
-	Reason     string      `json:"reason"`
+	Reason string `json:"reason"`
+	// Violations are P1's overlapping beliefs.
 	Violations []Violation `json:"violations,omitempty"`
 	// ViolationCount is the number of overlapping pairs found; Violations
 	// lists at most MaxViolations of them.
 	ViolationCount int `json:"violation_count"`
-	// Ops is the number of porcupine operations checked.
+	// Ops is the number of porcupine operations of the P1 check.
 	Ops     int       `json:"ops"`
 	Keys    []KeyInfo `json:"keys,omitempty"`
 	Clients []string  `json:"clients,omitempty"`
@@ -112,6 +167,19 @@ type Result struct {
 	// CheckTime is how long the check took.
 	CheckTime time.Duration `json:"check_ns"`
 
+	// Properties lists each property checked with its own verdict.
+	Properties []Property `json:"properties,omitempty"`
+	// CriticalSection is P2.
+	CriticalSection *IntervalResult `json:"critical_section,omitempty"`
+	// The resource checks, present when the history has such a resource.
+	Counter *CounterResult `json:"counter,omitempty"`
+	Bank    *BankResult    `json:"bank,omitempty"`
+	Set     *SetResult     `json:"set,omitempty"`
+	Fencing *FencingResult `json:"fencing,omitempty"`
+	// Visualized names the property whose failing window
+	// WriteVisualization shows.
+	Visualized string `json:"visualized,omitempty"`
+
 	viz *visualization
 }
 
@@ -122,17 +190,17 @@ var ErrNoVisualization = errors.New("checker: no porcupine visualization for thi
 // HasVisualization reports whether WriteVisualization has something to write.
 func (r *Result) HasVisualization() bool { return r.viz != nil }
 
-// Check runs the lease-lock check on a history.
+// Check checks a history against every property it has the operations for.
 //
-// For each acquire the client saw succeed there is an acquire(c) operation
-// over its [invoke, ok] interval and a zero-length expire(c) at
-// min(validity deadline, invoke of the client's next release of that key).
-// Failed, unknown and pending acquires are not operations: the client never
-// believed it held the lock, and an unknown outcome kept as an operation
-// makes the search explode. They are reported as attempts.
+// For the lease-lock properties each acquire the client saw succeed is an
+// acquire(c) operation over its [invoke, ok] interval and a zero-length
+// expire(c) at the end of the belief. Failed, unknown and pending acquires
+// are not operations: the client never believed it held the lock, and an
+// unknown outcome kept as an operation makes the search explode. They are
+// reported as attempts.
 func Check(events []history.Event, opts ...Option) (res Result) {
 	started := time.Now()
-	cfg := config{timeout: DefaultTimeout, check: porcupine.CheckOperationsVerbose}
+	cfg := config{timeout: DefaultTimeout, check: checkQuiet}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -150,7 +218,11 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 		return Result{Verdict: Unknown, Reason: "no operations recorded"}
 	}
 	a := analyze(events)
-	res = Result{End: a.end, Clients: a.clients, Faults: a.faults, Notes: a.notes}
+	res = Result{End: a.end, Clients: a.clients, Faults: a.faults}
+	defer func() {
+		// The checks add notes as they go.
+		res.Notes = capNotes(append(a.notes, res.Notes...))
+	}()
 	for _, k := range sortedKeys(a.keys) {
 		res.Keys = append(res.Keys, *a.keys[k])
 	}
@@ -160,194 +232,101 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 		return res
 	}
 
-	ops := operations(res.Keys, a.clients)
-	res.Ops = len(ops)
-	if len(ops) == 0 {
-		res.Verdict = Unknown
-		if countAttempts(res.Keys) == 0 {
-			res.Reason = "no operations recorded"
-		} else {
-			res.Reason = "no acquire succeeded, so mutual exclusion was never tested"
-		}
-		return res
+	p1 := checkIntervals(&cfg, res.Keys, res.Clients, res.Faults, false, nil)
+	res.Verdict, res.Reason, res.Violations, res.ViolationCount, res.Ops =
+		p1.res.Verdict, p1.res.Reason, p1.res.Violations, p1.res.ViolationCount, p1.res.Ops
+	var reuse *intervalCheck
+	if sameIntervals(res.Keys) {
+		reuse = &p1
 	}
+	p2 := checkIntervals(&cfg, res.Keys, res.Clients, res.Faults, true, reuse)
+	res.CriticalSection = &p2.res
 
-	model := MutexModel()
-	outcome, _ := cfg.check(model, ops, cfg.timeout)
-	all := overlaps(res.Keys, res.Faults)
-	res.ViolationCount = len(all)
-	if len(all) > MaxViolations {
-		all = all[:MaxViolations]
-	}
-	res.Violations = all
+	rc := checkResources(a, &cfg)
+	res.Counter, res.Bank, res.Set, res.Fencing = rc.counter, rc.bank, rc.set, rc.fencing
+	a.notes = append(a.notes, rc.notes...)
 
-	switch {
-	case outcome == porcupine.Illegal && len(all) > 0:
-		res.Verdict = Invalid
-		res.Reason = fmt.Sprintf("mutual exclusion violated: %d overlapping belief interval(s)", res.ViolationCount)
-	case outcome == porcupine.Illegal:
-		res.Verdict = Invalid
-		res.Reason = "mutual exclusion violated: porcupine found no order of the acquires and expiries " +
-			"in which one client at a time held the lock, though no two belief intervals overlap by more than an instant"
-	case len(all) > 0:
-		// Two overlapping belief intervals are a counterexample on their
-		// own: whichever acquire took effect first, the other took effect
-		// before it expired. That holds whatever porcupine said.
-		res.Verdict = Invalid
-		res.Reason = fmt.Sprintf("mutual exclusion violated: %d overlapping belief interval(s) (porcupine: %s)",
-			res.ViolationCount, strings.ToLower(string(outcome)))
-	case outcome == porcupine.Unknown:
-		res.Verdict = Unknown
-		res.Reason = fmt.Sprintf("porcupine did not finish within %s", cfg.timeout)
-		return res
-	default:
-		res.Verdict = Valid
-		res.Reason = fmt.Sprintf("%d successful acquire(s) on %d key(s): no two clients believed they held the same lock at once",
-			countBeliefs(res.Keys), len(res.Keys))
+	guarded := rc.any()
+	res.Properties = []Property{
+		{PropLeaseLock, p1.res.Verdict, p1.res.Reason, true},
+		{PropCriticalSection, p2.res.Verdict, p2.res.Reason, !guarded},
 	}
+	res.Properties = append(res.Properties, rc.properties()...)
+	res.Verdict, res.Reason = combine(res.Properties)
+
 	if res.Verdict == Valid && cfg.incomplete != "" {
 		res.Verdict = Unknown
 		res.Reason = "the history is incomplete (" + cfg.incomplete + "); its prefix shows no violation"
 	}
-	if res.Verdict == Invalid {
-		res.viz = failingWindow(model, ops, res, outcome == porcupine.Illegal, cfg.timeout)
-	}
+	res.Visualized, res.viz = pickVisualization(&cfg, &res, p1, p2, rc)
 	return res
 }
 
-// operations builds the porcupine history from belief intervals.
-func operations(keys []KeyInfo, clients []string) []porcupine.Operation {
-	ids := make(map[string]int, len(clients))
-	for i, c := range clients {
-		ids[c] = i
-	}
-	var ops []porcupine.Operation
-	for _, k := range keys {
-		for _, b := range k.Beliefs {
-			meta := fmt.Sprintf("%s: events %d→%d", b.Client, b.InvokeIndex, b.OKIndex)
-			ops = append(ops, porcupine.Operation{
-				ClientId: ids[b.Client],
-				Input:    MutexInput{Op: OpAcquire, Client: b.Client, Key: b.Key},
-				Call:     b.Invoke,
-				Return:   b.Start,
-				Metadata: meta,
-			})
-			if b.EndReason == EndOpen {
-				// Held to the end of the history: no expiry to check.
+// checkQuiet runs porcupine without the linearization info a visualization
+// needs: that info costs memory for every partition, and only the failing
+// window is ever drawn (WriteVisualization checks it again, verbosely).
+func checkQuiet(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo) {
+	return porcupine.CheckOperationsTimeout(m, ops, timeout), porcupine.LinearizationInfo{}
+}
+
+// combine folds the deciding properties into one verdict: any invalid makes
+// it invalid, else any unknown makes it unknown. The reason names what
+// decided; P2 is left out of an invalid reason that P1 already gives, since
+// P2's intervals contain P1's.
+func combine(props []Property) (Verdict, string) {
+	var invalid, unknown, valid []string
+	p1Invalid := false
+	seen := map[string]bool{}
+	for _, p := range props {
+		if !p.Decides || seen[p.Reason] {
+			continue
+		}
+		seen[p.Reason] = true
+		switch p.Verdict {
+		case Invalid:
+			if p.Name == PropLeaseLock {
+				p1Invalid = true
+			}
+			if p.Name == PropCriticalSection && p1Invalid {
 				continue
 			}
-			ops = append(ops, porcupine.Operation{
-				ClientId: ids[b.Client],
-				Input:    MutexInput{Op: OpExpire, Client: b.Client, Key: b.Key},
-				Call:     b.End,
-				Return:   b.End,
-				Metadata: fmt.Sprintf("%s: belief ended (%s)", b.Client, b.EndReason),
-			})
+			invalid = append(invalid, p.Reason)
+		case Valid:
+			valid = append(valid, p.Reason)
+		default:
+			unknown = append(unknown, p.Reason)
 		}
 	}
-	return ops
-}
-
-// overlaps finds every pair of beliefs of different clients on one key that
-// overlap for more than an instant, or where one is an instant strictly
-// inside the other. Touching intervals do not count: porcupine's intervals
-// are closed, so an acquire may take effect at the very instant of the
-// previous holder's expiry.
-func overlaps(keys []KeyInfo, faults []FaultWindow) []Violation {
-	var out []Violation
-	for _, k := range keys {
-		bs := k.Beliefs // sorted by Start
-		for i := range bs {
-			for j := i + 1; j < len(bs) && bs[j].Start <= beliefEnd(bs[i]); j++ {
-				x, y := bs[i], bs[j]
-				if x.Client == y.Client {
-					continue
-				}
-				from, to := max(x.Start, y.Start), min(beliefEnd(x), beliefEnd(y))
-				if !(from < to || (from == to && (strictlyInside(from, x) || strictlyInside(from, y)))) {
-					continue
-				}
-				out = append(out, violation(k.Key, x, y, from, to, faults))
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].From < out[j].From })
-	return out
-}
-
-func strictlyInside(t int64, b Belief) bool { return b.Start < t && t < beliefEnd(b) }
-
-// beliefEnd is End, except that an open belief (no deadline, no release)
-// never ended: its End is only where the history stops.
-func beliefEnd(b Belief) int64 {
-	if b.EndReason == EndOpen {
-		return math.MaxInt64
-	}
-	return b.End
-}
-
-func violation(key string, x, y Belief, from, to int64, faults []FaultWindow) Violation {
-	v := Violation{Key: key, Clients: [2]string{x.Client, y.Client}, From: from, To: to}
-	since := min(x.Invoke, y.Invoke)
-	var labels []string
-	for _, f := range faults {
-		if f.Start <= to && f.End >= since {
-			v.Faults = append(v.Faults, f)
-			labels = append(labels, faultWhen(f))
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s and %s both believed they held lock %q from %s to %s (%s)",
-		x.Client, y.Client, key, Seconds(from), Seconds(to), Seconds(to-from))
-	if len(labels) > 0 {
-		b.WriteString("; active faults: " + strings.Join(labels, "; "))
-	} else {
-		b.WriteString("; no fault was active")
-	}
-	v.Text = b.String()
-	return v
-}
-
-func faultWhen(f FaultWindow) string {
 	switch {
-	case f.End == f.Start:
-		return fmt.Sprintf("%s at %s", f.Label(), Seconds(f.Start))
-	case !f.Healed:
-		return fmt.Sprintf("%s from %s, never healed", f.Label(), Seconds(f.Start))
+	case len(invalid) > 0:
+		return Invalid, strings.Join(invalid, "; ")
+	case len(unknown) > 0:
+		return Unknown, strings.Join(unknown, "; ")
 	}
-	return fmt.Sprintf("%s %s–%s", f.Label(), Seconds(f.Start), Seconds(f.End))
+	return Valid, strings.Join(valid, "; ")
 }
 
-func sortedKeys(m map[string]*KeyInfo) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// pickVisualization chooses the failing window to show: P1's if the lock
+// broke its promise, else the counter's, else P2's overlap (which explains a
+// bank or set violation, or decides a lock-only run).
+func pickVisualization(cfg *config, res *Result, p1, p2 intervalCheck, rc resourceChecks) (string, *visualization) {
+	if res.Verdict != Invalid {
+		return "", nil
 	}
-	sort.Strings(out)
-	return out
-}
-
-func countAttempts(keys []KeyInfo) int {
-	n := 0
-	for _, k := range keys {
-		n += len(k.Attempts)
+	if p1.res.Verdict == Invalid {
+		if v := p1.window(cfg, res); v != nil {
+			return PropLeaseLock, v
+		}
 	}
-	return n
-}
-
-func countBeliefs(keys []KeyInfo) int {
-	n := 0
-	for _, k := range keys {
-		n += len(k.Beliefs)
+	if rc.counterViz != nil {
+		return PropCounter, rc.counterViz(res.Faults)
 	}
-	return n
-}
-
-func joinFirst(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, "; ")
+	if p2.res.Verdict == Invalid {
+		if v := p2.window(cfg, res); v != nil {
+			return PropCriticalSection, v
+		}
 	}
-	return strings.Join(items[:n], "; ") + fmt.Sprintf("; and %d more", len(items)-n)
+	return "", nil
 }
 
 // visualization is what WriteVisualization needs: only the failing window,
@@ -379,46 +358,10 @@ func (r *Result) WriteVisualization(w io.Writer) (err error) {
 	return nil
 }
 
-// failingWindow picks the partitions porcupine rejects (or, when porcupine
-// did not decide, those holding a violation) and renumbers their clients
-// densely so the visualization has no empty lanes.
-func failingWindow(model porcupine.Model, ops []porcupine.Operation, res Result, illegal bool, timeout time.Duration) *visualization {
-	var picked []porcupine.Operation
-	for _, part := range model.Partition(append([]porcupine.Operation(nil), ops...)) {
-		// Pieces are small after the quiescent split, so re-checking each
-		// is cheap; it finds the failing one even when no two belief
-		// intervals overlap.
-		if holdsViolation(part, res.Violations) ||
-			illegal && porcupine.CheckOperationsTimeout(model, part, timeout) == porcupine.Illegal {
-			picked = append(picked, part...)
-		}
-	}
-	if len(picked) == 0 {
-		return nil
-	}
-	from, to := picked[0].Call, picked[0].Return
-	dense := map[string]int{}
-	keys := map[string]bool{}
-	var names []string
-	for _, op := range picked {
-		from, to = min(from, op.Call), max(to, op.Return)
-		keys[inputOf(op).Key] = true
-		c := inputOf(op).Client
-		if _, ok := dense[c]; !ok {
-			dense[c] = 0
-			names = append(names, c)
-		}
-	}
-	SortNatural(names)
-	for i, c := range names {
-		dense[c] = i
-	}
-	for i := range picked {
-		picked[i].ClientId = dense[inputOf(picked[i]).Client]
-	}
-
+// faultAnnotations shades the faults active in [from, to].
+func faultAnnotations(faults []FaultWindow, from, to int64) []porcupine.Annotation {
 	var anns []porcupine.Annotation
-	for _, f := range res.Faults {
+	for _, f := range faults {
 		if f.End < from || f.Start > to {
 			continue
 		}
@@ -431,49 +374,7 @@ func failingWindow(model porcupine.Model, ops []porcupine.Operation, res Result,
 			BackgroundColor: faultColor(f.Kind),
 		})
 	}
-	for _, k := range res.Keys {
-		if !keys[k.Key] {
-			continue
-		}
-		for _, at := range k.Attempts {
-			if at.End < from || at.Invoke > to {
-				continue
-			}
-			id, ok := dense[at.Client]
-			if !ok {
-				// A client that only failed in this window still gets
-				// a lane: its failures are part of the story.
-				id = len(dense)
-				dense[at.Client] = id
-			}
-			anns = append(anns, porcupine.Annotation{
-				ClientId:        id,
-				Start:           max(at.Invoke, from),
-				End:             min(at.End, to),
-				Description:     fmt.Sprintf("%s acquire %q: %s", at.Client, at.Key, at.Outcome),
-				Details:         at.Err,
-				BackgroundColor: "#e5e5e5",
-			})
-		}
-	}
-	return &visualization{model: model, ops: picked, annotations: anns, timeout: timeout}
-}
-
-func holdsViolation(part []porcupine.Operation, vs []Violation) bool {
-	if len(part) == 0 {
-		return false
-	}
-	key := inputOf(part[0]).Key
-	from, to := part[0].Call, part[0].Return
-	for _, op := range part {
-		from, to = min(from, op.Call), max(to, op.Return)
-	}
-	for _, v := range vs {
-		if v.Key == key && v.From <= to && v.To >= from {
-			return true
-		}
-	}
-	return false
+	return anns
 }
 
 func detailSuffix(d string) string {
@@ -493,7 +394,41 @@ func faultColor(kind string) string {
 	return "#dde7ff"
 }
 
-func inputOf(op porcupine.Operation) MutexInput {
-	in, _ := op.Input.(MutexInput)
-	return in
+func faultWhen(f FaultWindow) string {
+	switch {
+	case f.End == f.Start:
+		return fmt.Sprintf("%s at %s", f.Label(), Seconds(f.Start))
+	case !f.Healed:
+		return fmt.Sprintf("%s from %s, never healed", f.Label(), Seconds(f.Start))
+	}
+	return fmt.Sprintf("%s %s–%s", f.Label(), Seconds(f.Start), Seconds(f.End))
+}
+
+// faultsDuring are the faults active at any time in [from, to], as labels.
+func faultsDuring(faults []FaultWindow, from, to int64) ([]FaultWindow, []string) {
+	var out []FaultWindow
+	var labels []string
+	for _, f := range faults {
+		if f.Start <= to && f.End >= from {
+			out = append(out, f)
+			labels = append(labels, faultWhen(f))
+		}
+	}
+	return out, labels
+}
+
+func joinFirst(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return strings.Join(items[:n], "; ") + fmt.Sprintf("; and %d more", len(items)-n)
+}
+
+// capNotes keeps the first MaxNotes notes and says how many were left out.
+func capNotes(notes []string) []string {
+	if len(notes) <= MaxNotes {
+		return notes
+	}
+	out := append([]string(nil), notes[:MaxNotes]...)
+	return append(out, fmt.Sprintf("… and %d more note(s) not listed", len(notes)-MaxNotes))
 }

@@ -546,3 +546,17 @@ func TestExitCodes(t *testing.T) {
 		t.Error("exit codes do not follow Jepsen's 0/1/2")
 	}
 }
+
+func TestNotesAreCapped(t *testing.T) {
+	notes := make([]string, MaxNotes+7)
+	for i := range notes {
+		notes[i] = "note " + itoa(i)
+	}
+	got := capNotes(notes)
+	if len(got) != MaxNotes+1 || got[0] != "note 0" || got[MaxNotes] != "… and 7 more note(s) not listed" {
+		t.Errorf("capNotes kept %d notes, last %q", len(got), got[len(got)-1])
+	}
+	if short := capNotes(notes[:3]); len(short) != 3 {
+		t.Errorf("capNotes changed a short list: %q", short)
+	}
+}

@@ -1,8 +1,11 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -37,7 +40,11 @@ type MutexInput struct {
 // earlier operation returned before the next one is called, and every acquire
 // so far has its expire): the checker's memory grows with the square of a
 // partition's length, and a lock that is free with nothing in flight starts
-// each piece from the initial state.
+// each piece from the initial state. The pieces are then packed into batches
+// of up to batchOps operations, because porcupine runs one goroutine per
+// partition and a long history has hundreds of thousands of pieces; a batch
+// of pieces separated by quiescent points is linearizable exactly when each
+// piece is.
 func MutexModel() porcupine.Model {
 	return porcupine.Model{
 		Partition: partitionMutex,
@@ -57,12 +64,7 @@ func MutexModel() porcupine.Model {
 			}
 			return "free"
 		},
-		DescribeOperationMetadata: func(info interface{}) string {
-			if s, ok := info.(string); ok {
-				return s
-			}
-			return ""
-		},
+		DescribeOperationMetadata: describeMeta,
 	}
 }
 
@@ -87,45 +89,159 @@ func stepMutex(state, input, _ interface{}) (bool, interface{}) {
 	return false, state
 }
 
+func describeMeta(info interface{}) string {
+	switch m := info.(type) {
+	case string:
+		return m
+	case fmt.Stringer:
+		return m.String()
+	}
+	return ""
+}
+
 func partitionMutex(ops []porcupine.Operation) [][]porcupine.Operation {
-	byKey := map[string][]porcupine.Operation{}
-	for _, op := range ops {
-		key := ""
-		if in, ok := op.Input.(MutexInput); ok {
-			key = in.Key
-		}
-		byKey[key] = append(byKey[key], op)
-	}
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var out [][]porcupine.Operation
-	for _, k := range keys {
-		out = append(out, splitQuiescent(byKey[k])...)
+	for _, group := range byKey(ops) {
+		// The pieces of a key are adjacent in group, so a batch is a
+		// subslice of it: nothing is copied. A batch closes once it
+		// holds batchOps operations.
+		cuts := quiescentCuts(group)
+		start := 0
+		for _, c := range cuts[1:] {
+			if c-start >= batchOps {
+				out = append(out, group[start:c:c])
+				start = c
+			}
+		}
+		if start < len(group) {
+			out = append(out, group[start:])
+		}
 	}
 	return out
 }
 
+// batchOps is the size a batch of pieces grows to: small enough that
+// porcupine's n² cache stays small, large enough that a long history makes
+// few goroutines.
+const batchOps = 512
+
+// batch concatenates consecutive pieces of one key into partitions of at
+// most n operations (a larger piece stays whole).
+func batch(pieces [][]porcupine.Operation, n int) [][]porcupine.Operation {
+	var out [][]porcupine.Operation
+	var cur []porcupine.Operation
+	for _, p := range pieces {
+		if len(cur) > 0 && len(cur)+len(p) > n {
+			out = append(out, cur)
+			cur = nil
+		}
+		if cur == nil && len(p) >= n {
+			out = append(out, p)
+			continue
+		}
+		cur = append(cur, p...)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// mutexPieces splits by key, then at quiescent points.
+func mutexPieces(ops []porcupine.Operation) [][]porcupine.Operation {
+	var out [][]porcupine.Operation
+	for _, group := range byKey(ops) {
+		out = append(out, splitQuiescent(group)...)
+	}
+	return out
+}
+
+// byKey groups operations by key, in key order. The checker builds them
+// grouped already, so that case only slices.
+func byKey(ops []porcupine.Operation) [][]porcupine.Operation {
+	var groups [][]porcupine.Operation
+	seen := map[string]bool{}
+	start := 0
+	grouped := true
+	for i := 1; i <= len(ops) && grouped; i++ {
+		if i < len(ops) && inputOf(ops[i]).Key == inputOf(ops[start]).Key {
+			continue
+		}
+		k := inputOf(ops[start]).Key
+		if seen[k] {
+			grouped = false
+			break
+		}
+		seen[k] = true
+		groups = append(groups, ops[start:i:i])
+		start = i
+	}
+	if grouped {
+		slices.SortFunc(groups, func(a, b []porcupine.Operation) int {
+			return strings.Compare(inputOf(a[0]).Key, inputOf(b[0]).Key)
+		})
+		return groups
+	}
+	m := map[string][]porcupine.Operation{}
+	for _, op := range ops {
+		k := inputOf(op).Key
+		m[k] = append(m[k], op)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	groups = groups[:0]
+	for _, k := range keys {
+		groups = append(groups, m[k])
+	}
+	return groups
+}
+
+// splitQuiescent sorts ops by call and cuts them into pieces at quiescent
+// points.
 func splitQuiescent(ops []porcupine.Operation) [][]porcupine.Operation {
-	sort.SliceStable(ops, func(i, j int) bool {
-		if ops[i].Call != ops[j].Call {
-			return ops[i].Call < ops[j].Call
+	cuts := quiescentCuts(ops)
+	out := make([][]porcupine.Operation, len(cuts))
+	for i, c := range cuts {
+		end := len(ops)
+		if i+1 < len(cuts) {
+			end = cuts[i+1]
+		}
+		out[i] = ops[c:end:end]
+	}
+	return out
+}
+
+// quiescentCuts sorts ops by call and returns where each piece starts.
+func quiescentCuts(ops []porcupine.Operation) []int {
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int {
+		if a.Call != b.Call {
+			return cmp.Compare(a.Call, b.Call)
 		}
 		// An acquire and its zero-length expire can share a call time;
 		// the acquire must come first for the balance to stay meaningful.
-		return opOf(ops[i]) == OpAcquire && opOf(ops[j]) != OpAcquire
+		ai, bi := opOf(a) == OpAcquire, opOf(b) == OpAcquire
+		switch {
+		case ai && !bi:
+			return -1
+		case bi && !ai:
+			return 1
+		}
+		return 0
 	})
-	var out [][]porcupine.Operation
-	start, balance := 0, 0
+	if len(ops) == 0 {
+		return nil
+	}
+	cuts := []int{0}
+	balance := 0
 	var maxReturn int64
 	for i, op := range ops {
 		// Closed intervals: an operation called at the instant another
 		// returns is concurrent with it, so the cut needs a strict gap.
-		if i > start && balance == 0 && maxReturn < op.Call {
-			out = append(out, ops[start:i:i])
-			start = i
+		if i > cuts[len(cuts)-1] && balance == 0 && maxReturn < op.Call {
+			cuts = append(cuts, i)
 		}
 		maxReturn = max(maxReturn, op.Return)
 		switch opOf(op) {
@@ -135,10 +251,7 @@ func splitQuiescent(ops []porcupine.Operation) [][]porcupine.Operation {
 			balance--
 		}
 	}
-	if start < len(ops) {
-		out = append(out, ops[start:])
-	}
-	return out
+	return cuts
 }
 
 func opOf(op porcupine.Operation) MutexOp {

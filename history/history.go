@@ -67,7 +67,8 @@ type Event struct {
 	F       Func   `json:"f"`
 	Key     string `json:"key,omitempty"`
 	// Value is the operation's argument or result: the lock value for
-	// acquire/release, a number for read/write, a Fault for nemesis events.
+	// acquire/release, a Fault for nemesis events, and for operations on
+	// the protected resource the values described in values.go.
 	Value json.RawMessage `json:"value,omitempty"`
 	// Time is nanoseconds since the run started (harness monotonic clock).
 	Time int64 `json:"t"`

@@ -35,7 +35,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if sc.Nodes < 1 || len(sc.Clients) < 1 || sc.Lock.TTL <= 0 || len(sc.Steps) == 0 {
+		if sc.Nodes < 1 || len(sc.Clients) < 1 || sc.Lock.TTL <= 0 || len(sc.Steps) == 0 && !sc.Workload.Generated() {
 			t.Fatalf("accepted an unplayable scenario: %+v", sc)
 		}
 		known := map[string]bool{}

@@ -81,7 +81,7 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		}
 	}
 
-	r := &runner{sc: sc, rec: rec, logf: logf,
+	r := &runner{sc: sc, rec: rec, logf: logf, seed: opts.Seed,
 		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), streamNemesis)),
 		wlRand:  rand.New(rand.NewPCG(uint64(opts.Seed), streamWorkload)),
 	}
@@ -134,12 +134,14 @@ type runner struct {
 	logf    func(string, ...any)
 	nemRand *rand.Rand
 	wlRand  *rand.Rand
+	seed    int64
 
 	cluster *cluster.Local
 	net     *nemesis.Net
 	nem     *nemesis.Nemesis
 	clients map[string]*workload.Client
 	conns   []*redis.Client
+	wl      workloadRun
 	faults  faultRig
 }
 
@@ -177,7 +179,15 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir string) error {
 		eps = append(eps, nemesis.Endpoint{Name: n.Name(), Addr: n.Addr()})
 	}
 	r.logf("started %d redis-server nodes: %s", len(eps), r.nodeList())
-	if r.net, err = nemesis.NewNet(sc.Clients, eps); err != nil {
+	storage, err := r.startStorage(ctx, dir, cacheDir)
+	if err != nil {
+		return err
+	}
+	links := eps
+	if storage != nil {
+		links = append(append([]nemesis.Endpoint(nil), eps...), *storage)
+	}
+	if r.net, err = nemesis.NewNet(sc.Clients, links); err != nil {
 		return err
 	}
 	r.nem = nemesis.New(r.rec)
@@ -192,10 +202,17 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir string) error {
 		}
 		r.clients[name] = workload.NewClient(name, lock, r.rec)
 	}
-	return nil
+	return r.connectStorage()
 }
 
 func (r *runner) play(ctx context.Context) error {
+	if r.sc.Workload.Generated() {
+		return r.playGenerated(ctx)
+	}
+	return r.playSteps(ctx)
+}
+
+func (r *runner) playSteps(ctx context.Context) error {
 	for i, st := range r.sc.Steps {
 		if ctx.Err() != nil {
 			r.logf("interrupted before step %d", i+1)
@@ -294,6 +311,7 @@ func (r *runner) tearDown(ctx context.Context) error {
 	if r.cluster != nil {
 		errs = append(errs, r.cluster.Close(ctx))
 	}
+	errs = append(errs, r.closeStorage(ctx))
 	return errors.Join(errs...)
 }
 

@@ -43,6 +43,7 @@ type Scenario struct {
 	Nodes       int
 	Clients     []string
 	Lock        Lock
+	Workload    Workload
 	Steps       []Step
 	// File is where the scenario came from ("builtin/clock-jump.yaml" or a
 	// user path), for messages.
@@ -199,7 +200,12 @@ type lockSpec struct {
 }
 
 type workloadSpec struct {
-	Clients yaml.Node `yaml:"clients"`
+	Clients  yaml.Node `yaml:"clients"`
+	Kind     yaml.Node `yaml:"kind"`
+	Keys     yaml.Node `yaml:"keys"`
+	Duration yaml.Node `yaml:"duration"`
+	Think    yaml.Node `yaml:"think"`
+	Fencing  yaml.Node `yaml:"fencing"`
 }
 
 // sections lists the fields of each mapping, for "unknown field" errors.
@@ -207,7 +213,7 @@ var sections = map[string]struct{ name, fields string }{
 	"fileSpec":     {"the top level", "name, description, expect, cluster, lock, workload, steps"},
 	"clusterSpec":  {"cluster", "nodes, persistence, replicas"},
 	"lockSpec":     {"lock", "kind, ttl, key, node_timeout"},
-	"workloadSpec": {"workload", "clients"},
+	"workloadSpec": {"workload", "clients, kind, keys, duration, think, fencing"},
 }
 
 var unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type scenarios\.(\w+)`)
@@ -313,12 +319,17 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 	if sc.Lock.Key == "" {
 		sc.Lock.Key = "lock"
 	}
-	if len(s.Steps) == 0 {
-		p.fail(nil, "steps", "missing: a scenario needs at least one step")
+	sc.Workload = p.workload(&s.Workload, len(s.Steps) > 0)
+	if len(s.Steps) == 0 && sc.Workload.Kind == WorkloadSteps {
+		p.fail(nil, "steps", "missing: a scenario needs at least one step, or a generated workload (workload.kind mutex, counter, bank or set)")
 	}
 	for i := range s.Steps {
 		if st, ok := p.step(&s.Steps[i], i); ok {
 			sc.Steps = append(sc.Steps, st)
+			if sc.Workload.Kind != WorkloadSteps && (st.Kind == StepAcquire || st.Kind == StepRelease) {
+				p.fail(&s.Steps[i], fmt.Sprintf("steps[%d].%s", i, st.Kind),
+					"not allowed with workload.kind %s: the generator drives the clients; its steps may only cut, heal, jump clocks and wait", sc.Workload.Kind)
+			}
 		}
 	}
 	return sc

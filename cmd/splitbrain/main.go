@@ -42,6 +42,7 @@ Usage:
   splitbrain run SCENARIO [flags]       run a built-in scenario or a scenario file
   splitbrain suite [flags]              run every built-in scenario; exit 0 only
                                         if each verdict meets its expectation
+  splitbrain check RUN_DIR [--json]     re-check a stored run (also one cut short by a crash)
   splitbrain doctor                     check what the local and Docker backends need;
                                         exit 0 when the local backend can run
   splitbrain serve [--store DIR] [--addr 127.0.0.1:8040]  browse the runs over HTTP
@@ -86,6 +87,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdRun(args[1:], stdout, stderr)
 	case "suite":
 		code, err = cmdSuite(args[1:], stdout, stderr)
+	case "check":
+		code, err = cmdCheck(args[1:], stdout, stderr)
 	case "doctor":
 		code, err = cmdDoctor(args[1:], stdout)
 	case "serve":
@@ -94,7 +97,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	default:
-		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, serve or doctor", args[0])}
+		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, check, serve or doctor", args[0])}
 	}
 	var ue *usageError
 	switch {

@@ -399,7 +399,7 @@ steps:
 		want []string
 	}{
 		{"no command", nil, []string{"Usage:", "splitbrain run SCENARIO"}},
-		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "list, run, suite, serve or doctor", "splitbrain help"}},
+		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "list, run, suite, check, serve or doctor", "splitbrain help"}},
 		{"run without scenario", []string{"run"}, []string{"run takes one scenario", "built-ins:", "clock-jump", "clock-jump-control"}},
 		{"run with two scenarios", []string{"run", "clock-jump", "clock-jump-control"}, []string{"run takes one scenario", "got 2"}},
 		{"unknown scenario", []string{"run", "no-such-scenario"},

@@ -1,0 +1,543 @@
+package checker
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"splitbrain/history"
+)
+
+// CounterResult is the outcome of the counter check.
+type CounterResult struct {
+	Verdict Verdict      `json:"verdict"`
+	Reason  string       `json:"reason"`
+	Keys    []CounterKey `json:"keys"`
+	// Ops is the number of porcupine operations checked.
+	Ops int `json:"ops"`
+	// LostUpdates counts the applied writes that a stale write undid.
+	LostUpdates int `json:"lost_updates"`
+	// Lost lists the stale writes (at most MaxViolations).
+	Lost []LostUpdate `json:"lost,omitempty"`
+}
+
+// CounterKey summarises one counter.
+type CounterKey struct {
+	Key     string `json:"key"`
+	Initial int64  `json:"initial"`
+	// Final is the last final read, if there was one.
+	Final    *int64 `json:"final,omitempty"`
+	Applied  int    `json:"applied"`
+	Rejected int    `json:"rejected"`
+	Unknown  int    `json:"unknown"`
+}
+
+// LostUpdate is a write computed from a stale read: between its read and its
+// write the storage applied other writes, which it undid.
+type LostUpdate struct {
+	Key   string `json:"key"`
+	Write Write  `json:"write"`
+	// Read is the value it read.
+	Read int64 `json:"read"`
+	// Overwrote lists the applied writes it undid (at most 10); Count has
+	// them all.
+	Overwrote []Write `json:"overwrote,omitempty"`
+	Count     int     `json:"count"`
+	Text      string  `json:"text"`
+}
+
+// What a counter operation is to the register model.
+type counterOp uint8
+
+const (
+	// cRead: a read of R, or a critical section whose write was rejected.
+	cRead counterOp = iota
+	// cRW: read R then wrote W, atomically if the lock held.
+	cRW
+	// cMaybe: read R then wrote W with an unknown outcome.
+	cMaybe
+	// cBlind: wrote W without a read in its critical section.
+	cBlind
+	// cMaybeBlind: a blind write with an unknown outcome.
+	cMaybeBlind
+	// cStart: the value at the start of a piece (see counterPieces).
+	cStart
+)
+
+// CounterInput is one porcupine operation of the counter check.
+type CounterInput struct {
+	Op     counterOp
+	R, W   int64
+	Client string
+	Key    string
+}
+
+// CounterModel is a register holding the counter, over critical sections
+// taken as atomic read-then-write operations. It is nondeterministic only
+// for writes of unknown outcome (applied or not).
+func CounterModel() porcupine.Model {
+	m := porcupine.NondeterministicModel{
+		Init: func() []interface{} { return []interface{}{int64(0)} },
+		Step: func(state, input, _ interface{}) []interface{} {
+			v, ok1 := state.(int64)
+			in, ok2 := input.(CounterInput)
+			if !ok1 || !ok2 {
+				return nil
+			}
+			switch in.Op {
+			case cRead:
+				if v == in.R {
+					return []interface{}{v}
+				}
+			case cRW:
+				if v == in.R {
+					return []interface{}{in.W}
+				}
+			case cMaybe:
+				if v == in.R {
+					return []interface{}{v, in.W}
+				}
+			case cBlind, cStart:
+				return []interface{}{in.W}
+			case cMaybeBlind:
+				return []interface{}{v, in.W}
+			}
+			return nil
+		},
+		Equal: func(a, b interface{}) bool { return a == b },
+		Hash: func(s interface{}) uint64 {
+			v, _ := s.(int64)
+			return uint64(v)
+		},
+		DescribeOperation: func(input, _ interface{}) string {
+			in, ok := input.(CounterInput)
+			if !ok {
+				return fmt.Sprintf("%v", input)
+			}
+			switch in.Op {
+			case cRead:
+				return fmt.Sprintf("%s read %d", in.Client, in.R)
+			case cRW:
+				return fmt.Sprintf("%s %d→%d", in.Client, in.R, in.W)
+			case cMaybe:
+				return fmt.Sprintf("%s %d→%d?", in.Client, in.R, in.W)
+			case cBlind:
+				return fmt.Sprintf("%s wrote %d", in.Client, in.W)
+			case cMaybeBlind:
+				return fmt.Sprintf("%s wrote %d?", in.Client, in.W)
+			}
+			return fmt.Sprintf("%q is %d", in.Key, in.W)
+		},
+		DescribeState:             func(s interface{}) string { return fmt.Sprintf("%v", s) },
+		DescribeOperationMetadata: describeMeta,
+	}
+	return m.ToModel()
+}
+
+// counterOps builds the porcupine operations of one counter. An operation
+// covers a critical section from its read's invoke to its write's
+// completion; an unknown write never completes (it may land any time), so it
+// runs to the end of the history.
+func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.Operation, []string) {
+	var ops []porcupine.Operation
+	var notes []string
+	never := a.end + 1
+	add := func(in CounterInput, call, ret int64, meta string) {
+		in.Key = r.key
+		ops = append(ops, porcupine.Operation{ClientId: clients[in.Client], Input: in, Call: call, Return: ret, Metadata: meta})
+	}
+	num := func(ev *history.Event) (int64, bool) {
+		var v int64
+		if err := json.Unmarshal(ev.Value, &v); err != nil {
+			notes = append(notes, fmt.Sprintf("event %d: counter value %s is not a whole number", ev.Index, ev.Value))
+			return 0, false
+		}
+		return v, true
+	}
+	for _, sec := range r.sections {
+		var read *resourceOp
+		var readV int64
+		flush := func() {
+			if read != nil {
+				ev, done := &a.events[read.inv], &a.events[read.done]
+				add(CounterInput{Op: cRead, R: readV, Client: ev.Process}, ev.Time, done.Time,
+					fmt.Sprintf("%s: read (events %d→%d)", ev.Process, ev.Index, done.Index))
+			}
+			read = nil
+		}
+		for _, op := range sec.ops {
+			ev := &a.events[op.inv]
+			typ := op.typ(a.events)
+			switch ev.F {
+			case history.Read:
+				if typ != history.OK {
+					continue
+				}
+				flush()
+				if v, ok := num(&a.events[op.done]); ok {
+					read, readV = op, v
+				}
+			case history.Write:
+				w, ok := num(ev)
+				if !ok {
+					continue
+				}
+				meta := fmt.Sprintf("%s: write %d (event %d)", ev.Process, w, ev.Index)
+				end := never
+				if typ != "" && typ != history.Info {
+					end = a.events[op.done].Time
+				}
+				switch {
+				case read == nil && typ == history.OK:
+					add(CounterInput{Op: cBlind, W: w, Client: ev.Process}, ev.Time, end, meta)
+				case read == nil && typ != history.Fail:
+					add(CounterInput{Op: cMaybeBlind, W: w, Client: ev.Process}, ev.Time, end, meta)
+				case read == nil:
+				case typ == history.OK:
+					add(CounterInput{Op: cRW, R: readV, W: w, Client: ev.Process}, a.events[read.inv].Time, end, meta)
+				case typ == history.Fail:
+					// Rejected: the critical section only read.
+					flush()
+				default:
+					add(CounterInput{Op: cMaybe, R: readV, W: w, Client: ev.Process}, a.events[read.inv].Time, end, meta)
+				}
+				read = nil
+			}
+		}
+		flush()
+	}
+	for _, op := range r.finals {
+		ev, done := &a.events[op.inv], &a.events[op.done]
+		if v, ok := num(done); ok {
+			add(CounterInput{Op: cRead, R: v, Client: ev.Process}, ev.Time, done.Time,
+				fmt.Sprintf("final read (event %d)", done.Index))
+		}
+	}
+	return ops, notes
+}
+
+// counterPieces splits one counter's operations at points where nothing is
+// in flight and the last operation started after every other returned: in
+// any linearization it comes last, so the value there is known, and the next
+// piece starts from it with a cStart operation. Times are doubled so a
+// cStart fits strictly between two pieces however close they are (a cStart
+// concurrent with the last operation before it could hide a stale read).
+func counterPieces(ops []porcupine.Operation, init int64, key string) [][]porcupine.Operation {
+	for i := range ops {
+		ops[i].Call, ops[i].Return = 2*ops[i].Call, 2*ops[i].Return
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	var out [][]porcupine.Operation
+	state := init
+	start := 0
+	maxRet, ret2 := int64(math.MinInt64), int64(math.MinInt64)
+	last := -1
+	emit := func(to int) {
+		piece := make([]porcupine.Operation, 0, to-start+1)
+		at := ops[start].Call - 1
+		piece = append(piece, porcupine.Operation{ClientId: 0, Input: CounterInput{Op: cStart, W: state, Key: key},
+			Call: at, Return: at, Metadata: "value at the start of this window"})
+		out = append(out, append(piece, ops[start:to]...))
+	}
+	for i := range ops {
+		if i > start && maxRet < ops[i].Call && ops[last].Call > ret2 {
+			if v, ok := after(ops[last]); ok {
+				emit(i)
+				state, start = v, i
+				maxRet, ret2, last = math.MinInt64, math.MinInt64, -1
+			}
+		}
+		switch r := ops[i].Return; {
+		case r > maxRet:
+			ret2, maxRet, last = maxRet, r, i
+		case r > ret2:
+			ret2 = r
+		}
+	}
+	if start < len(ops) {
+		emit(len(ops))
+	}
+	return out
+}
+
+// after is the value a deterministic operation leaves.
+func after(op porcupine.Operation) (int64, bool) {
+	in, _ := op.Input.(CounterInput)
+	switch in.Op {
+	case cRead:
+		return in.R, true
+	case cRW, cBlind:
+		return in.W, true
+	}
+	return 0, false
+}
+
+// checkCounter checks every counter with porcupine and explains lost
+// updates from the storage's order of applied writes.
+func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, func([]FaultWindow) *visualization) {
+	res := &CounterResult{}
+	clients := map[string]int{}
+	for i, c := range a.clients {
+		clients[c] = i
+	}
+	clients[history.ProcessFinal] = len(a.clients)
+	var pieces, batches [][]porcupine.Operation
+	var problems []string
+	for _, r := range rs {
+		k := CounterKey{Key: r.key}
+		k.Applied, k.Rejected, k.Unknown = r.outcomes()
+		if f := r.lastFinal(); f != nil {
+			var v int64
+			if json.Unmarshal(a.events[f.done].Value, &v) == nil {
+				k.Final = &v
+			}
+		}
+		if err := json.Unmarshal(r.init.ev.Value, &k.Initial); err != nil {
+			problems = append(problems, fmt.Sprintf("counter %q: initial value %s is not a whole number", r.key, r.init.ev.Value))
+			res.Keys = append(res.Keys, k)
+			continue
+		}
+		res.Keys = append(res.Keys, k)
+		ops, notes := counterOps(a, r, clients)
+		a.notes = append(a.notes, notes...)
+		res.Ops += len(ops)
+		kp := counterPieces(ops, k.Initial, r.key)
+		pieces = append(pieces, kp...)
+		// Pieces of different counters overlap in time: batch per key.
+		batches = append(batches, batch(kp, batchOps)...)
+		lost := counterReplay(a, r, k.Initial)
+		for _, l := range lost {
+			res.LostUpdates += l.Count
+		}
+		res.Lost = append(res.Lost, lost...)
+	}
+	if len(res.Lost) > MaxViolations {
+		res.Lost = res.Lost[:MaxViolations]
+	}
+
+	model := CounterModel()
+	model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return batches }
+	outcome := porcupine.Ok
+	if len(pieces) > 0 {
+		outcome = porcupine.CheckOperationsTimeout(model, nil, cfg.timeout)
+	}
+	stale := len(res.Lost)
+	switch {
+	case len(problems) > 0 && outcome != porcupine.Illegal && stale == 0:
+		res.Verdict = Unknown
+		res.Reason = "the counter cannot be judged: " + joinFirst(problems, 3)
+	case outcome == porcupine.Illegal || stale > 0:
+		res.Verdict = Invalid
+		res.Reason = counterReason(res, outcome)
+	case outcome == porcupine.Unknown:
+		res.Verdict = Unknown
+		res.Reason = fmt.Sprintf("porcupine did not finish checking the counter within %s", cfg.timeout)
+	default:
+		res.Verdict = Valid
+		applied := 0
+		for _, k := range res.Keys {
+			applied += k.Applied
+		}
+		res.Reason = fmt.Sprintf("%d increment(s) applied to %d counter(s): every critical section was an atomic read-then-write, no update lost",
+			applied, len(res.Keys))
+	}
+	if res.Verdict != Invalid {
+		return res, nil
+	}
+	timeout := cfg.timeout
+	return res, func(faults []FaultWindow) *visualization {
+		return counterWindow(model, pieces, res.Lost, faults, timeout)
+	}
+}
+
+func counterReason(res *CounterResult, outcome porcupine.CheckResult) string {
+	if res.LostUpdates == 0 && len(res.Lost) == 0 {
+		return "lost update: porcupine found no order of the critical sections in which each read-then-write was atomic"
+	}
+	var parts []string
+	for i, l := range res.Lost {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(res.Lost)-3))
+			break
+		}
+		parts = append(parts, l.Text)
+	}
+	s := fmt.Sprintf("%d update(s) lost: %s", res.LostUpdates, strings.Join(parts, "; "))
+	if outcome != porcupine.Illegal {
+		s += fmt.Sprintf(" (porcupine: %s)", strings.ToLower(string(outcome)))
+	}
+	return s
+}
+
+// counterReplay applies the applied writes in the storage's order and finds
+// the stale ones: a write whose read differs from the value it replaced
+// undid every write applied since the one it read. A gap in the seqs is a
+// write of unknown outcome that landed; it is matched to one that read the
+// current value, else the next write is not judged.
+func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
+	type step struct {
+		w     *writeOp
+		value int64
+	}
+	var unknown []*writeOp
+	for _, w := range r.writes {
+		if !w.applied && w.typ != history.Fail && w.ev.Process != history.ProcessInit {
+			unknown = append(unknown, w)
+		}
+	}
+	value := func(ev *history.Event) (int64, bool) {
+		var v int64
+		return v, json.Unmarshal(ev.Value, &v) == nil
+	}
+	readOf := func(w *writeOp) (int64, bool) {
+		if w.read == nil {
+			return 0, false
+		}
+		return value(&a.events[w.read.done])
+	}
+	var lost []LostUpdate
+	var done []step
+	state, certain := init, false
+	var seq int64
+	applied := r.applied()
+	for _, w := range applied {
+		if w.ack.Seq == 0 {
+			// Without the storage's order there is nothing to replay;
+			// porcupine alone judges.
+			return nil
+		}
+	}
+	for _, w := range applied {
+		if w == r.init {
+			state, certain, seq = init, true, w.ack.Seq
+			done = append(done, step{w, init})
+			continue
+		}
+		for seq+1 < w.ack.Seq && certain {
+			// A write of unknown outcome landed here.
+			j := -1
+			for i, u := range unknown {
+				if rv, ok := readOf(u); ok && rv == state {
+					j = i
+					break
+				}
+			}
+			if j < 0 {
+				certain = false
+				break
+			}
+			u := unknown[j]
+			unknown = append(unknown[:j], unknown[j+1:]...)
+			if v, ok := value(u.ev); ok {
+				state = v
+				done = append(done, step{u, v})
+			}
+			seq++
+		}
+		seq = w.ack.Seq
+		wv, ok := value(w.ev)
+		if !ok {
+			certain = false
+			continue
+		}
+		if rv, hasRead := readOf(w); certain && hasRead && rv != state {
+			l := LostUpdate{Key: r.key, Write: a.writeRef(w), Read: rv}
+			from := -1
+			for i := len(done) - 1; i >= 0; i-- {
+				if done[i].value == rv {
+					from = i
+					break
+				}
+			}
+			var names []string
+			for _, s := range done[from+1:] {
+				if s.w == r.init {
+					continue
+				}
+				l.Count++
+				if len(l.Overwrote) < 10 {
+					l.Overwrote = append(l.Overwrote, a.writeRef(s.w))
+					names = append(names, fmt.Sprintf("%s's %s at %s", s.w.ev.Process, s.w.ev.Value, Seconds(l.Overwrote[len(l.Overwrote)-1].End)))
+				}
+			}
+			if from < 0 {
+				l.Text = fmt.Sprintf("%s wrote %d computed from a read of %d, a value no applied write had left; the counter was %d",
+					l.Write.Label(), wv, rv, state)
+			} else {
+				l.Text = fmt.Sprintf("%s was computed from a read of %d, but the counter was %d by then: it undid %d update(s) (%s)",
+					l.Write.Label(), rv, state, l.Count, strings.Join(names, ", "))
+			}
+			lost = append(lost, l)
+		}
+		state, certain = wv, true
+		done = append(done, step{w, wv})
+	}
+	return lost
+}
+
+// maxWindowOps bounds the operations drawn: porcupine's page grows with
+// them, and the first failing pieces explain the failure.
+const maxWindowOps = 2000
+
+// counterWindow visualizes the pieces porcupine rejects, or those holding a
+// stale write, with their times halved back.
+func counterWindow(model porcupine.Model, pieces [][]porcupine.Operation, lost []LostUpdate, faults []FaultWindow, timeout time.Duration) *visualization {
+	var failing [][]porcupine.Operation
+	for _, p := range pieces {
+		if pieceHoldsLost(p, lost) {
+			failing = append(failing, p)
+		}
+	}
+	if len(failing) == 0 {
+		for _, p := range pieces {
+			if porcupine.CheckOperationsTimeout(model, p, timeout) == porcupine.Illegal {
+				failing = append(failing, p)
+			}
+		}
+	}
+	var picked []porcupine.Operation
+	for _, p := range failing {
+		if len(picked) > maxWindowOps {
+			break
+		}
+		for _, op := range p {
+			op.Call, op.Return = op.Call/2, op.Return/2
+			picked = append(picked, op)
+		}
+	}
+	if len(picked) == 0 {
+		return nil
+	}
+	from, to := picked[0].Call, picked[0].Return
+	dense := map[int]int{}
+	for i, op := range picked {
+		from, to = min(from, op.Call), max(to, op.Return)
+		if _, ok := dense[op.ClientId]; !ok {
+			dense[op.ClientId] = len(dense)
+		}
+		picked[i].ClientId = dense[op.ClientId]
+	}
+	return &visualization{model: model, ops: picked, annotations: faultAnnotations(faults, from, to), timeout: timeout}
+}
+
+func pieceHoldsLost(p []porcupine.Operation, lost []LostUpdate) bool {
+	if len(p) == 0 {
+		return false
+	}
+	in, _ := p[0].Input.(CounterInput)
+	from, to := p[0].Call, p[0].Return
+	for _, op := range p {
+		from, to = min(from, op.Call), max(to, op.Return)
+	}
+	for _, l := range lost {
+		if l.Key == in.Key && 2*l.Write.End >= from && 2*l.Write.Invoke <= to {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,91 @@
+package checker
+
+import (
+	"fmt"
+
+	"splitbrain/history"
+)
+
+// FencingResult is the outcome of the fencing check: in the storage's order,
+// every applied write carries a token above those of the writes of other
+// leases before it (one lease may write more than once with its token).
+type FencingResult struct {
+	Verdict Verdict `json:"verdict"`
+	Reason  string  `json:"reason"`
+	// Accepted and Rejected count the writes with a token that the storage
+	// applied and fenced off.
+	Accepted int `json:"accepted"`
+	Rejected int `json:"rejected"`
+	// RejectedWrites lists the fenced-off writes (at most MaxViolations).
+	RejectedWrites []Write `json:"rejected_writes,omitempty"`
+	// Untokened counts applied writes without a token among tokened ones.
+	Untokened  int                `json:"untokened,omitempty"`
+	Violations []FencingViolation `json:"violations,omitempty"`
+}
+
+// FencingViolation is an applied write whose token did not exceed that of
+// an earlier applied write of another lease.
+type FencingViolation struct {
+	Key     string `json:"key"`
+	Earlier Write  `json:"earlier"`
+	Later   Write  `json:"later"`
+	Text    string `json:"text"`
+}
+
+// checkFencing returns nil when no write carried a token: nothing was
+// fenced, so there is nothing to check.
+func checkFencing(a *analysis, rs []*resource) *FencingResult {
+	res := &FencingResult{}
+	tokened := false
+	for _, r := range rs {
+		var prev *writeOp
+		for _, w := range r.applied() {
+			if w == r.init {
+				continue
+			}
+			if w.ev.Token == nil {
+				res.Untokened++
+				continue
+			}
+			tokened = true
+			res.Accepted++
+			if prev != nil && (*w.ev.Token < *prev.ev.Token || *w.ev.Token == *prev.ev.Token && w.op.lease != prev.op.lease) {
+				e, l := a.writeRef(prev), a.writeRef(w)
+				if len(res.Violations) < MaxViolations {
+					res.Violations = append(res.Violations, FencingViolation{Key: r.key, Earlier: e, Later: l,
+						Text: fmt.Sprintf("the storage applied %s after %s (seq %d, then %d): a stale token was accepted",
+							l.Label(), e.Label(), e.Seq, l.Seq)})
+				}
+			}
+			if prev == nil || *w.ev.Token >= *prev.ev.Token {
+				prev = w
+			}
+		}
+		for _, w := range r.writes {
+			if w.typ != history.Fail || w.ev.Token == nil {
+				continue
+			}
+			tokened = true
+			res.Rejected++
+			if len(res.RejectedWrites) < MaxViolations {
+				res.RejectedWrites = append(res.RejectedWrites, a.writeRef(w))
+			}
+		}
+	}
+	if !tokened {
+		return nil
+	}
+	switch {
+	case len(res.Violations) > 0:
+		res.Verdict = Invalid
+		res.Reason = fmt.Sprintf("%d stale token(s) accepted: %s", len(res.Violations), res.Violations[0].Text)
+	default:
+		res.Verdict = Valid
+		res.Reason = fmt.Sprintf("the storage accepted %d tokened write(s) in increasing token order and rejected %d stale one(s)",
+			res.Accepted, res.Rejected)
+	}
+	if res.Untokened > 0 {
+		a.notes = append(a.notes, fmt.Sprintf("%d applied write(s) carried no fencing token among tokened ones", res.Untokened))
+	}
+	return res
+}

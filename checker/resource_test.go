@@ -1,0 +1,544 @@
+package checker
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"splitbrain/history"
+	"splitbrain/history/historytest"
+)
+
+// rb writes hand-made histories of critical sections on the protected
+// resource, in the format the workload records (history/values.go).
+type rb struct{ *historytest.Builder }
+
+func newRB() rb { return rb{&historytest.Builder{}} }
+
+func val(v any) historytest.Mod { return func(e *history.Event) { e.Value = history.MustValue(v) } }
+
+func tok(t int64) historytest.Mod { return func(e *history.Event) { e.Token = &t } }
+
+func noMod(*history.Event) {}
+
+// init records the harness's initial write of key, applied with seq 1.
+func (b rb) init(key string, v any) rb {
+	b.Add(history.ProcessInit, history.Invoke, history.Write, key, 0, val(v))
+	b.Add(history.ProcessInit, history.OK, history.Write, key, 0.001, val(history.Ack{Seq: 1}))
+	return b
+}
+
+func (b rb) read(p, key string, inv, ok float64, v any) rb {
+	b.Add(p, history.Invoke, history.Read, key, inv)
+	b.Add(p, history.OK, history.Read, key, ok, val(v))
+	return b
+}
+
+// write records a write, transfer or add: typ ok with seq, fail (rejected
+// below highest), or info.
+func (b rb) write(p string, f history.Func, key string, inv, done float64, v any, token int64, typ history.Type, seqOrHighest int64) rb {
+	t := noMod
+	if token > 0 {
+		t = tok(token)
+	}
+	b.Add(p, history.Invoke, f, key, inv, val(v), t)
+	switch typ {
+	case history.OK:
+		b.Add(p, typ, f, key, done, val(history.Ack{Seq: seqOrHighest}), t)
+	case history.Fail:
+		b.Add(p, typ, f, key, done, val(history.Ack{Highest: &seqOrHighest}), t, historytest.Err("write rejected by fencing"))
+	default:
+		b.Add(p, typ, f, key, done, t, historytest.Err("i/o timeout"))
+	}
+	return b
+}
+
+func (b rb) acquire(p, key string, inv, ok, dl float64, token int64) rb {
+	b.Add(p, history.Invoke, history.Acquire, key, inv)
+	mods := []historytest.Mod{historytest.Deadline(dl), historytest.Value("v-" + p)}
+	if token > 0 {
+		mods = append(mods, tok(token))
+	}
+	b.Add(p, history.OK, history.Acquire, key, ok, mods...)
+	return b
+}
+
+func (b rb) release(p, key string, inv, done float64, typ history.Type) rb {
+	return b.releaseAs(p, p, key, inv, done, typ)
+}
+
+// releaseAs releases owner's lease as process p (the client continues under
+// a new process after an unknown outcome).
+func (b rb) releaseAs(p, owner, key string, inv, done float64, typ history.Type) rb {
+	b.Add(p, history.Invoke, history.Release, key, inv, historytest.Value("v-"+owner))
+	b.Add(p, typ, history.Release, key, done, historytest.Value("v-"+owner))
+	return b
+}
+
+// increment is a whole counter critical section of p from at: acquire
+// (valid for 1s), read r, write r+1 (applied as seq), release.
+func (b rb) increment(p string, at float64, token, r, seq int64) rb {
+	b.acquire(p, "k", at, at+0.01, at+1, token)
+	b.read(p, "k", at+0.02, at+0.03, r)
+	b.write(p, history.Write, "k", at+0.04, at+0.05, r+1, token, history.OK, seq)
+	return b.release(p, "k", at+0.06, at+0.07, history.OK)
+}
+
+// pauseHistory is Kleppmann's figure 1 on a resource: c1 acquires (valid
+// until 1s) and reads; c1 pauses; c2 acquires at 1.1s, reads, writes,
+// releases; c1 wakes at 1.5s and writes its stale value. With fencing
+// (tokens 1 and 2) the storage rejects c1's write.
+func pauseHistory(kind string, fenced bool) []history.Event {
+	b := newRB()
+	var t1, t2 int64
+	if fenced {
+		t1, t2 = 1, 2
+	}
+	c1Typ, c1Arg := history.OK, int64(3)
+	if fenced {
+		c1Typ, c1Arg = history.Fail, 2
+	}
+	switch kind {
+	case kindCounter:
+		b.init("k", 0)
+		b.acquire("c1", "k", 0.01, 0.02, 1.0, t1)
+		b.read("c1", "k", 0.03, 0.04, 0)
+		b.acquire("c2", "k", 1.1, 1.11, 2.1, t2)
+		b.read("c2", "k", 1.12, 1.13, 0)
+		b.write("c2", history.Write, "k", 1.14, 1.15, 1, t2, history.OK, 2)
+		b.release("c2", "k", 1.16, 1.17, history.OK)
+		b.write("c1", history.Write, "k", 1.5, 1.51, 1, t1, c1Typ, c1Arg)
+		b.release("c1", "k", 1.52, 1.53, history.Fail)
+		b.read(history.ProcessFinal, "k", 2.5, 2.51, 1)
+	case kindBank:
+		b.init("k", history.Balances{"a1": "100.00", "a2": "100.00", "a3": "100.00"})
+		b.acquire("c1", "k", 0.01, 0.02, 1.0, t1)
+		b.read("c1", "k", 0.03, 0.04, history.Balances{"a1": "100.00", "a2": "100.00", "a3": "100.00"})
+		b.acquire("c2", "k", 1.1, 1.11, 2.1, t2)
+		b.read("c2", "k", 1.12, 1.13, history.Balances{"a1": "100.00", "a2": "100.00", "a3": "100.00"})
+		b.write("c2", history.Transfer, "k", 1.14, 1.15,
+			history.TransferValue{From: "a1", To: "a3", Amount: "50.00", Balances: history.Balances{"a1": "50.00", "a3": "150.00"}}, t2, history.OK, 2)
+		b.release("c2", "k", 1.16, 1.17, history.OK)
+		b.write("c1", history.Transfer, "k", 1.5, 1.51,
+			history.TransferValue{From: "a1", To: "a2", Amount: "30.00", Balances: history.Balances{"a1": "70.00", "a2": "130.00"}}, t1, c1Typ, c1Arg)
+		b.release("c1", "k", 1.52, 1.53, history.Fail)
+		final := history.Balances{"a1": "70.00", "a2": "130.00", "a3": "150.00"}
+		if fenced {
+			final = history.Balances{"a1": "50.00", "a2": "100.00", "a3": "150.00"}
+		}
+		b.read(history.ProcessFinal, "k", 2.5, 2.51, final)
+	case kindSet:
+		b.init("k", []int64{})
+		b.acquire("c1", "k", 0.01, 0.02, 1.0, t1)
+		b.read("c1", "k", 0.03, 0.04, history.SetRead{Size: 0})
+		b.acquire("c2", "k", 1.1, 1.11, 2.1, t2)
+		b.read("c2", "k", 1.12, 1.13, history.SetRead{Size: 0})
+		b.write("c2", history.Add, "k", 1.14, 1.15, 21, t2, history.OK, 2)
+		b.release("c2", "k", 1.16, 1.17, history.OK)
+		b.write("c1", history.Add, "k", 1.5, 1.51, 11, t1, c1Typ, c1Arg)
+		b.release("c1", "k", 1.52, 1.53, history.Fail)
+		final := []int64{11}
+		if fenced {
+			final = []int64{21}
+		}
+		b.read(history.ProcessFinal, "k", 2.5, 2.51, history.SetRead{Size: 1, Elements: final})
+	}
+	return b.Events()
+}
+
+// The pause in the critical section: the lock kept its promise (P1 valid),
+// the critical sections overlapped (P2), and each resource shows the harm
+// without fencing and none with it.
+func TestPauseInCriticalSection(t *testing.T) {
+	for _, kind := range []string{kindCounter, kindBank, kindSet} {
+		t.Run(kind+"/unfenced", func(t *testing.T) {
+			res := Check(pauseHistory(kind, false))
+			if res.Verdict != Invalid {
+				t.Fatalf("verdict %s (%s), want invalid", res.Verdict, res.Reason)
+			}
+			if p := property(t, res, PropLeaseLock); p.Verdict != Valid {
+				t.Errorf("P1 = %s (%s), want valid: c1's lease had expired when c2 acquired", p.Verdict, p.Reason)
+			}
+			p2 := property(t, res, PropCriticalSection)
+			if p2.Verdict != Invalid || p2.Decides {
+				t.Errorf("P2 = %+v, want invalid and not deciding", p2)
+			}
+			if res.CriticalSection == nil || len(res.CriticalSection.Violations) != 1 ||
+				!strings.Contains(res.CriticalSection.Violations[0].Text, "c1's critical section ran 0.520s past its validity deadline") {
+				t.Errorf("P2 violations = %+v", res.CriticalSection)
+			}
+			if p := property(t, res, kind); p.Verdict != Invalid || !p.Decides {
+				t.Errorf("%s = %+v, want invalid", kind, p)
+			}
+			if res.Fencing != nil {
+				t.Errorf("fencing checked without tokens: %+v", res.Fencing)
+			}
+			if !res.HasVisualization() {
+				t.Error("no visualization of the failing window")
+			}
+		})
+		t.Run(kind+"/fenced", func(t *testing.T) {
+			res := Check(pauseHistory(kind, true))
+			if res.Verdict != Valid {
+				t.Fatalf("verdict %s (%s), want valid", res.Verdict, res.Reason)
+			}
+			if p := property(t, res, PropCriticalSection); p.Verdict != Invalid || p.Decides {
+				t.Errorf("P2 = %+v, want the overlap reported but not deciding", p)
+			}
+			f := res.Fencing
+			if f == nil || f.Verdict != Valid || f.Rejected != 1 || f.Accepted != 1 || f.RejectedWrites[0].Client != "c1" {
+				t.Fatalf("fencing = %+v, want c1's write rejected", f)
+			}
+			if got := f.RejectedWrites[0].Label(); !strings.Contains(got, "token 1") || !strings.Contains(got, "rejected at 1.51s") {
+				t.Errorf("rejected write label %q", got)
+			}
+		})
+	}
+}
+
+func property(t *testing.T, res Result, name string) Property {
+	t.Helper()
+	for _, p := range res.Properties {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no property %q in %+v", name, res.Properties)
+	return Property{}
+}
+
+func TestCounterLostUpdateExplained(t *testing.T) {
+	res := Check(pauseHistory(kindCounter, false))
+	c := res.Counter
+	if c.LostUpdates != 1 || len(c.Lost) != 1 {
+		t.Fatalf("counter = %+v, want one lost update", c)
+	}
+	l := c.Lost[0]
+	if l.Write.Client != "c1" || l.Read != 0 || l.Count != 1 || l.Overwrote[0].Client != "c2" {
+		t.Errorf("lost update = %+v, want c1's stale write undoing c2's", l)
+	}
+	want := "c1's write of 1 (read at 0.040s, written at 1.51s) was computed from a read of 0, but the counter was 1 by then: it undid 1 update(s) (c2's 1 at 1.15s)"
+	if l.Text != want {
+		t.Errorf("text =\n%s\nwant\n%s", l.Text, want)
+	}
+	if k := c.Keys[0]; k.Applied != 2 || k.Final == nil || *k.Final != 1 || k.Initial != 0 {
+		t.Errorf("key = %+v", k)
+	}
+	if res.Visualized != PropCounter {
+		t.Errorf("visualized %q, want the counter", res.Visualized)
+	}
+	var buf bytes.Buffer
+	if err := res.WriteVisualization(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `c1 0→1`) {
+		t.Error("visualization lacks c1's critical section")
+	}
+}
+
+func TestCounter(t *testing.T) {
+	valid := func() rb {
+		return newRB().init("k", 0).increment("c1", 0.01, 0, 0, 2).increment("c2", 0.1, 0, 1, 3)
+	}
+	for _, tc := range []struct {
+		name    string
+		events  []history.Event
+		verdict Verdict
+		reason  string
+	}{
+		{"serial increments", valid().read(history.ProcessFinal, "k", 1, 1.01, 2).Events(), Valid, "2 increment(s) applied"},
+		{"final read disagrees", valid().read(history.ProcessFinal, "k", 1, 1.01, 5).Events(), Invalid, "porcupine found no order"},
+		{"stale write without seqs is still caught by porcupine", func() []history.Event {
+			ev := pauseHistory(kindCounter, false)
+			for i := range ev {
+				if ev[i].Type == history.OK && ev[i].F == history.Write {
+					ev[i].Value = history.MustValue(history.Ack{})
+				}
+			}
+			return ev
+		}(), Invalid, "porcupine found no order"},
+		{"unknown write that landed", func() []history.Event {
+			b := newRB().init("k", 0)
+			b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+			b.read("c1", "k", 0.03, 0.04, 0)
+			b.write("c1", history.Write, "k", 0.05, 0.3, 1, 0, history.Info, 0)
+			b.releaseAs("c1.1", "c1", "k", 0.31, 0.32, history.OK)
+			b.acquire("c2", "k", 0.4, 0.41, 1.4, 0)
+			b.read("c2", "k", 0.42, 0.43, 1)
+			b.write("c2", history.Write, "k", 0.44, 0.45, 2, 0, history.OK, 3)
+			b.release("c2", "k", 0.46, 0.47, history.OK)
+			return b.read(history.ProcessFinal, "k", 1, 1.01, 2).Events()
+		}(), Valid, ""},
+		{"unknown write that did not land", func() []history.Event {
+			b := newRB().init("k", 0)
+			b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+			b.read("c1", "k", 0.03, 0.04, 0)
+			b.write("c1", history.Write, "k", 0.05, 0.3, 1, 0, history.Info, 0)
+			b.releaseAs("c1.1", "c1", "k", 0.31, 0.32, history.OK)
+			return b.read(history.ProcessFinal, "k", 1, 1.01, 0).Events()
+		}(), Valid, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Check(tc.events)
+			if res.Counter == nil {
+				t.Fatal("no counter check")
+			}
+			if res.Counter.Verdict != tc.verdict || res.Verdict != tc.verdict {
+				t.Fatalf("counter %s (%s), overall %s (%s); want %s", res.Counter.Verdict, res.Counter.Reason, res.Verdict, res.Reason, tc.verdict)
+			}
+			if !strings.Contains(res.Counter.Reason, tc.reason) {
+				t.Errorf("reason %q lacks %q", res.Counter.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+func TestBank(t *testing.T) {
+	res := Check(pauseHistory(kindBank, false))
+	b := res.Bank
+	if b == nil || b.Verdict != Invalid || b.BadReads != 1 {
+		t.Fatalf("bank = %+v", b)
+	}
+	first := b.Violations[0]
+	if first.Kind != "transfer" || first.Client != "c1" || first.Total != "350.00" {
+		t.Errorf("first violation = %+v, want c1's transfer making 350.00", first)
+	}
+	want := `c1's transfer of 30.00 a1→a2 (read at 0.040s, written at 1.51s) broke bank "k": it was computed from stale balances ` +
+		`(a1 was 100.00 when read but 50.00 by then (c2's transfer at 1.15s)); the total became 350.00 instead of 300.00`
+	if first.Text != want {
+		t.Errorf("text =\n%s\nwant\n%s", first.Text, want)
+	}
+	if k := b.Keys[0]; k.Total != "300.00" || k.FinalTotal != "350.00" || k.Applied != 2 || k.Accounts != 3 {
+		t.Errorf("key = %+v", k)
+	}
+
+	neg := newRB().init("k", history.Balances{"a1": "10.00", "a2": "0.00"})
+	neg.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+	neg.read("c1", "k", 0.03, 0.04, history.Balances{"a1": "10.00", "a2": "0.00"})
+	neg.write("c1", history.Transfer, "k", 0.05, 0.06,
+		history.TransferValue{From: "a1", To: "a2", Amount: "10.01", Balances: history.Balances{"a1": "-0.01", "a2": "10.01"}}, 0, history.OK, 2)
+	neg.release("c1", "k", 0.07, 0.08, history.OK)
+	neg.read(history.ProcessFinal, "k", 1, 1.01, history.Balances{"a1": "-0.01", "a2": "10.01"})
+	res = Check(neg.Events())
+	if res.Bank.Verdict != Invalid || !strings.Contains(res.Bank.Violations[0].Text, "negative: a1=-0.01") {
+		t.Errorf("negative balance: %+v", res.Bank)
+	}
+
+	ok := newRB().init("k", history.Balances{"a1": "10.00", "a2": "0.10"})
+	ok.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+	ok.read("c1", "k", 0.03, 0.04, history.Balances{"a1": "10.00", "a2": "0.10"})
+	// Decimal arithmetic: 0.1 + 0.2 is exactly 0.3 here.
+	ok.write("c1", history.Transfer, "k", 0.05, 0.06,
+		history.TransferValue{From: "a1", To: "a2", Amount: "0.20", Balances: history.Balances{"a1": "9.80", "a2": "0.30"}}, 0, history.OK, 2)
+	ok.release("c1", "k", 0.07, 0.08, history.OK)
+	ok.read(history.ProcessFinal, "k", 1, 1.01, history.Balances{"a1": "9.80", "a2": "0.30"})
+	res = Check(ok.Events())
+	if res.Verdict != Valid || res.Bank.Verdict != Valid {
+		t.Errorf("valid bank: %s (%s)", res.Verdict, res.Reason)
+	}
+}
+
+func TestSet(t *testing.T) {
+	res := Check(pauseHistory(kindSet, false))
+	s := res.Set
+	if s == nil || s.Verdict != Invalid || s.LostCount != 1 || s.Lost[0].Element != 21 {
+		t.Fatalf("set = %+v", s)
+	}
+	want := `c2's add of 21 (read at 1.13s, written at 1.15s) is missing from the final read at 2.50s: ` +
+		`c1's add of 11 (read at 0.040s, written at 1.51s) wrote back a set read before it was added`
+	if s.Lost[0].Text != want {
+		t.Errorf("text =\n%s\nwant\n%s", s.Lost[0].Text, want)
+	}
+
+	base := func(final ...int64) []history.Event {
+		b := newRB().init("k", []int64{})
+		b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+		b.read("c1", "k", 0.03, 0.04, history.SetRead{})
+		b.write("c1", history.Add, "k", 0.05, 0.06, 11, 0, history.OK, 2)
+		b.release("c1", "k", 0.07, 0.08, history.OK)
+		b.acquire("c2", "k", 0.1, 0.11, 1.1, 0)
+		b.read("c2", "k", 0.12, 0.13, history.SetRead{Size: 1})
+		b.write("c2", history.Add, "k", 0.14, 0.15, 21, 0, history.Info, 0)
+		b.releaseAs("c2.1", "c2", "k", 0.16, 0.17, history.OK)
+		b.acquire("c3", "k", 0.2, 0.21, 1.2, 0)
+		b.read("c3", "k", 0.22, 0.23, history.SetRead{Size: 1})
+		b.write("c3", history.Add, "k", 0.24, 0.25, 31, 0, history.Fail, 5)
+		b.release("c3", "k", 0.26, 0.27, history.OK)
+		if final != nil {
+			b.read(history.ProcessFinal, "k", 1, 1.01, history.SetRead{Size: len(final), Elements: final})
+		}
+		return b.Events()
+	}
+	for _, tc := range []struct {
+		name    string
+		events  []history.Event
+		verdict Verdict
+		reason  string
+	}{
+		{"acknowledged present, unknown absent", base(11), Valid, "all 1 acknowledged add(s)"},
+		{"unknown present", base(11, 21), Valid, ""},
+		{"acknowledged missing", base(21), Invalid, "1 acknowledged add(s) lost"},
+		{"never added", base(11, 99), Invalid, "never added: [99]"},
+		{"rejected but present", base(11, 31), Invalid, "rejected add(s) are in the final read: [31]"},
+		{"no final read", base(), Unknown, "no final read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Check(tc.events)
+			if res.Set.Verdict != tc.verdict || res.Verdict != tc.verdict {
+				t.Fatalf("set %s (%s), overall %s; want %s", res.Set.Verdict, res.Set.Reason, res.Verdict, tc.verdict)
+			}
+			if !strings.Contains(res.Set.Reason, tc.reason) {
+				t.Errorf("reason %q lacks %q", res.Set.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+func TestFencing(t *testing.T) {
+	// A lock whose token went backwards, and a storage that did not fence.
+	b := newRB().init("k", 0).increment("c1", 0.01, 2, 0, 2).increment("c2", 0.1, 1, 1, 3)
+	b.read(history.ProcessFinal, "k", 1, 1.01, 2)
+	res := Check(b.Events())
+	f := res.Fencing
+	if f == nil || f.Verdict != Invalid || len(f.Violations) != 1 || res.Verdict != Invalid {
+		t.Fatalf("fencing = %+v, overall %s", f, res.Verdict)
+	}
+	if res.Counter.Verdict != Valid {
+		t.Errorf("counter %s: the updates themselves were serial", res.Counter.Verdict)
+	}
+	want := "the storage applied c2's write of 2 (token 1, read at 0.130s, written at 0.150s) after c1's write of 1 (token 2, read at 0.040s, written at 0.060s) (seq 2, then 3): a stale token was accepted"
+	if f.Violations[0].Text != want {
+		t.Errorf("text =\n%s\nwant\n%s", f.Violations[0].Text, want)
+	}
+
+	// One lease writing twice with its token is fine; another lease
+	// reusing the token is not.
+	same := newRB().init("k", 0)
+	same.acquire("c1", "k", 0.01, 0.02, 1.0, 4)
+	same.read("c1", "k", 0.03, 0.04, 0)
+	same.write("c1", history.Write, "k", 0.05, 0.06, 1, 4, history.OK, 2)
+	same.read("c1", "k", 0.07, 0.08, 1)
+	same.write("c1", history.Write, "k", 0.09, 0.1, 2, 4, history.OK, 3)
+	same.release("c1", "k", 0.11, 0.12, history.OK)
+	same.read(history.ProcessFinal, "k", 1, 1.01, 2)
+	if res := Check(same.Events()); res.Fencing.Verdict != Valid || res.Verdict != Valid {
+		t.Errorf("one lease, one token: %s (%s)", res.Verdict, res.Reason)
+	}
+	same.acquire("c2", "k", 1.1, 1.11, 2.0, 4)
+	same.read("c2", "k", 1.12, 1.13, 2)
+	same.write("c2", history.Write, "k", 1.14, 1.15, 3, 4, history.OK, 4)
+	same.release("c2", "k", 1.16, 1.17, history.OK)
+	if res := Check(same.Events()); res.Fencing.Verdict != Invalid {
+		t.Errorf("two leases, one token: %+v", res.Fencing)
+	}
+}
+
+// P2 decides when no resource is checked: a client holding past its
+// deadline (the mutex workload under a pause) breaks it though P1 holds.
+func TestCriticalSectionDecidesWithoutResource(t *testing.T) {
+	b := newRB()
+	b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+	b.acquire("c2", "k", 1.1, 1.11, 2.1, 0)
+	b.release("c1", "k", 1.5, 1.51, history.Fail)
+	b.release("c2", "k", 1.6, 1.61, history.OK)
+	res := Check(b.Events())
+	if res.Verdict != Invalid || property(t, res, PropLeaseLock).Verdict != Valid {
+		t.Fatalf("verdict %s (%s), want invalid by P2 alone", res.Verdict, res.Reason)
+	}
+	if !strings.HasPrefix(res.Reason, "critical sections overlapped: 1 overlapping critical section(s)") {
+		t.Errorf("reason %q", res.Reason)
+	}
+	if res.Visualized != PropCriticalSection || !res.HasVisualization() {
+		t.Errorf("visualized %q", res.Visualized)
+	}
+	c1 := res.Keys[0].Beliefs[0]
+	if c1.End != historytest.Sec(1.0) || c1.EndReason != EndDeadline || c1.CSEnd != historytest.Sec(1.5) || c1.CSEndReason != EndRelease {
+		t.Errorf("c1 belief = %+v, want P1 to end at the deadline and P2 at the release", c1)
+	}
+}
+
+// Without a release, the critical section ends with its last resource
+// operation if that came after the deadline.
+func TestCriticalSectionEndsWithLastOperation(t *testing.T) {
+	b := newRB().init("k", 0)
+	b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+	b.read("c1", "k", 0.03, 0.04, 0)
+	b.write("c1", history.Write, "k", 1.2, 1.3, 1, 0, history.OK, 2)
+	res := Check(b.Events())
+	c1 := res.Keys[0].Beliefs[0]
+	if c1.CSEnd != historytest.Sec(1.3) || c1.CSEndReason != EndLastOp || c1.ResourceOps != 2 {
+		t.Errorf("c1 belief = %+v", c1)
+	}
+}
+
+func TestResourceWithoutInitIsNotChecked(t *testing.T) {
+	b := newRB()
+	b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+	b.read("c1", "k", 0.03, 0.04, 0)
+	b.release("c1", "k", 0.05, 0.06, history.OK)
+	res := Check(b.Events())
+	if res.Counter != nil || res.Verdict != Valid || !strings.Contains(strings.Join(res.Notes, "\n"), "not checked: no initial state") {
+		t.Errorf("got %s, counter %+v, notes %q", res.Verdict, res.Counter, res.Notes)
+	}
+}
+
+func TestResultWithResourcesRoundTripsThroughJSON(t *testing.T) {
+	res := Check(pauseHistory(kindBank, true))
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Bank == nil || back.Bank.Verdict != Valid || back.Fencing == nil || back.Fencing.Rejected != 1 ||
+		back.CriticalSection == nil || back.CriticalSection.ViolationCount != 1 || len(back.Properties) != 4 {
+		t.Errorf("round trip lost data: %s", data)
+	}
+}
+
+// A counter whose critical sections all overlap cannot be cut into pieces;
+// a search that runs out of time is unknown, never valid.
+func TestCounterTimeoutIsUnknown(t *testing.T) {
+	b := newRB().init("k", 0)
+	const n = 400
+	for i := range n {
+		p := "c" + itoa(i+1)
+		b.Add(p, history.Invoke, history.Acquire, "k", 0.01)
+	}
+	for i := range n {
+		p := "c" + itoa(i+1)
+		at := 1 + float64(i)*0.001
+		b.Add(p, history.OK, history.Acquire, "k", at, historytest.Deadline(100), historytest.Value("v-"+p))
+	}
+	for i := range n {
+		b.Add("c"+itoa(i+1), history.Invoke, history.Read, "k", 2)
+	}
+	for i := range n {
+		b.Add("c"+itoa(i+1), history.OK, history.Read, "k", 3+float64(i)*0.001, val(i))
+	}
+	for i := range n {
+		b.Add("c"+itoa(i+1), history.Invoke, history.Write, "k", 4, val(i+1))
+	}
+	for i := range n {
+		b.Add("c"+itoa(i+1), history.OK, history.Write, "k", 5+float64(i)*0.001, val(history.Ack{Seq: int64(i + 2)}))
+	}
+	res := Check(b.Events(), WithTimeout(time.Nanosecond))
+	if res.Counter == nil || res.Counter.Verdict != Unknown || !strings.Contains(res.Counter.Reason, "did not finish") {
+		t.Fatalf("counter = %+v", res.Counter)
+	}
+	if res.Counter.Ops != n {
+		t.Errorf("ops = %d, want %d", res.Counter.Ops, n)
+	}
+	if res.Verdict == Valid {
+		t.Error("a timed-out check passed")
+	}
+	// With time to finish, the same history is valid for the counter: the
+	// storage applied the writes in the order that makes every read right.
+	if res := Check(b.Events(), WithTimeout(time.Minute)); res.Counter.Verdict != Valid {
+		t.Errorf("without a timeout: counter %s (%s)", res.Counter.Verdict, res.Counter.Reason)
+	}
+}

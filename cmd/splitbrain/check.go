@@ -1,0 +1,143 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"splitbrain/checker"
+	"splitbrain/history"
+	"splitbrain/results"
+)
+
+const checkUsage = `Usage: splitbrain check RUN_DIR [--timeout 30s] [--json]
+
+Re-checks a stored run offline from its history.jsonl and rewrites its
+result.json, report.html and porcupine.html. A history cut short by a crash
+(a torn or corrupt line) is checked up to that line: a violation in it is
+still a violation, but its absence is unknown, never valid.
+
+Flags:
+  --timeout D  bound on each porcupine search (default 30s); running out
+               makes the verdict unknown
+  --json       print the outcome as JSON
+`
+
+// checkSummary is check's --json output.
+type checkSummary struct {
+	Dir        string             `json:"dir"`
+	Report     string             `json:"report"`
+	Verdict    checker.Verdict    `json:"verdict"`
+	Reason     string             `json:"reason"`
+	Incomplete string             `json:"incomplete,omitempty"`
+	Events     int                `json:"events"`
+	Properties []checker.Property `json:"properties,omitempty"`
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
+	flags := flag.NewFlagSet("check", flag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	timeout := flags.Duration("timeout", checker.DefaultTimeout, "")
+	asJSON := flags.Bool("json", false, "")
+	help := flags.Bool("help", false, "")
+	pos, err := parseInterleaved(flags, args)
+	if err != nil {
+		return exitUsage, err
+	}
+	if *help {
+		fmt.Fprint(stdout, checkUsage)
+		return exitValid, nil
+	}
+	if len(pos) != 1 {
+		return exitUsage, &usageError{fmt.Sprintf("check takes one run folder (such as store/clock-jump/latest), got %d", len(pos))}
+	}
+	if *timeout < 0 {
+		return exitUsage, &usageError{fmt.Sprintf("--timeout %v: want a duration of 0 (no bound) or more, such as 30s", *timeout)}
+	}
+	dir := pos[0]
+	path := filepath.Join(dir, results.HistoryFile)
+	if _, err := os.Stat(path); err != nil {
+		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %v", dir, err)}
+	}
+
+	events, err := history.ReadFile(path)
+	opts := []checker.Option{checker.WithTimeout(*timeout)}
+	incomplete := ""
+	var le *history.LineError
+	switch {
+	case err == nil:
+	case errors.As(err, &le) && errors.Is(err, history.ErrTruncated):
+		incomplete = fmt.Sprintf("%s ends in a line cut short at line %d, as a crash leaves it; the %d event(s) before it were checked",
+			results.HistoryFile, le.Line, len(events))
+	case errors.As(err, &le):
+		incomplete = fmt.Sprintf("%s:%d is not a history event (%v); the %d event(s) before it were checked",
+			results.HistoryFile, le.Line, le.Err, len(events))
+	default:
+		return exitInternal, err
+	}
+	if incomplete != "" {
+		opts = append(opts, checker.Incomplete(incomplete))
+		fmt.Fprintf(stderr, "splitbrain: %s\n", incomplete)
+	}
+	res := checker.Check(events, opts...)
+
+	meta, err := checkMeta(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(stderr, "splitbrain: %s has no %s (the run did not finish); the report's header is rebuilt from the folder's name\n",
+			dir, results.ResultFile)
+	case err != nil:
+		fmt.Fprintf(stderr, "splitbrain: %v; the report's header is rebuilt from the folder's name\n", err)
+	}
+	if err := results.Write(dir, meta, events, res); err != nil {
+		fmt.Fprintf(stderr, "splitbrain: %v\n", err)
+		if res.Verdict == checker.Valid {
+			return exitInternal, nil
+		}
+	}
+	report := filepath.Join(dir, results.ReportFile)
+	if *asJSON {
+		writeJSON(stdout, checkSummary{Dir: dir, Report: report, Verdict: res.Verdict, Reason: res.Reason,
+			Incomplete: incomplete, Events: len(events), Properties: res.Properties})
+		return res.Verdict.ExitCode(), nil
+	}
+	fmt.Fprintf(stdout, "checked %d event(s) of %s in %s\n", len(events), path, checker.Seconds(int64(res.CheckTime)))
+	fmt.Fprintf(stdout, "verdict: %s\n  %s\n", strings.ToUpper(string(res.Verdict)), res.Reason)
+	for _, p := range res.Properties {
+		role := ""
+		if !p.Decides {
+			role = " (explains, does not decide)"
+		}
+		fmt.Fprintf(stdout, "  %s: %s%s\n", p.Name, p.Verdict, role)
+	}
+	for _, v := range res.Violations {
+		fmt.Fprintf(stdout, "  %s\n", v.Text)
+	}
+	fmt.Fprintf(stdout, "report: %s\n", report)
+	return res.Verdict.ExitCode(), nil
+}
+
+// checkMeta keeps what the run recorded about itself; a run that crashed
+// before writing result.json gets what its folder's name says.
+func checkMeta(dir string) (results.Meta, error) {
+	rec, err := results.ReadRecord(dir)
+	if err == nil {
+		return rec.Meta, nil
+	}
+	abs, aerr := filepath.Abs(dir)
+	if aerr != nil {
+		abs = dir
+	}
+	if resolved, rerr := filepath.EvalSymlinks(abs); rerr == nil {
+		abs = resolved
+	}
+	return results.Meta{
+		Scenario: filepath.Base(filepath.Dir(abs)),
+		Command:  "splitbrain check " + dir,
+	}, err
+}

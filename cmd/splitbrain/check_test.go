@@ -1,0 +1,153 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"splitbrain/history"
+	"splitbrain/history/historytest"
+)
+
+// clockJumpHistory is the shape of a clock-jump run: c1 granted by n1..n3,
+// n3's clock jumps, c2 granted by n3..n5 while c1 still believes.
+func clockJumpHistory(t *testing.T) []byte {
+	t.Helper()
+	b := &historytest.Builder{}
+	b.Fault(0, historytest.Cut(1, history.PhaseStart, "c1", "n4", "n5"))
+	b.Acquire("c1", "lock", 0.1, 0.2, 2.1)
+	b.Fault(0.3, historytest.Cut(1, history.PhaseStop, "c1", "n4", "n5"))
+	b.Fault(0.4, historytest.ClockJump(2, history.PhaseStart, "n3", 5*time.Second))
+	b.Fault(0.5, historytest.Cut(3, history.PhaseStart, "c2", "n1", "n2"))
+	b.Acquire("c2", "lock", 0.6, 0.7, 2.6)
+	b.Fault(0.8, historytest.Cut(3, history.PhaseStop, "c2", "n1", "n2"))
+	b.Release("c1", "lock", 1.5, 1.6)
+	b.Release("c2", "lock", 1.7, 1.8)
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	for _, e := range b.Events() {
+		if err := enc.Encode(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out.Bytes()
+}
+
+// storeRun writes history as the history.jsonl of a run folder that has
+// nothing else: a run the harness did not finish.
+func storeRun(t *testing.T, history []byte) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "store", "clock-jump", "20260101T000000.000Z")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "history.jsonl"), string(history))
+	return dir
+}
+
+// tear cuts the history in the middle of its last line, as a crash during
+// a write leaves it.
+func tear(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	last := bytes.LastIndexByte(b, '\n')
+	return b[:last+1+(len(b)-last-1)/2]
+}
+
+// A finished run, checked again, keeps its verdict and its record.
+func TestCheckRerunsAStoredRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := filepath.Join(t.TempDir(), "runs")
+	run := e.run("run", "clock-jump-control", "--seed", "3", "--store", store)
+	dir := filepath.Dir(reportPath(t, run.stdout))
+	before, _ := readResult(t, dir)
+
+	res := e.run("check", dir)
+	if res.code != run.code || !strings.Contains(res.stdout, "verdict: "+strings.ToUpper(before)) ||
+		!strings.Contains(res.stdout, "lease-lock (P1): ") {
+		t.Errorf("check: exit %d (the run's was %d, verdict %s)\n%s", res.code, run.code, before, res.stdout)
+	}
+	if verdict, seed := readResult(t, dir); verdict != before || seed != 3 {
+		t.Errorf("result.json says %s, seed %d: the run's own record should be kept", verdict, seed)
+	}
+}
+
+// Histories cut short by a crash: what the prefix proves still counts; what
+// it does not prove is unknown.
+func TestCheckCrashedRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	full := clockJumpHistory(t)
+
+	dir := storeRun(t, full)
+	res := e.run("check", dir)
+	if res.code != 1 || !strings.Contains(res.stdout, "verdict: INVALID") || !strings.Contains(res.stdout, "both believed they held lock") {
+		t.Errorf("complete history: exit %d\n%s", res.code, res.stdout)
+	}
+	for _, f := range []string{"result.json", "report.html", "porcupine.html"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("check of an unfinished run wrote no %s: %v", f, err)
+		}
+	}
+
+	// Torn after the overlap: the violation is in the prefix.
+	torn := storeRun(t, tear(full))
+	res = e.run("check", torn)
+	if res.code != 1 || !strings.Contains(res.stderr, "cut short") {
+		t.Errorf("torn history: exit %d, stderr %q", res.code, res.stderr)
+	}
+
+	// Torn before c2 acquires: nothing is wrong in the prefix, and that is
+	// unknown, not valid.
+	i := bytes.Index(full, []byte(`"p":"c2"`))
+	early := storeRun(t, tear(full[:bytes.LastIndexByte(full[:i], '\n')+1]))
+	res = e.run("check", early, "--json")
+	var sum struct {
+		Verdict, Reason, Incomplete string
+		Events                      int
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, res.stdout)
+	}
+	if res.code != 2 || sum.Verdict != "unknown" || !strings.Contains(sum.Reason, "incomplete") || sum.Incomplete == "" || sum.Events == 0 {
+		t.Errorf("early crash: exit %d, %+v", res.code, sum)
+	}
+	if verdict, _ := readResult(t, early); verdict != "unknown" {
+		t.Errorf("result.json of the early crash says %s", verdict)
+	}
+
+	// A corrupt line in the middle: the prefix is judged, the line named.
+	lines := bytes.SplitAfter(full, []byte("\n"))
+	lines[2] = []byte("{\"i\":2,\"p\":\"c1\",\"type\":\"bogus\"}\n")
+	res = e.run("check", storeRun(t, bytes.Join(lines, nil)))
+	if res.code != 2 || !strings.Contains(res.stderr, "history.jsonl:3") {
+		t.Errorf("corrupt line: exit %d, stderr %q", res.code, res.stderr)
+	}
+}
+
+func TestCheckBadArguments(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check"}, "one run folder"},
+		{[]string{"check", "a", "b"}, "one run folder"},
+		{[]string{"check", t.TempDir()}, "is not a run folder"},
+		{[]string{"check", "x", "--timeout", "soon"}, "timeout"},
+		{[]string{"check", "x", "--timeout", "-1s"}, "--timeout -1s"},
+	} {
+		res := e.run(tc.args...)
+		if res.code != 254 || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 254 and %q", tc.args, res.code, res.stderr, tc.want)
+		}
+	}
+	if res := e.run("check", "--help"); res.code != 0 || !strings.Contains(res.stdout, "Usage: splitbrain check RUN_DIR") {
+		t.Errorf("check --help: exit %d\n%s", res.code, res.stdout)
+	}
+}

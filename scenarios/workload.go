@@ -1,0 +1,143 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"splitbrain/cluster"
+	"splitbrain/nemesis"
+	"splitbrain/redlock"
+	"splitbrain/workload"
+)
+
+// storageNode names the storage in the network nemesis: each client reaches
+// it through its own proxy, as it reaches the lock nodes, so that faults on
+// the client↔storage links can be injected like any other.
+const storageNode = "storage"
+
+// streamClients is the first PCG stream of the generated workload's
+// clients: client i draws from streamClients+i.
+const streamClients = 1000
+
+// finalReadTimeout bounds the final reads, which run even after Ctrl-C.
+const finalReadTimeout = 10 * time.Second
+
+// workloadRun is what a generated workload needs beyond the scripted
+// runner: the storage node and every client's connection to it.
+type workloadRun struct {
+	storage  *cluster.Local
+	harness  *redis.Client // the harness's own connection: initial writes, final reads
+	storages map[string]*workload.Storage
+}
+
+// startStorage starts the storage node: one redis-server outside the lock
+// quorum, in its own folder of the run.
+func (r *runner) startStorage(ctx context.Context, dir, cacheDir string) (*nemesis.Endpoint, error) {
+	if !r.sc.Workload.HasResource() {
+		return nil, nil
+	}
+	st, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 1, Dir: filepath.Join(dir, storageNode), CacheDir: cacheDir})
+	if err != nil {
+		return nil, fmt.Errorf("storage node: %w", err)
+	}
+	r.wl.storage = st
+	node := st.Nodes()[0]
+	r.wl.harness = redis.NewClient(redlock.ClientOptions(node.Addr(), st.Password()))
+	r.logf("started the storage node %s (outside the lock quorum)", node.Addr())
+	return &nemesis.Endpoint{Name: storageNode, Addr: node.Addr()}, nil
+}
+
+// connectStorage gives every client its own connection to the storage,
+// through its proxy.
+func (r *runner) connectStorage() error {
+	if r.wl.storage == nil {
+		return nil
+	}
+	r.wl.storages = map[string]*workload.Storage{}
+	for _, name := range r.sc.Clients {
+		addr, err := r.net.Addr(name, storageNode)
+		if err != nil {
+			return err
+		}
+		c := redis.NewClient(redlock.ClientOptions(addr, r.wl.storage.Password()))
+		r.conns = append(r.conns, c)
+		r.wl.storages[name] = workload.NewStorage(c, r.sc.Workload.Fencing)
+	}
+	return nil
+}
+
+func (r *runner) workloadConfig() workload.Config {
+	w := r.sc.Workload
+	return workload.Config{
+		Kind:     workload.Kind(w.Kind),
+		Keys:     r.sc.keys(),
+		TTL:      r.sc.Lock.TTL,
+		Duration: w.Duration,
+		Think:    w.Think.Draw,
+	}
+}
+
+// playGenerated runs the generated workload and the fault steps side by
+// side, heals every fault, then reads every resource a last time.
+func (r *runner) playGenerated(ctx context.Context) error {
+	w := r.sc.Workload
+	cfg := r.workloadConfig()
+	harness := workload.NewStorage(r.wl.harness, w.Fencing)
+	if r.wl.harness != nil {
+		if err := workload.Setup(ctx, r.rec, harness, cfg); err != nil {
+			return err
+		}
+	}
+	fencing := "off"
+	if w.Fencing {
+		fencing = "on"
+	}
+	r.logf("workload %s: %d client(s) on %d key(s) for %v, think %v, fencing %s",
+		w.Kind, len(r.sc.Clients), len(cfg.Keys), w.Duration, w.Think, fencing)
+	workers := make([]workload.Worker, len(r.sc.Clients))
+	for i, name := range r.sc.Clients {
+		workers[i] = workload.Worker{
+			Client:  r.clients[name],
+			Storage: r.wl.storages[name],
+			Rand:    rand.New(rand.NewPCG(uint64(r.seed), streamClients+uint64(i))),
+		}
+	}
+	var wg sync.WaitGroup
+	var wlErr, stepErr error
+	wg.Go(func() { wlErr = workload.Run(ctx, cfg, workers) })
+	wg.Go(func() { stepErr = r.playSteps(ctx) })
+	wg.Wait()
+	r.logf("workload %s done", w.Kind)
+	if err := errors.Join(wlErr, stepErr); err != nil {
+		return err
+	}
+	if r.wl.harness == nil {
+		return nil
+	}
+	// Final reads see the state every fault left behind, so they come
+	// after the heal; they run even after Ctrl-C, to judge what was done.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalReadTimeout)
+	defer cancel()
+	if err := r.nem.HealAll(fctx); err != nil {
+		return err
+	}
+	return workload.FinalReads(fctx, r.rec, harness, cfg)
+}
+
+// closeStorage stops the storage node.
+func (r *runner) closeStorage(ctx context.Context) error {
+	if r.wl.harness != nil {
+		_ = r.wl.harness.Close()
+	}
+	if r.wl.storage == nil {
+		return nil
+	}
+	return r.wl.storage.Close(ctx)
+}
