@@ -336,3 +336,36 @@ func TestSIGINTMidFaultLeavesNothing(t *testing.T) {
 		t.Errorf("n1's log shows no graceful shutdown:\n%s", logb)
 	}
 }
+
+// Under a generated workload the fault steps run beside the clients: a
+// delay on one client's link to the storage node, then a random schedule;
+// every fault is healed before the final reads, and nothing is left.
+func TestFaultsBesideAGeneratedWorkload(t *testing.T) {
+	sc := parse(t, `name: counter-faults
+expect: any
+cluster: {nodes: 3}
+lock: {ttl: 1s, node_timeout: 200ms}
+workload: {clients: 2, kind: counter, duration: 2s}
+steps:
+  - net: {client: c1, nodes: [storage], fault: delay, delay: 300ms, direction: to-node, for: 500ms}
+  - wait: 500ms
+  - random: {faults: [partition, clock, pause, kill, client-pause], interval: 200ms, duration: 50ms..150ms, for: 1s}
+`)
+	out, log := runLogged(t, sc, 3)
+	fs := nemesisOps(t, out.Dir)
+	if len(fs) < 4 || fs[0].Kind != nemesis.KindDelay || fs[0].Links[0] != (history.Link{Client: "c1", Node: "storage"}) {
+		t.Fatalf("nemesis ops %+v, want the storage link's delay first\n%s", fs, log)
+	}
+	open := map[int]bool{}
+	for _, f := range fs {
+		open[f.ID] = f.Phase == history.PhaseStart
+	}
+	for id, o := range open {
+		if o {
+			t.Errorf("fault %d never healed\n%s", id, log)
+		}
+	}
+	if !strings.Contains(log, "random: ") {
+		t.Errorf("no random op ran:\n%s", log)
+	}
+}

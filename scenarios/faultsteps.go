@@ -116,7 +116,7 @@ func (p *parser) faultStep(st *Step, val *yaml.Node, field string, seen map[stri
 	switch st.Kind {
 	case StepNet:
 		st.Client = p.client(need("client"), field+".client")
-		st.Nodes = p.nodeList(need("nodes"), field+".nodes", true)
+		st.Nodes = p.linkNodes(need("nodes"), field+".nodes")
 		p.linkFault(st, seen, field)
 	case StepReplication:
 		st.Node = p.replicatedNode(need("node"), field+".node")
@@ -335,6 +335,30 @@ func (p *parser) nodeList(n *yaml.Node, field string, nonEmpty bool) []string {
 	var out []string
 	for _, v := range n.Content {
 		out = append(out, p.node(v, field))
+	}
+	return out
+}
+
+// linkNodes parses the nodes of a net step: lock nodes, and the storage
+// node when the workload has one.
+func (p *parser) linkNodes(n *yaml.Node, field string) []string {
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.fail(n, field, "want a list of node names such as [n4, n5]")
+		return nil
+	}
+	var out []string
+	for _, v := range n.Content {
+		switch {
+		case v.Value == storageNode && p.storage:
+			out = append(out, storageNode)
+		case v.Value == storageNode:
+			p.fail(v, field, "no storage node: only the counter, bank and set workloads have one")
+		default:
+			out = append(out, p.node(v, field))
+		}
 	}
 	return out
 }

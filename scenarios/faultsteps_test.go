@@ -72,6 +72,18 @@ func TestParseFaultSteps(t *testing.T) {
 	}
 }
 
+// With a workload that writes the storage node, its links can be faulted too.
+func TestParseNetToStorage(t *testing.T) {
+	sc, err := Parse([]byte(strings.Replace(faultsHead, "workload: {clients: 2}", "workload: {clients: 2, kind: counter}", 1)+
+		"  - net: {client: c1, nodes: [storage, n2], fault: delay, delay: 3s, direction: to-node}\n"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sc.Steps[0].Nodes; !reflect.DeepEqual(got, []string{"storage", "n2"}) {
+		t.Errorf("nodes %v", got)
+	}
+}
+
 func TestParseClusterFaultSettings(t *testing.T) {
 	sc, err := Parse([]byte(faultsHead+"  - wait: 1s\n"), "f.yaml")
 	if err != nil {
@@ -116,6 +128,7 @@ func TestParseFaultStepErrors(t *testing.T) {
 		{"refuse with direction", faultsHead + "  - net: {client: c1, nodes: [n1], fault: refuse, direction: to-node}\n", []string{"steps[0].net.direction", "no direction"}},
 		{"bad direction", faultsHead + "  - net: {client: c1, nodes: [n1], direction: up}\n", []string{"steps[0].net.direction", "both, to-node, to-client"}},
 		{"net to unknown node", faultsHead + "  - net: {client: c1, nodes: [n8]}\n", []string{"steps[0].net.nodes", `"n8"`}},
+		{"net to storage without one", faultsHead + "  - net: {client: c1, nodes: [storage]}\n", []string{"f.yaml:7", "steps[0].net.nodes", "no storage node"}},
 		{"net unknown field", faultsHead + "  - net: {client: c1, nodes: [n1], speed: 2}\n", []string{"f.yaml:7", "steps[0].net.speed", "valid fields: client, nodes"}},
 		{"replication without replica", faultsHead + "  - replication: {node: n2}\n", []string{"f.yaml:7", "steps[0].replication.node", "n2 has no replica", "replicas: [n2]"}},
 		{"promote without replica", faultsHead + "  - promote: {node: n4}\n", []string{"steps[0].promote.node", "no replica"}},

@@ -277,6 +277,7 @@ type parser struct {
 	nodes      map[string]bool
 	cls        map[string]bool
 	replicated map[string]bool // nodes with a replica
+	storage    bool            // the workload has a storage node
 }
 
 func (p *parser) fail(n *yaml.Node, field, format string, args ...any) {
@@ -320,6 +321,7 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 		sc.Lock.Key = "lock"
 	}
 	sc.Workload = p.workload(&s.Workload, len(s.Steps) > 0)
+	p.storage = sc.Workload.HasResource()
 	if len(s.Steps) == 0 && sc.Workload.Kind == WorkloadSteps {
 		p.fail(nil, "steps", "missing: a scenario needs at least one step, or a generated workload (workload.kind mutex, counter, bank or set)")
 	}
