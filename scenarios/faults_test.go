@@ -49,6 +49,20 @@ func nemesisOps(t *testing.T, dir string) []history.Fault {
 	return out
 }
 
+// assertAllHealed checks that every fault that started also stopped.
+func assertAllHealed(t *testing.T, fs []history.Fault, context string) {
+	t.Helper()
+	open := map[int]bool{}
+	for _, f := range fs {
+		open[f.ID] = f.Phase == history.PhaseStart
+	}
+	for id, o := range open {
+		if o {
+			t.Errorf("fault %d never healed (%s)", id, context)
+		}
+	}
+}
+
 // runLogged runs sc, checks that it left nothing behind, and returns its
 // outcome and progress log.
 func runLogged(t *testing.T, sc *scenarios.Scenario, seed int64) (*scenarios.Outcome, string) {
@@ -116,15 +130,7 @@ func TestRandomScheduleFollowsSeed(t *testing.T) {
 	ops := func(seed int64) []history.Fault {
 		out, _ := runLogged(t, sc, seed)
 		fs := nemesisOps(t, out.Dir)
-		open := map[int]bool{}
-		for _, f := range fs {
-			open[f.ID] = f.Phase == history.PhaseStart
-		}
-		for id, o := range open {
-			if o {
-				t.Errorf("seed %d: fault %d never healed", seed, id)
-			}
-		}
+		assertAllHealed(t, fs, fmt.Sprintf("seed %d", seed))
 		if len(fs) < 10 {
 			t.Errorf("seed %d: only %d nemesis events in a 2 s schedule at 200 ms", seed, len(fs))
 		}
@@ -356,15 +362,7 @@ steps:
 	if len(fs) < 4 || fs[0].Kind != nemesis.KindDelay || fs[0].Links[0] != (history.Link{Client: "c1", Node: "storage"}) {
 		t.Fatalf("nemesis ops %+v, want the storage link's delay first\n%s", fs, log)
 	}
-	open := map[int]bool{}
-	for _, f := range fs {
-		open[f.ID] = f.Phase == history.PhaseStart
-	}
-	for id, o := range open {
-		if o {
-			t.Errorf("fault %d never healed\n%s", id, log)
-		}
-	}
+	assertAllHealed(t, fs, log)
 	if !strings.Contains(log, "random: ") {
 		t.Errorf("no random op ran:\n%s", log)
 	}
