@@ -50,7 +50,7 @@ func nemesisOps(t *testing.T, dir string) []history.Fault {
 }
 
 // assertAllHealed checks that every fault that started also stopped.
-func assertAllHealed(t *testing.T, fs []history.Fault, context string) {
+func assertAllHealed(t *testing.T, fs []history.Fault, where string) {
 	t.Helper()
 	open := map[int]bool{}
 	for _, f := range fs {
@@ -58,7 +58,7 @@ func assertAllHealed(t *testing.T, fs []history.Fault, context string) {
 	}
 	for id, o := range open {
 		if o {
-			t.Errorf("fault %d never healed (%s)", id, context)
+			t.Errorf("fault %d never healed (%s)", id, where)
 		}
 	}
 }
