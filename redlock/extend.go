@@ -133,14 +133,15 @@ func (l *Locker) Do(ctx context.Context, key string, ttl time.Duration, fn func(
 // lease, for the release.
 func (l *Locker) keepAlive(fctx context.Context, lease *Lease, cancel context.CancelCauseFunc, done <-chan struct{}) *Lease {
 	guard := lease.TTL / 10
-	arm := func(ls *Lease) *time.Timer {
+	// arm ends fn's context guard before ls's deadline, giving why.
+	arm := func(ls *Lease, why error) *time.Timer {
 		deadline := ls.Deadline
 		return time.AfterFunc(time.Until(deadline)-guard, func() {
-			cancel(&LeaseLostError{Key: ls.Key, Deadline: deadline, Err: ErrExpired})
+			cancel(&LeaseLostError{Key: ls.Key, Deadline: deadline, Err: why})
 		})
 	}
 	cur := lease
-	timer := arm(cur)
+	timer := arm(cur, ErrExpired)
 	defer func() { timer.Stop() }()
 	// wait returns false when fn is done or its context has ended.
 	wait := func(d time.Duration) bool {
@@ -165,12 +166,16 @@ func (l *Locker) keepAlive(fctx context.Context, lease *Lease, cancel context.Ca
 				if !timer.Stop() {
 					return next // the deadline timer fired: fctx is ending
 				}
-				cur, timer = next, arm(next)
+				cur, timer = next, arm(next, ErrExpired)
 				break
 			}
 			if errors.Is(err, ErrExtendLimit) {
-				// Nothing more to do: the armed timer ends fn's context
-				// before the current deadline.
+				// Nothing more to do but end fn's context before the
+				// current deadline, saying why.
+				if !timer.Stop() {
+					return cur
+				}
+				timer = arm(cur, err)
 				wait(time.Until(cur.Deadline))
 				return cur
 			}

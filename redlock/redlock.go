@@ -90,14 +90,29 @@ const (
 	FenceNone Fencing = iota
 	// FenceSimple increments a per-key counter on every node inside the
 	// acquire script, on every attempt that reaches the node, and takes
-	// the maximum over the granting quorum as the token. It costs nothing
-	// extra, and without faults the tokens strictly increase. Under faults
-	// they do NOT: a node that some attempts could not reach falls behind,
-	// a node that others reached runs ahead, and a later quorum made of
-	// lagging nodes can hand out a token lower than an earlier one, because
-	// the node that holds the larger counter is not in it. Quorum
-	// intersection does not help: the intersecting node need not be the
-	// one that held the maximum.
+	// the largest counter among the nodes that answered (the granting
+	// quorum, and any node that refused) as the token. It costs nothing
+	// extra. The token of an attempt that began after the previous holder
+	// was granted, and that reached every node, is larger than the previous
+	// token: the node that gave the previous token its value counted that
+	// acquisition before this one. Under faults the tokens do NOT strictly
+	// increase:
+	//
+	//   - A node that some attempts could not reach falls behind, a node
+	//     that others reached runs ahead, and a later acquisition that
+	//     reaches only lagging nodes (a quorum of them) hands out a token
+	//     lower than an earlier one, because the node that holds the larger
+	//     counter is not among them. Quorum intersection does not help: the
+	//     intersecting node need not be the one that held the maximum.
+	//   - Asynchrony alone does it too: an attempt whose commands reach
+	//     some nodes before and others after another client's whole
+	//     acquire–release (a slow link, a paused client, a busy scheduler)
+	//     can repeat or lower that client's token.
+	//
+	// Taking the maximum over the granting quorum only, as the scheme is
+	// usually written, is weaker still: a node held by a losing contender
+	// at that moment can carry the maximum, and tokens repeat under mere
+	// contention.
 	FenceSimple
 	// FenceTwoRound reads the counters of the granting quorum (in the
 	// acquire script), then writes their maximum + 1 to the nodes with a
@@ -384,14 +399,14 @@ func (l *Locker) attempt(ctx context.Context, key, value string, ttl time.Durati
 	var granted []int
 	var maxCounter int64
 	for i, r := range res {
+		n, isInt := r.int64()
 		switch {
-		case r.err == nil:
+		case r.err == nil && !(isInt && n < 0):
 			granted = append(granted, i)
-			if n, ok := r.int64(); ok && n > maxCounter {
-				maxCounter = n
-			}
-		case errors.Is(r.err, redis.Nil):
+			maxCounter = max(maxCounter, n)
+		case r.err == nil || errors.Is(r.err, redis.Nil):
 			ae.Held++ // held by someone else: a definite answer
+			maxCounter = max(maxCounter, -n)
 		default:
 			ae.NodeErrs[i] = r.err
 		}

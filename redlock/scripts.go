@@ -56,18 +56,16 @@ end
 return 0`)
 
 	// acquireSimpleScript is SET NX PX plus the simple fencing counter:
-	// every attempt increments the key's counter, granted or not, and a
-	// grant returns the counter. Counting every attempt (not only grants)
-	// keeps the counters of all nodes equal as long as every attempt
-	// reaches every node, which is what makes the scheme monotonic without
-	// faults; a node an attempt cannot reach falls behind, which is what
-	// makes it non-monotonic under faults (see FenceSimple).
+	// every attempt increments the key's counter, granted or not, and the
+	// node returns the counter, positive for a grant and negated for a
+	// refusal, so that the token can be the maximum over every node that
+	// answered (see FenceSimple for why, and where it breaks).
 	// KEYS[1] lock, KEYS[2] counter; ARGV[1] value, ARGV[2] ttl in ms.
 	acquireSimpleScript = newScript(`local n = redis.call("incr", KEYS[2])
 if redis.call("set", KEYS[1], ARGV[1], "nx", "px", ARGV[2]) then
   return n
 end
-return false`)
+return -n`)
 
 	// acquireReadScript is SET NX PX returning, on a grant, the counter as
 	// it stands: the first round of the two-round scheme.
