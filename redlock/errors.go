@@ -52,6 +52,9 @@ type AcquireError struct {
 	Granted int
 	// Held is how many nodes answered that someone else holds the key.
 	Held int
+	// HeldByOne is the largest number of nodes held by one other client:
+	// a quorum means the lock is in use, less means a split vote.
+	HeldByOne int
 	// Quorum is how many grants were needed (N/2+1).
 	Quorum int
 	// Elapsed is the time from just before the first command was sent until

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -35,17 +34,13 @@ func (r request) cmd(ctx context.Context, bySHA bool) *redis.Cmd {
 	return redis.NewCmd(ctx, a...)
 }
 
-// result is what one node answered. err is nil for a reply, redis.Nil for a
-// nil reply (a definite "no"), and anything else when the outcome on that
-// node is unknown.
+// result is what one node answered: err is nil for a reply, and otherwise
+// says why the outcome on that node is unknown.
 type result struct {
 	sent bool
 	val  any
 	err  error
 }
-
-// known reports whether the node gave a definite answer.
-func (r result) known() bool { return r.err == nil || errors.Is(r.err, redis.Nil) }
 
 // int64 returns an integer reply.
 func (r result) int64() (int64, bool) {
@@ -128,7 +123,7 @@ func (l *Locker) sendAndWait(ctx context.Context, targets []int, req func(i int)
 			// be writing it.
 			res[i] = result{sent: true, err: waitErr}
 		}
-		if res[i].err != nil && !errors.Is(res[i].err, redis.Nil) {
+		if res[i].err != nil {
 			res[i].err = fmt.Errorf("node %d: %w", i, res[i].err)
 		}
 	}

@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -398,18 +399,25 @@ func (l *Locker) attempt(ctx context.Context, key, value string, ttl time.Durati
 	ae := &AcquireError{Key: key, Value: value, Quorum: l.quorum, NodeErrs: make([]error, len(l.nodes))}
 	var granted []int
 	var maxCounter int64
+	holders := map[string]int{}
 	for i, r := range res {
-		n, isInt := r.int64()
-		switch {
-		case r.err == nil && !(isInt && n < 0):
-			granted = append(granted, i)
-			maxCounter = max(maxCounter, n)
-		case r.err == nil || errors.Is(r.err, redis.Nil):
-			ae.Held++ // held by someone else: a definite answer
-			maxCounter = max(maxCounter, -n)
-		default:
-			ae.NodeErrs[i] = r.err
+		switch v := r.val.(type) {
+		case int64:
+			if r.err == nil {
+				granted = append(granted, i)
+				maxCounter = max(maxCounter, v)
+				continue
+			}
+		case []any:
+			if n, holder, ok := refusal(v); ok && r.err == nil {
+				ae.Held++ // held by someone else: a definite answer
+				maxCounter = max(maxCounter, n)
+				holders[holder]++
+				ae.HeldByOne = max(ae.HeldByOne, holders[holder])
+				continue
+			}
 		}
+		ae.NodeErrs[i] = r.unexpected(i)
 	}
 	ae.Granted = len(granted)
 	if h := l.opts.Hooks.AfterReplies; h != nil {
@@ -430,7 +438,13 @@ func (l *Locker) attempt(ctx context.Context, key, value string, ttl time.Durati
 	ae.CtxErr = ctx.Err()
 
 	if len(granted) < l.quorum || (ae.Validity <= 0 && !l.opts.SkipElapsedCheck) || ae.CtxErr != nil || ae.FenceErr != nil {
-		l.rollback(ctx, key, value, res, len(granted) >= l.quorum)
+		var written []int // where the value may be: granted, or unknown
+		for i := range res {
+			if ae.NodeErrs[i] != nil || slices.Contains(granted, i) {
+				written = append(written, i)
+			}
+		}
+		l.rollback(ctx, key, value, written, len(granted) >= l.quorum)
 		return nil, ae
 	}
 	lease := &Lease{
@@ -456,27 +470,31 @@ func (l *Locker) acquireRequest(key, value string, ms int64) request {
 	case FenceTwoRound:
 		return request{script: &acquireReadScript, keys: []string{key, CounterKey(key)}, args: []any{value, ms}}
 	}
-	return request{args: []any{"set", key, value, "nx", "px", ms}}
+	return request{script: &acquireScript, keys: []string{key}, args: []any{value, ms}}
+}
+
+// refusal decodes an acquire script's refusal: the node's counter and the
+// holder's value.
+func refusal(v []any) (counter int64, holder string, ok bool) {
+	if len(v) != 2 {
+		return 0, "", false
+	}
+	counter, ok = v[0].(int64)
+	holder, _ = v[1].(string)
+	return counter, holder, ok
 }
 
 // rollback deletes a failed attempt's value wherever it may have been
 // written: on the nodes that granted it and on those whose outcome is
-// unknown; a node that answered "held" certainly did not write it. The
-// rollback must run even if the caller gave up, or the partial lock blocks
-// everybody until it expires. It announces itself to waiters only when the
-// attempt had a quorum: others then saw the lock as held, while after a
-// split vote they back off on their own.
-func (l *Locker) rollback(ctx context.Context, key, value string, res []result, hadQuorum bool) {
-	var targets []int
-	for i, r := range res {
-		if r.err == nil || !r.known() {
-			targets = append(targets, i)
-		}
+// unknown; a node that refused certainly did not write it. The rollback
+// must run even if the caller gave up, or the partial lock blocks everybody
+// until it expires. It announces itself to waiters only when the attempt
+// had a quorum: others then saw the lock as held, while after a split vote
+// they back off on their own.
+func (l *Locker) rollback(ctx context.Context, key, value string, written []int, hadQuorum bool) {
+	if len(written) > 0 {
+		l.deleteOwn(context.WithoutCancel(ctx), written, key, value, hadQuorum)
 	}
-	if len(targets) == 0 {
-		return
-	}
-	l.deleteOwn(context.WithoutCancel(ctx), targets, key, value, hadQuorum)
 }
 
 // Release deletes the lease's key on every node where it still holds the

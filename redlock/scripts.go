@@ -55,25 +55,38 @@ elseif v then
 end
 return 0`)
 
-	// acquireSimpleScript is SET NX PX plus the simple fencing counter:
-	// every attempt increments the key's counter, granted or not, and the
-	// node returns the counter, positive for a grant and negated for a
-	// refusal, so that the token can be the maximum over every node that
-	// answered (see FenceSimple for why, and where it breaks).
+	// The acquire scripts are SET NX PX. A grant returns an integer (the
+	// fencing counter where there is one); a refusal returns the counter
+	// and the holder's value, so that a waiter can tell a lock held by one
+	// client on a quorum (wait for its release) from a split vote among
+	// contenders (back off and retry). Scripts rather than SET NX GET keep
+	// Redis 6 supported.
+
+	// acquireScript is the plain acquisition.
+	// KEYS[1] lock; ARGV[1] value, ARGV[2] ttl in ms.
+	acquireScript = newScript(`if redis.call("set", KEYS[1], ARGV[1], "nx", "px", ARGV[2]) then
+  return 1
+end
+return {0, redis.call("get", KEYS[1])}`)
+
+	// acquireSimpleScript adds the simple fencing counter: every attempt
+	// increments the key's counter, granted or not, and the node returns
+	// it either way, so that the token can be the maximum over every node
+	// that answered (see FenceSimple for why, and where it breaks).
 	// KEYS[1] lock, KEYS[2] counter; ARGV[1] value, ARGV[2] ttl in ms.
 	acquireSimpleScript = newScript(`local n = redis.call("incr", KEYS[2])
 if redis.call("set", KEYS[1], ARGV[1], "nx", "px", ARGV[2]) then
   return n
 end
-return -n`)
+return {n, redis.call("get", KEYS[1])}`)
 
-	// acquireReadScript is SET NX PX returning, on a grant, the counter as
-	// it stands: the first round of the two-round scheme.
+	// acquireReadScript returns, on a grant, the counter as it stands: the
+	// first round of the two-round scheme.
 	// KEYS[1] lock, KEYS[2] counter; ARGV[1] value, ARGV[2] ttl in ms.
 	acquireReadScript = newScript(`if redis.call("set", KEYS[1], ARGV[1], "nx", "px", ARGV[2]) then
   return tonumber(redis.call("get", KEYS[2]) or "0")
 end
-return false`)
+return {0, redis.call("get", KEYS[1])}`)
 
 	// fenceWriteScript raises the counter to the token unless it is already
 	// higher, and returns the counter as it then stands: the second round

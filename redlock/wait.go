@@ -85,7 +85,7 @@ func (l *Locker) Lock(ctx context.Context, key string, ttl time.Duration) (*Leas
 			now = head
 			continue
 		}
-		now = last.Held < l.quorum
+		now = last.HeldByOne < l.quorum
 		if now {
 			// A split vote, or nodes that did not answer: back off for a
 			// random time of the order of an attempt, so that one of the
