@@ -9,17 +9,18 @@ import (
 )
 
 // Concurrent lock operations on one node are combined into pipelines:
-// whoever finds a free slot sends everything queued so far in one round
-// trip, and commands that arrive while the slots are busy wait and go out
-// together in the next pipeline. An operation alone on a node is sent at
+// whoever finds the node idle sends everything queued so far in one round
+// trip, and commands that arrive while a pipeline is out wait and go out
+// together in the next one. An operation alone on a node is sent at
 // once, so this costs nothing without concurrency; with it, the node reads
 // and answers many commands per system call instead of one, which is where
 // the time goes on a loaded machine.
 const (
-	// maxInFlight is how many pipelines may be outstanding on one node. One
-	// would serialise everything behind the slowest reply; a few keep a
-	// slow reply from stalling the node while still filling pipelines.
-	maxInFlight = 2
+	// maxInFlight is how many pipelines may be outstanding on one node.
+	// One fills pipelines best (measured: more in flight means smaller
+	// pipelines and lower throughput on a loaded machine), and it keeps
+	// each Locker's commands to a node in the order they were sent.
+	maxInFlight = 1
 	// maxBatch bounds one pipeline, so a burst does not delay the first
 	// commands by the time it takes to write the last ones.
 	maxBatch = 128
