@@ -149,6 +149,7 @@ func TestExtendOnlyOwnKey(t *testing.T) {
 // nodes whose clocks run slow would) past the lease's deadline: the client
 // must still refuse to extend, without touching the nodes.
 func TestExtendFailsOnceValidityIsGone(t *testing.T) {
+	t.Parallel() // mostly waiting
 	_, clients := startCluster(t, 5)
 	l := newLocker(t, clients, redlock.Options{})
 	const key = "lock:extend-late"
@@ -204,6 +205,7 @@ func TestExtendIsCapped(t *testing.T) {
 // lease must be extended underneath it, its context must stay alive, and
 // the lock must be released afterwards.
 func TestDoKeepsLeaseAlive(t *testing.T) {
+	t.Parallel() // mostly waiting
 	_, clients := startCluster(t, 5)
 	l := newLocker(t, clients, redlock.Options{})
 	const key, ttl = "lock:do", time.Second
@@ -228,6 +230,7 @@ func TestDoKeepsLeaseAlive(t *testing.T) {
 // TestDoEndsContextBeforeDeadline: when the lease cannot be kept, the
 // function's context ends before the lease's validity does, and says why.
 func TestDoEndsContextBeforeDeadline(t *testing.T) {
+	t.Parallel() // mostly waiting
 	_, clients := startCluster(t, 5)
 	tests := []struct {
 		name   string

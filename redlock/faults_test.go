@@ -24,6 +24,7 @@ import (
 // allowed to finish, so its rollback is the only thing that can remove the
 // key.
 func TestLostReplyLeavesNoKey(t *testing.T) {
+	t.Parallel() // mostly waiting
 	cl, clients := startCluster(t, 5)
 	tc := clusterOf(t, clients)
 	net, err := nemesis.NewNet([]string{"c1"}, tc.endpoints())

@@ -117,6 +117,7 @@ func TestTokensIncreaseWithoutFaults(t *testing.T) {
 //  2. c2, with every link, acquires: simple takes the maximum, n1's count.
 //  3. c3, cut from n1 and n2, acquires on n3, n4, n5.
 func TestTokensUnderLinkFaults(t *testing.T) {
+	t.Parallel() // mostly waiting
 	_, clients := startCluster(t, 5)
 	cl := clusterOf(t, clients)
 	net, err := nemesis.NewNet([]string{"c1", "c2", "c3"}, cl.endpoints())

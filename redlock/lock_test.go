@@ -64,6 +64,7 @@ func TestLockWaitersAreWoken(t *testing.T) {
 }
 
 func TestLockGivesUp(t *testing.T) {
+	t.Parallel() // mostly waiting
 	_, clients := startCluster(t, 3)
 	holder := newLocker(t, clients, redlock.Options{})
 	const key = "lock:give-up"
@@ -138,6 +139,7 @@ func TestLockGivesUp(t *testing.T) {
 // default lock then sees no validity left and refuses; the naive variant
 // (no elapsed-time check) grants, and both clients hold the lock.
 func TestNaiveGrantsAfterLongPause(t *testing.T) {
+	t.Parallel() // mostly waiting
 	_, clients := startCluster(t, 5)
 	const ttl = 500 * time.Millisecond
 	tests := []struct {
