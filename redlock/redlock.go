@@ -27,9 +27,12 @@
 //     (Options.SkipElapsedCheck), and hooks at named points of the algorithm
 //     where a test harness can pause a client.
 //
-// Concurrent operations on one node are combined into pipelines, which is
-// why a Locker shared by many goroutines is much faster than one lock
-// client per goroutine.
+// Build one Locker per process over clients made with ClientOptions and
+// share it: concurrent operations on one node are combined into pipelines,
+// and waiters of one Locker queue up instead of competing, so a shared
+// Locker is much faster than one per goroutine. Then either TryLock or
+// Lock, work until the lease's Deadline, and Release; or let Do do all of
+// that around a function (see the example).
 //
 // The package depends on go-redis only, so any Go program can use it. Build
 // node clients with ClientOptions: go-redis's defaults retry commands, and a

@@ -95,6 +95,39 @@ func (c *Client) Release(ctx context.Context, key string) error {
 	return err
 }
 
+// Extend extends the client's lease on key, if it holds one, by ttl from
+// now and records it: ok with the new deadline, fail when the lease was not
+// extended (the client then relies on it until its old deadline at most),
+// info when the outcome is unknown.
+func (c *Client) Extend(ctx context.Context, key string, ttl time.Duration) error {
+	lease := c.leases[key]
+	if lease == nil {
+		return nil
+	}
+	c.record(history.Invoke, history.Extend, key, func(e *history.Event) { e.Value = history.MustValue(lease.Value) })
+	ext, err := c.lock.Extend(ctx, lease, ttl)
+	if err != nil {
+		typ := history.Info
+		if errors.Is(err, ErrNotExtended) {
+			typ = history.Fail
+		}
+		c.record(typ, history.Extend, key, func(e *history.Event) {
+			e.Value = history.MustValue(lease.Value)
+			e.Err = err.Error()
+		})
+		return err
+	}
+	c.leases[key] = ext
+	deadline := c.rec.Since(ext.Deadline)
+	c.record(history.OK, history.Extend, key, func(e *history.Event) {
+		e.Value = history.MustValue(ext.Value)
+		e.Deadline = &deadline
+		e.Token = ext.Token
+		e.Nodes = ext.Granted
+	})
+	return nil
+}
+
 func (c *Client) record(typ history.Type, f history.Func, key string, fill func(*history.Event)) {
 	e := history.Event{Process: c.process, Type: typ, F: f, Key: key}
 	if fill != nil {
