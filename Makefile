@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/splitbrain
 
-.PHONY: setup build suite test vet fuzz clean
+.PHONY: setup build suite test vet fuzz clean bench
 
 setup:
 	@bash scripts/setup.sh
@@ -21,6 +21,11 @@ vet:
 
 test: setup vet
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+# Our Redlock against go-redsync/redsync and the one-node floor, side by
+# side on 5 local redis-server nodes; see BENCHMARKS.md.
+bench: setup
+	$(GO) run ./redlock/bench
 
 clean:
 	rm -rf bin

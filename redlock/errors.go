@@ -53,7 +53,9 @@ type AcquireError struct {
 	// Held is how many nodes answered that someone else holds the key.
 	Held int
 	// HeldByOne is the largest number of nodes held by one other client:
-	// a quorum means the lock is in use, less means a split vote.
+	// a quorum means the lock is in use, less means a split vote. TryLock
+	// without fencing does not learn who holds a node and counts every
+	// refusal as the same holder's.
 	HeldByOne int
 	// Quorum is how many grants were needed (N/2+1).
 	Quorum int

@@ -368,7 +368,7 @@ func (l *Locker) TryLock(ctx context.Context, key string, ttl time.Duration) (*L
 	if err != nil {
 		return nil, fmt.Errorf("redlock: lock %q: random value: %w", key, err)
 	}
-	return l.attempt(ctx, key, value, ttl)
+	return l.attempt(ctx, key, value, ttl, false)
 }
 
 // prepare checks TryLock's arguments and returns the ttl truncated to ms.
@@ -391,34 +391,48 @@ func (l *Locker) prepare(ctx context.Context, key string, ttl time.Duration) (ti
 }
 
 // attempt is one acquisition with a given value; every variant goes
-// through it.
-func (l *Locker) attempt(ctx context.Context, key, value string, ttl time.Duration) (*Lease, error) {
+// through it. With holders set, refusals say who holds the lock (Lock needs
+// that); otherwise the unfenced lock sends a plain SET NX PX, the cheapest
+// command there is.
+func (l *Locker) attempt(ctx context.Context, key, value string, ttl time.Duration, holders bool) (*Lease, error) {
 	d := l.Drift(ttl)
 	ms := ttl.Milliseconds()
-	req := l.acquireRequest(key, value, ms)
+	req := l.acquireRequest(key, value, ms, holders)
 
 	start := time.Now()
 	res := l.fanOut(ctx, nil, func(int) request { return req })
 	ae := &AcquireError{Key: key, Value: value, Quorum: l.quorum, NodeErrs: make([]error, len(l.nodes))}
 	var granted []int
 	var maxCounter int64
-	holders := map[string]int{}
+	byHolder := map[string]int{}
+	refused := func(counter int64, holder string) {
+		ae.Held++ // held by someone else: a definite answer
+		maxCounter = max(maxCounter, counter)
+		byHolder[holder]++
+		ae.HeldByOne = max(ae.HeldByOne, byHolder[holder])
+	}
 	for i, r := range res {
 		switch v := r.val.(type) {
-		case int64:
+		case int64: // a script's grant, with the counter
 			if r.err == nil {
 				granted = append(granted, i)
 				maxCounter = max(maxCounter, v)
 				continue
 			}
-		case []any:
-			if n, holder, ok := refusal(v); ok && r.err == nil {
-				ae.Held++ // held by someone else: a definite answer
-				maxCounter = max(maxCounter, n)
-				holders[holder]++
-				ae.HeldByOne = max(ae.HeldByOne, holders[holder])
+		case string: // SET's grant
+			if r.err == nil && v == "OK" {
+				granted = append(granted, i)
 				continue
 			}
+		case []any:
+			if n, holder, ok := refusal(v); ok && r.err == nil {
+				refused(n, holder)
+				continue
+			}
+		}
+		if errors.Is(r.err, redis.Nil) && req.script == nil {
+			refused(0, "") // SET NX does not say who holds it
+			continue
 		}
 		ae.NodeErrs[i] = r.unexpected(i)
 	}
@@ -466,12 +480,15 @@ func (l *Locker) attempt(ctx context.Context, key, value string, ttl time.Durati
 	return lease, nil
 }
 
-func (l *Locker) acquireRequest(key, value string, ms int64) request {
+func (l *Locker) acquireRequest(key, value string, ms int64, holders bool) request {
 	switch l.opts.Fencing {
 	case FenceSimple:
 		return request{script: &acquireSimpleScript, keys: []string{key, CounterKey(key)}, args: []any{value, ms}}
 	case FenceTwoRound:
 		return request{script: &acquireReadScript, keys: []string{key, CounterKey(key)}, args: []any{value, ms}}
+	}
+	if !holders {
+		return request{args: []any{"set", key, value, "nx", "px", ms}}
 	}
 	return request{script: &acquireScript, keys: []string{key}, args: []any{value, ms}}
 }

@@ -60,9 +60,10 @@ return 0`)
 	// and the holder's value, so that a waiter can tell a lock held by one
 	// client on a quorum (wait for its release) from a split vote among
 	// contenders (back off and retry). Scripts rather than SET NX GET keep
-	// Redis 6 supported.
+	// Redis 6 supported. TryLock without fencing sends a plain SET NX PX,
+	// which is cheaper and needs to know nothing about the holder.
 
-	// acquireScript is the plain acquisition.
+	// acquireScript is the unfenced acquisition of Lock.
 	// KEYS[1] lock; ARGV[1] value, ARGV[2] ttl in ms.
 	acquireScript = newScript(`if redis.call("set", KEYS[1], ARGV[1], "nx", "px", ARGV[2]) then
   return 1

@@ -60,7 +60,7 @@ func (l *Locker) Lock(ctx context.Context, key string, ttl time.Duration) (*Leas
 		if w != nil {
 			w.own(value)
 		}
-		lease, err := l.attempt(ctx, key, value, ttl)
+		lease, err := l.attempt(ctx, key, value, ttl, true)
 		if err == nil {
 			if w != nil {
 				w.acquired = true

@@ -19,7 +19,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -153,6 +155,8 @@ func run(cfg config) error {
 	}}
 
 	contenders := []contender{ours, rsync, floor}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("%s, %d CPUs, load average at start %s\n", runtime.Version(), runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
 	fmt.Printf("%d local redis-server nodes (floor: node 1 alone), %d workers, %d rounds × %v per contender and workload\n",
 		cfg.nodes, cfg.workers, cfg.rounds, cfg.duration)
 	fmt.Printf("ttl %v, per-node timeout %v (redsync: TimeoutFactor 0.05), go-redis options redlock.ClientOptions for all; redsync retry delay %v on the hot key\n\n",
@@ -172,11 +176,12 @@ func run(cfg config) error {
 		}
 	}
 
+	fmt.Println("ops/s: acquire+release cycles per second (hot-key: hand-offs); p50, p99: one cycle, waiting included")
 	fmt.Printf("%-12s %-8s %10s %10s %10s %8s\n", "workload", "lock", "ops/s", "p50", "p99", "errors")
 	for _, wl := range workloads {
 		for _, c := range contenders {
 			s := results[wl][c.name]
-			fmt.Printf("%-12s %-8s %10.0f %10v %10v %8d\n", wl, c.name, s.rate(), s.pct(50), s.pct(99), s.errs)
+			fmt.Printf("%-12s %-8s %10.0f %10v %10v %8d\n", wl, c.name, s.rate(), s.pct(50).Round(time.Microsecond), s.pct(99).Round(time.Microsecond), s.errs)
 		}
 	}
 	u, h := results["uncontended"], results["hot-key"]
