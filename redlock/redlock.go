@@ -121,7 +121,9 @@ const (
 	// FenceTwoRound reads the counters of the granting quorum (in the
 	// acquire script), then writes their maximum + 1 to the nodes with a
 	// set-if-greater script, and hands out that token only once a quorum
-	// holds it. Every token handed out is on a quorum, every later read
+	// holds it and no node holds a larger one (which would mean another
+	// client got past the first round at the same time; the attempt then
+	// fails). Every token handed out is on a quorum, every later read
 	// quorum intersects it, and counters never go down, so tokens strictly
 	// increase under link faults, pauses and clock jumps. It costs a
 	// second round trip, and it still depends on the counters surviving:
