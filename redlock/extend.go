@@ -38,19 +38,9 @@ func (l *Locker) Extend(ctx context.Context, lease *Lease, ttl time.Duration) (*
 	}
 	req := request{script: &extendScript, keys: []string{lease.Key}, args: []any{lease.Value, ttl.Milliseconds()}}
 	start := time.Now()
-	res := l.fanOut(ctx, nil, func(int) request { return req })
-	ee := &ExtendError{Key: lease.Key, Quorum: l.quorum, NodeErrs: make([]error, len(l.nodes))}
-	for i, r := range res {
-		n, ok := r.int64()
-		switch {
-		case !ok:
-			ee.NodeErrs[i] = r.unexpected(i)
-		case n == replyDone:
-			ee.Extended = append(ee.Extended, i)
-		case n == replyForeign:
-			ee.Foreign = append(ee.Foreign, i)
-		}
-	}
+	res := l.fanOut(ctx, nil, req)
+	ee := &ExtendError{Key: lease.Key, Quorum: l.quorum}
+	ee.Extended, ee.Foreign, ee.NodeErrs = compared(res)
 	d := l.Drift(ttl)
 	ee.Validity = validity(ttl, time.Since(start), d)
 	ee.CtxErr = ctx.Err()

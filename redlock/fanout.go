@@ -57,11 +57,31 @@ func (r result) unexpected(i int) error {
 	return fmt.Errorf("node %d: unexpected reply %v", i, r.val)
 }
 
-// fanOut sends req(i) to each node in targets (nil: every node) in
-// parallel and waits until each has answered or NodeTimeout has passed (or
-// ctx ended), then returns the results in node order. Scripts go by EVALSHA;
+// compared sorts the replies of a script that compares the lock's value
+// (release, extend) by node: done where the node held our value, foreign
+// where it held another client's, and an error where the outcome is
+// unknown.
+func compared(res []result) (done, foreign []int, errs []error) {
+	errs = make([]error, len(res))
+	for i, r := range res {
+		n, ok := r.int64()
+		switch {
+		case !ok:
+			errs[i] = r.unexpected(i)
+		case n == replyDone:
+			done = append(done, i)
+		case n == replyForeign:
+			foreign = append(foreign, i)
+		}
+	}
+	return done, foreign, errs
+}
+
+// fanOut sends req to each node in targets (nil: every node) in parallel
+// and waits until each has answered or NodeTimeout has passed (or ctx
+// ended), then returns the results in node order. Scripts go by EVALSHA;
 // nodes that answer NOSCRIPT get the script's source in a second round.
-func (l *Locker) fanOut(ctx context.Context, targets []int, req func(i int) request) []result {
+func (l *Locker) fanOut(ctx context.Context, targets []int, req request) []result {
 	res := make([]result, len(l.nodes))
 	if targets == nil {
 		targets = l.all
@@ -79,7 +99,7 @@ func (l *Locker) fanOut(ctx context.Context, targets []int, req func(i int) requ
 	return res
 }
 
-func (l *Locker) sendAndWait(ctx context.Context, targets []int, req func(i int) request, bySHA bool, res []result) {
+func (l *Locker) sendAndWait(ctx context.Context, targets []int, req request, bySHA bool, res []result) {
 	deadline := time.Now().Add(l.opts.NodeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -87,7 +107,7 @@ func (l *Locker) sendAndWait(ctx context.Context, targets []int, req func(i int)
 	cmds := make([]*redis.Cmd, len(targets))
 	calls := make([]*call, len(targets))
 	for j, i := range targets {
-		cmds[j] = req(i).cmd(ctx, bySHA)
+		cmds[j] = req.cmd(ctx, bySHA)
 		calls[j] = l.nodes[i].send(cmds[j], deadline)
 	}
 	var timeout <-chan time.Time

@@ -38,7 +38,7 @@ func (e *FenceError) Unwrap() []error { return nonNil(e.NodeErrs) }
 // counter to token (set-if-greater) and return token once a quorum holds it.
 func (l *Locker) writeFence(ctx context.Context, key string, token int64) (int64, error) {
 	req := request{script: &fenceWriteScript, keys: []string{CounterKey(key)}, args: []any{token}}
-	res := l.fanOut(ctx, nil, func(int) request { return req })
+	res := l.fanOut(ctx, nil, req)
 	fe := &FenceError{Token: token, NodeErrs: make([]error, len(l.nodes))}
 	for i, r := range res {
 		n, ok := r.int64()

@@ -402,7 +402,7 @@ func (l *Locker) attempt(ctx context.Context, key, value string, ttl time.Durati
 	req := l.acquireRequest(key, value, ms, holders)
 
 	start := time.Now()
-	res := l.fanOut(ctx, nil, func(int) request { return req })
+	res := l.fanOut(ctx, nil, req)
 	ae := &AcquireError{Key: key, Value: value, Quorum: l.quorum, NodeErrs: make([]error, len(l.nodes))}
 	var granted []int
 	var maxCounter int64
@@ -537,18 +537,8 @@ func (l *Locker) Release(ctx context.Context, lease *Lease) (deleted []int, err 
 		h(ctx, lease)
 	}
 	res := l.deleteOwn(context.WithoutCancel(ctx), nil, lease.Key, lease.Value, true)
-	re := &ReleaseError{Key: lease.Key, Quorum: l.quorum, NodeErrs: make([]error, len(l.nodes))}
-	for i, r := range res {
-		n, ok := r.int64()
-		switch {
-		case !ok:
-			re.NodeErrs[i] = r.unexpected(i)
-		case n == replyDone:
-			re.Deleted = append(re.Deleted, i)
-		case n == replyForeign:
-			re.Foreign = append(re.Foreign, i)
-		}
-	}
+	re := &ReleaseError{Key: lease.Key, Quorum: l.quorum}
+	re.Deleted, re.Foreign, re.NodeErrs = compared(res)
 	if len(re.Deleted) < l.quorum {
 		return re.Deleted, re
 	}
@@ -564,7 +554,7 @@ func (l *Locker) deleteOwn(ctx context.Context, targets []int, key, value string
 		channel = Channel(key)
 	}
 	req := request{script: &releaseScript, keys: []string{key}, args: []any{value, channel}}
-	res := l.fanOut(ctx, targets, func(int) request { return req })
+	res := l.fanOut(ctx, targets, req)
 	if announce {
 		l.waits.released(key, value, true)
 	}

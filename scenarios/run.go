@@ -158,6 +158,14 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		}
 		c := redis.NewClient(redlock.ClientOptions(addr, password))
 		r.conns = append(r.conns, c)
+		// Connect now, so that the first lock attempt measures the lock,
+		// not the connection handshake, against its per-node timeout.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = c.Ping(ctx).Err()
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("client %s: connecting to %s: %w", client, ep.Name, err)
+		}
 		conns = append(conns, c)
 		names = append(names, ep.Name)
 	}

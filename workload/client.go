@@ -58,15 +58,20 @@ func (c *Client) Acquire(ctx context.Context, key string, ttl time.Duration) err
 		c.record(typ, history.Acquire, key, func(e *history.Event) { e.Err = err.Error() })
 		return err
 	}
+	c.hold(history.Acquire, key, lease)
+	return nil
+}
+
+// hold records the ok of an acquire or extend that gave the client lease.
+func (c *Client) hold(f history.Func, key string, lease *Lease) {
 	c.leases[key] = lease
 	deadline := c.rec.Since(lease.Deadline)
-	c.record(history.OK, history.Acquire, key, func(e *history.Event) {
+	c.record(history.OK, f, key, func(e *history.Event) {
 		e.Value = history.MustValue(lease.Value)
 		e.Deadline = &deadline
 		e.Token = lease.Token
 		e.Nodes = lease.Granted
 	})
-	return nil
 }
 
 // Release releases the client's lease on key, if it holds one, and records
@@ -117,14 +122,7 @@ func (c *Client) Extend(ctx context.Context, key string, ttl time.Duration) erro
 		})
 		return err
 	}
-	c.leases[key] = ext
-	deadline := c.rec.Since(ext.Deadline)
-	c.record(history.OK, history.Extend, key, func(e *history.Event) {
-		e.Value = history.MustValue(ext.Value)
-		e.Deadline = &deadline
-		e.Token = ext.Token
-		e.Nodes = ext.Granted
-	})
+	c.hold(history.Extend, key, ext)
 	return nil
 }
 
