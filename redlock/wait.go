@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,7 +57,7 @@ func (l *Locker) Lock(ctx context.Context, key string, ttl time.Duration) (*Leas
 		}
 		value, err := newValue()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("redlock: lock %q: random value: %w", key, err)
 		}
 		if w != nil {
 			w.own(value)
@@ -371,6 +373,7 @@ type subscriber struct {
 
 	mu      sync.Mutex
 	pending map[string][]chan struct{} // channel → subscribe calls awaiting confirmation
+	want    map[string]bool            // channels some key's waiters need
 	closed  bool
 }
 
@@ -381,6 +384,7 @@ func newSubscriber(c *redis.Client, ws *waits) *subscriber {
 		ws:      ws,
 		stop:    make(chan struct{}),
 		pending: map[string][]chan struct{}{},
+		want:    map[string]bool{},
 	}
 	go s.receive()
 	return s
@@ -395,8 +399,12 @@ func (s *subscriber) subscribe(ctx context.Context, channel string) error {
 		return errors.New("subscriber closed")
 	}
 	s.pending[channel] = append(s.pending[channel], ok)
+	s.want[channel] = true
 	s.mu.Unlock()
 	if err := s.ps.Subscribe(ctx, channel); err != nil {
+		s.mu.Lock()
+		s.pending[channel] = slices.DeleteFunc(s.pending[channel], func(c chan struct{}) bool { return c == ok })
+		s.mu.Unlock()
 		return err
 	}
 	select {
@@ -407,8 +415,20 @@ func (s *subscriber) subscribe(ctx context.Context, channel string) error {
 	}
 }
 
+// unsubscribe drops channel in the background, unless a waiter wants it
+// again by then: the check and the UNSUBSCRIBE happen under s.mu, and
+// subscribe marks the channel wanted before it sends SUBSCRIBE, so an
+// UNSUBSCRIBE can never overtake a newer SUBSCRIBE.
 func (s *subscriber) unsubscribe(channel string) {
+	s.mu.Lock()
+	delete(s.want, channel)
+	s.mu.Unlock()
 	go func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.want[channel] || s.closed {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = s.ps.Unsubscribe(ctx, channel)
