@@ -14,8 +14,9 @@
 //   - Lock retries until its context ends (or Options.MaxTries), after a
 //     random delay, and is woken as soon as the holder releases: Release
 //     publishes on a pub/sub channel and waiters in this process queue up
-//     behind one another, so a hand-off costs about one round trip and
-//     concurrent waiters do not split the nodes' votes between them.
+//     behind one another, so a hand-off costs about one round trip after
+//     the release, and concurrent waiters do not split the nodes' votes
+//     between them.
 //   - Release deletes the key on all nodes by compare-and-delete; Extend
 //     moves the expiry by compare-and-pexpire, needs a quorum and a positive
 //     recomputed validity, never re-acquires an expired key and is capped;
