@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/splitbrain
 
-.PHONY: setup build suite test vet fuzz clean
+.PHONY: setup build suite test vet fuzz clean bench
 
 setup:
 	@bash scripts/setup.sh
@@ -29,6 +29,11 @@ FUZZTIME ?= 5s
 fuzz:
 	$(GO) test ./history -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+
+# Our Redlock against go-redsync/redsync and the one-node floor, side by
+# side on 5 local redis-server nodes; see BENCHMARKS.md.
+bench: setup
+	$(GO) run ./redlock/bench
 
 clean:
 	rm -rf bin

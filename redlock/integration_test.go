@@ -254,6 +254,7 @@ func TestValidityAndDeadline(t *testing.T) {
 }
 
 func TestReleaseNeverDeletesOthersKey(t *testing.T) {
+	t.Parallel() // mostly waiting
 	_, clients := startCluster(t, 5)
 	a := newLocker(t, clients, redlock.Options{})
 	b := newLocker(t, clients, redlock.Options{})
@@ -319,6 +320,7 @@ func TestPartialAcquisitionRolledBack(t *testing.T) {
 // "pause during acquisition" objection: time spent between the replies and
 // the validity check counts, so a long pause makes the attempt fail.
 func TestAfterRepliesPauseCountsIntoElapsed(t *testing.T) {
+	t.Parallel() // mostly waiting
 	_, clients := startCluster(t, 5)
 	const ttl = 400 * time.Millisecond
 	tests := []struct {
@@ -426,6 +428,7 @@ func TestReleaseIgnoresCallerCancellation(t *testing.T) {
 // TestNodeTimeoutBoundsSlowNode blocks one node with DEBUG SLEEP: the
 // attempt must wait for it only NodeTimeout, not until it wakes up.
 func TestNodeTimeoutBoundsSlowNode(t *testing.T) {
+	t.Parallel() // mostly waiting
 	cl, clients := startCluster(t, 5)
 	const sleep = 1500 * time.Millisecond
 	sleeper := redis.NewClient(&redis.Options{

@@ -218,3 +218,94 @@ func TestTryLockUnreachableNodes(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorSentinels(t *testing.T) {
+	cause := errors.New("i/o timeout")
+	tests := []struct {
+		name      string
+		err       error
+		match     []error
+		dontMatch []error
+	}{
+		{
+			name:      "acquire lost on quorum",
+			err:       &redlock.AcquireError{Key: "k", Granted: 2, Quorum: 3, Validity: time.Second, NodeErrs: make([]error, 5)},
+			match:     []error{redlock.ErrNotAcquired},
+			dontMatch: []error{redlock.ErrExpired, redlock.ErrNotHeld},
+		},
+		{
+			name:  "acquire with quorum but no validity left",
+			err:   &redlock.AcquireError{Key: "k", Granted: 5, Quorum: 3, Validity: -time.Millisecond, NodeErrs: make([]error, 5)},
+			match: []error{redlock.ErrNotAcquired, redlock.ErrExpired},
+		},
+		{
+			name: "acquire whose fencing round fell short",
+			err: &redlock.AcquireError{Key: "k", Granted: 5, Quorum: 3, Validity: time.Second, NodeErrs: make([]error, 5),
+				FenceErr: &redlock.FenceError{Token: 9, Acks: 2, NodeErrs: []error{nil, nil, cause}}},
+			match: []error{redlock.ErrNotAcquired, redlock.ErrLostQuorum, cause},
+		},
+		{
+			name:      "release of a lock taken over",
+			err:       &redlock.ReleaseError{Key: "k", Quorum: 3, Foreign: []int{0, 1, 2}, NodeErrs: make([]error, 5)},
+			match:     []error{redlock.ErrNotHeld, redlock.ErrLostQuorum, redlock.ErrNotOwner},
+			dontMatch: []error{redlock.ErrNotAcquired, redlock.ErrExpired},
+		},
+		{
+			name:      "release of vanished keys",
+			err:       &redlock.ReleaseError{Key: "k", Quorum: 3, NodeErrs: []error{cause, nil, nil}},
+			match:     []error{redlock.ErrNotHeld, redlock.ErrLostQuorum, cause},
+			dontMatch: []error{redlock.ErrNotOwner},
+		},
+		{
+			name:      "extension refused before start",
+			err:       &redlock.ExtendError{Key: "k", Quorum: 3, Validity: -time.Millisecond},
+			match:     []error{redlock.ErrNotHeld, redlock.ErrExpired},
+			dontMatch: []error{redlock.ErrLostQuorum, redlock.ErrNotOwner},
+		},
+		{
+			name:      "extension short of a quorum",
+			err:       &redlock.ExtendError{Key: "k", Quorum: 3, Extended: []int{0, 1}, Foreign: []int{4}, Validity: time.Second, NodeErrs: []error{nil, nil, cause, nil, nil}, CtxErr: context.Canceled},
+			match:     []error{redlock.ErrNotHeld, redlock.ErrLostQuorum, redlock.ErrNotOwner, cause, context.Canceled},
+			dontMatch: []error{redlock.ErrExpired},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err.Error() == "" {
+				t.Error("empty message")
+			}
+			for _, m := range tt.match {
+				if !errors.Is(tt.err, m) {
+					t.Errorf("%v does not match %v", tt.err, m)
+				}
+			}
+			for _, m := range tt.dontMatch {
+				if errors.Is(tt.err, m) {
+					t.Errorf("%v matches %v", tt.err, m)
+				}
+			}
+		})
+	}
+}
+
+func TestExtendAndDoRejectArguments(t *testing.T) {
+	l, err := redlock.New(offlineClients(t, 3), redlock.Options{MaxExtensions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Extend(context.Background(), nil, time.Second); err == nil || errors.Is(err, redlock.ErrNotHeld) {
+		t.Errorf("Extend(nil) = %v, want a plain argument error", err)
+	}
+	capped := &redlock.Lease{Key: "k", Value: "v", TTL: time.Second, Deadline: time.Now().Add(time.Minute), Extensions: 1}
+	if _, err := l.Extend(context.Background(), capped, 0); !errors.Is(err, redlock.ErrExtendLimit) {
+		t.Errorf("Extend past the cap = %v, want ErrExtendLimit", err)
+	}
+	if _, err := l.Lock(context.Background(), "", time.Second); err == nil || errors.Is(err, redlock.ErrNotAcquired) {
+		t.Errorf("Lock with an empty key = %v, want a plain argument error", err)
+	}
+	called := false
+	err = l.Do(context.Background(), "k", time.Millisecond, func(context.Context, *redlock.Lease) error { called = true; return nil })
+	if err == nil || called {
+		t.Errorf("Do with a ttl below the node timeout = %v (fn called: %v), want an error and no call", err, called)
+	}
+}

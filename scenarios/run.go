@@ -145,9 +145,13 @@ type runner struct {
 	faults  faultRig
 }
 
-// newRedlock builds client's instance of our Redlock: its own connection to
-// every node, through its own proxies.
+// newRedlock builds client's instance of the lock under test (our Redlock,
+// one of its variants, or redsync): its own connection to every node,
+// through its own proxies.
 func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password string) (workload.Lock, error) {
+	if r.sc.Lock.Kind == LockSingle {
+		eps = eps[:1]
+	}
 	var conns []*redis.Client
 	var names []string
 	for _, ep := range eps {
@@ -157,10 +161,30 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		}
 		c := redis.NewClient(redlock.ClientOptions(addr, password))
 		r.conns = append(r.conns, c)
+		// Connect now, so that the first lock attempt measures the lock,
+		// not the connection handshake, against its per-node timeout.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = c.Ping(ctx).Err()
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("client %s: connecting to %s: %w", client, ep.Name, err)
+		}
 		conns = append(conns, c)
 		names = append(names, ep.Name)
 	}
-	l, err := redlock.New(conns, redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout, Hooks: r.hooks(client)})
+	if r.sc.Lock.Kind == LockRedsync {
+		return workload.NewRedsync(conns, r.sc.Lock.NodeTimeout), nil
+	}
+	opts := redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout, Hooks: r.hooks(client)}
+	switch r.sc.Lock.Kind {
+	case LockNaive:
+		opts.SkipElapsedCheck = true
+	case LockFencedSimple:
+		opts.Fencing = redlock.FenceSimple
+	case LockFencedTwoRound:
+		opts.Fencing = redlock.FenceTwoRound
+	}
+	l, err := redlock.New(conns, opts)
 	if err != nil {
 		return nil, fmt.Errorf("client %s: %w", client, err)
 	}

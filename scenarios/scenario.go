@@ -55,9 +55,22 @@ type Scenario struct {
 	Replicas []string
 }
 
+// Lock kinds: our Redlock and its variants, and go-redsync/redsync.
+const (
+	LockRedlock        = "redlock"          // our Redlock over every node
+	LockSingle         = "single"           // our lock on n1 alone (N=1)
+	LockNaive          = "naive"            // ours without the elapsed-time check
+	LockFencedSimple   = "fenced-simple"    // ours with simple fencing tokens
+	LockFencedTwoRound = "fenced-two-round" // ours with two-round fencing tokens
+	LockRedsync        = "redsync"          // go-redsync/redsync v4
+)
+
+// LockKinds lists the valid lock kinds.
+var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, LockFencedTwoRound, LockRedsync}
+
 // Lock is the lock under test and its parameters.
 type Lock struct {
-	Kind        string // "redlock"
+	Kind        string // one of LockKinds
 	TTL         time.Duration
 	Key         string
 	NodeTimeout time.Duration // zero: the library's default
@@ -310,7 +323,7 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 		sc.Clients = append(sc.Clients, name)
 		p.cls[name] = true
 	}
-	sc.Lock.Kind = p.enum(&s.Lock.Kind, "lock.kind", "redlock", "redlock")
+	sc.Lock.Kind = p.enum(&s.Lock.Kind, "lock.kind", LockRedlock, LockKinds...)
 	sc.Lock.TTL = p.duration(&s.Lock.TTL, "lock.ttl", 2*time.Second, time.Millisecond)
 	sc.Lock.NodeTimeout = p.duration(&s.Lock.NodeTimeout, "lock.node_timeout", 0, time.Millisecond)
 	if sc.Lock.NodeTimeout >= sc.Lock.TTL && sc.Lock.TTL > 0 {

@@ -58,15 +58,20 @@ func (c *Client) Acquire(ctx context.Context, key string, ttl time.Duration) err
 		c.record(typ, history.Acquire, key, func(e *history.Event) { e.Err = err.Error() })
 		return err
 	}
+	c.hold(history.Acquire, key, lease)
+	return nil
+}
+
+// hold records the ok of an acquire or extend that gave the client lease.
+func (c *Client) hold(f history.Func, key string, lease *Lease) {
 	c.leases[key] = lease
 	deadline := c.rec.Since(lease.Deadline)
-	c.record(history.OK, history.Acquire, key, func(e *history.Event) {
+	c.record(history.OK, f, key, func(e *history.Event) {
 		e.Value = history.MustValue(lease.Value)
 		e.Deadline = &deadline
 		e.Token = lease.Token
 		e.Nodes = lease.Granted
 	})
-	return nil
 }
 
 // Release releases the client's lease on key, if it holds one, and records
@@ -93,6 +98,32 @@ func (c *Client) Release(ctx context.Context, key string) error {
 		}
 	})
 	return err
+}
+
+// Extend extends the client's lease on key, if it holds one, by ttl from
+// now and records it: ok with the new deadline, fail when the lease was not
+// extended (the client then relies on it until its old deadline at most),
+// info when the outcome is unknown.
+func (c *Client) Extend(ctx context.Context, key string, ttl time.Duration) error {
+	lease := c.leases[key]
+	if lease == nil {
+		return nil
+	}
+	c.record(history.Invoke, history.Extend, key, func(e *history.Event) { e.Value = history.MustValue(lease.Value) })
+	ext, err := c.lock.Extend(ctx, lease, ttl)
+	if err != nil {
+		typ := history.Info
+		if errors.Is(err, ErrNotExtended) {
+			typ = history.Fail
+		}
+		c.record(typ, history.Extend, key, func(e *history.Event) {
+			e.Value = history.MustValue(lease.Value)
+			e.Err = err.Error()
+		})
+		return err
+	}
+	c.hold(history.Extend, key, ext)
+	return nil
 }
 
 func (c *Client) record(typ history.Type, f history.Func, key string, fill func(*history.Event)) {

@@ -13,8 +13,8 @@ import (
 // fakeLock answers from a script: the client's bookkeeping and recording do
 // not depend on Redis.
 type fakeLock struct {
-	acquireErr, releaseErr error
-	token                  *int64
+	acquireErr, releaseErr, extendErr error
+	token                             *int64
 }
 
 func (f *fakeLock) Acquire(_ context.Context, key string, ttl time.Duration) (*Lease, error) {
@@ -25,6 +25,15 @@ func (f *fakeLock) Acquire(_ context.Context, key string, ttl time.Duration) (*L
 }
 
 func (f *fakeLock) Release(context.Context, *Lease) error { return f.releaseErr }
+
+func (f *fakeLock) Extend(_ context.Context, l *Lease, ttl time.Duration) (*Lease, error) {
+	if f.extendErr != nil {
+		return nil, f.extendErr
+	}
+	ext := *l
+	ext.Deadline = time.Now().Add(ttl)
+	return &ext, nil
+}
 
 func TestClientRecordsOutcomes(t *testing.T) {
 	seven := int64(7)

@@ -10,13 +10,17 @@ import (
 
 // Lock is the lock under test as the workload drives it: ours, or a
 // third-party lock behind an adapter. Implementations map their own errors
-// onto ErrNotAcquired and ErrNotHeld (wrapping the cause) so that the
-// history can tell a lost attempt (fail) from an unknown outcome (info).
+// onto ErrNotAcquired, ErrNotHeld and ErrNotExtended (wrapping the cause)
+// so that the history can tell a lost attempt (fail) from an unknown
+// outcome (info).
 type Lock interface {
 	// Acquire makes one attempt to take key for ttl.
 	Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error)
 	// Release gives the lease up.
 	Release(ctx context.Context, lease *Lease) error
+	// Extend asks for ttl more from now and returns the extended lease;
+	// the lease passed in stays as it was.
+	Extend(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error)
 }
 
 // Lease is a lock a client believes it holds.
@@ -38,6 +42,9 @@ var (
 	ErrNotAcquired = errors.New("lock not acquired")
 	// ErrNotHeld: the release found the lease already lost.
 	ErrNotHeld = errors.New("lock not held")
+	// ErrNotExtended: the lease was not extended; the client may rely on
+	// it until its old deadline at most.
+	ErrNotExtended = errors.New("lease not extended")
 )
 
 // Redlock adapts our redlock.Locker to Lock.
@@ -56,20 +63,54 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (*
 		}
 		return nil, err
 	}
-	return &Lease{Key: l.Key, Value: l.Value, Deadline: l.Deadline, Granted: r.names(l.Granted), impl: l}, nil
+	return r.lease(l), nil
 }
 
 // Release implements Lock.
 func (r *Redlock) Release(ctx context.Context, lease *Lease) error {
-	l, ok := lease.impl.(*redlock.Lease)
-	if !ok {
-		return errors.New("redlock adapter: lease was not acquired through this adapter")
+	l, err := r.own(lease)
+	if err != nil {
+		return err
 	}
-	_, err := r.Locker.Release(ctx, l)
+	_, err = r.Locker.Release(ctx, l)
 	if errors.Is(err, redlock.ErrNotHeld) {
 		return errors.Join(ErrNotHeld, err)
 	}
 	return err
+}
+
+// Extend implements Lock. An extension refused (the lease expired, lost
+// its quorum, or reached the extension limit) is ErrNotExtended.
+func (r *Redlock) Extend(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
+	l, err := r.own(lease)
+	if err != nil {
+		return nil, err
+	}
+	ext, err := r.Locker.Extend(ctx, l, ttl)
+	if err != nil {
+		if errors.Is(err, redlock.ErrNotHeld) || errors.Is(err, redlock.ErrExtendLimit) {
+			return nil, errors.Join(ErrNotExtended, err)
+		}
+		return nil, err
+	}
+	return r.lease(ext), nil
+}
+
+func (r *Redlock) own(lease *Lease) (*redlock.Lease, error) {
+	l, ok := lease.impl.(*redlock.Lease)
+	if !ok {
+		return nil, errors.New("redlock adapter: lease was not acquired through this adapter")
+	}
+	return l, nil
+}
+
+func (r *Redlock) lease(l *redlock.Lease) *Lease {
+	out := &Lease{Key: l.Key, Value: l.Value, Deadline: l.Deadline, Granted: r.names(l.Granted), impl: l}
+	if r.Locker.Fencing() != redlock.FenceNone {
+		token := l.Token
+		out.Token = &token
+	}
+	return out
 }
 
 func (r *Redlock) names(idx []int) []string {
