@@ -60,7 +60,7 @@ func (c *Local) AddNode(ctx context.Context, spec NodeSpec) (*Node, error) {
 	c.extraMu.Lock()
 	if c.closed {
 		c.extraMu.Unlock()
-		return nil, errors.Join(ErrClosed, n.clock.close())
+		return nil, errors.Join(ErrClosed, n.clock.Close())
 	}
 	c.extra = append(c.extra, n)
 	c.extraMu.Unlock()

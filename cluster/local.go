@@ -195,7 +195,7 @@ func (c *Local) newNode(spec NodeSpec) (*Node, error) {
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: node %s: %w", name, err)
 	}
-	clock, err := newClockFile(c.live.path(name + ".clock"))
+	clock, err := NewClockFile(c.live.path(name + ".clock"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: node %s: %w", name, err)
 	}
@@ -261,7 +261,7 @@ type Node struct {
 	cluster *Local
 	dataDir string
 	logPath string
-	clock   *clockFile
+	clock   *ClockFile
 
 	mu        sync.Mutex
 	port      int
@@ -364,7 +364,7 @@ func (n *Node) spawn(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(withoutEnv(os.Environ(), "LD_PRELOAD", ClockEnv, RunEnv),
 		"LD_PRELOAD="+c.shim,
-		ClockEnv+"="+n.clock.path,
+		ClockEnv+"="+n.clock.Path(),
 		RunEnv+"="+c.live.id)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Own process group: a Ctrl-C in the terminal reaches the harness
@@ -522,24 +522,14 @@ func (n *Node) killLocked() error {
 
 // SetClockOffset moves the node's wall clock to real time + d, at once.
 func (n *Node) SetClockOffset(d time.Duration) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.clock.mem == nil {
-		return fmt.Errorf("node %s: cluster closed", n.name)
+	if err := n.clock.Set(d); err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
 	}
-	n.clock.set(d)
 	return nil
 }
 
 // ClockOffset is the node's current wall-clock offset.
-func (n *Node) ClockOffset() time.Duration {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.clock.mem == nil {
-		return 0
-	}
-	return n.clock.get()
-}
+func (n *Node) ClockOffset() time.Duration { return n.clock.Get() }
 
 func (n *Node) close(ctx context.Context) error {
 	n.mu.Lock()
@@ -549,7 +539,7 @@ func (n *Node) close(ctx context.Context) error {
 		err = errors.Join(err, n.admin.Close())
 		n.admin = nil
 	}
-	return errors.Join(err, n.clock.close())
+	return errors.Join(err, n.clock.Close())
 }
 
 func freePort() (int, error) {

@@ -40,7 +40,7 @@ func registerRun(base, id, data string) (*liveRun, error) {
 	if err := os.WriteFile(filepath.Join(dir, "data"), []byte(data), 0o600); err != nil {
 		return nil, fmt.Errorf("live registry: %w", err)
 	}
-	start, err := procStartTime(os.Getpid())
+	start, err := ProcStartTime(os.Getpid())
 	if err != nil {
 		return nil, fmt.Errorf("live registry: %w", err)
 	}
@@ -56,7 +56,7 @@ func (r *liveRun) path(name string) string { return filepath.Join(r.dir, name) }
 // addPID records a child by pid and start time, so that a recycled pid is
 // never mistaken for it.
 func (r *liveRun) addPID(name string, pid int) error {
-	start, err := procStartTime(pid)
+	start, err := ProcStartTime(pid)
 	if err != nil {
 		return fmt.Errorf("live registry: %w", err)
 	}
@@ -103,7 +103,7 @@ func Reap(base string) ([]string, error) {
 			if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &start); err != nil {
 				continue
 			}
-			if got, err := procStartTime(pid); err != nil || got != start || !startedBy(pid, e.Name()) {
+			if got, err := ProcStartTime(pid); err != nil || got != start || !startedBy(pid, e.Name()) {
 				continue
 			}
 			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
@@ -137,7 +137,7 @@ func ownerAlive(dir string) bool {
 	if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &start); err != nil {
 		return false
 	}
-	got, err := procStartTime(pid)
+	got, err := ProcStartTime(pid)
 	return err == nil && got == start
 }
 
@@ -157,7 +157,7 @@ func startedBy(pid int, id string) bool {
 }
 
 // procStartTime reads a process's start time (clock ticks since boot).
-func procStartTime(pid int) (uint64, error) {
+func ProcStartTime(pid int) (uint64, error) {
 	fields, err := procStat(pid)
 	if err != nil {
 		return 0, err

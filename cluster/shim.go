@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -63,14 +64,22 @@ func BuildShim(ctx context.Context, cacheDir string) (string, error) {
 	return lib, nil
 }
 
-// clockFile is a node's clock offset, shared with the shim through a mapped
-// 8-byte file. Stores are atomic, so the node never sees a torn offset.
-type clockFile struct {
+// ClockFile is a node's clock offset, shared with the clock shim through a
+// mapped 8-byte file: the shim maps the same file (bind-mounted into a
+// container for the Docker backend), so a store here moves the node's wall
+// clock at once. Stores are atomic, so the node never sees a torn offset.
+type ClockFile struct {
 	path string
-	mem  []byte
+
+	mu  sync.Mutex
+	mem []byte // nil once closed
 }
 
-func newClockFile(path string) (*clockFile, error) {
+// ErrClockClosed is returned by Set after Close.
+var ErrClockClosed = errors.New("clock offset file closed")
+
+// NewClockFile creates (or truncates) the offset file at path, set to zero.
+func NewClockFile(path string) (*ClockFile, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("clock offset file: %w", err)
@@ -83,16 +92,39 @@ func newClockFile(path string) (*clockFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clock offset file %s: mmap: %w", path, err)
 	}
-	return &clockFile{path: path, mem: mem}, nil
+	return &ClockFile{path: path, mem: mem}, nil
 }
 
-func (c *clockFile) word() *int64 { return (*int64)(unsafe.Pointer(&c.mem[0])) }
+// Path is the file the shim reads (the value of ClockEnv).
+func (c *ClockFile) Path() string { return c.path }
 
-func (c *clockFile) set(d time.Duration) { atomic.StoreInt64(c.word(), int64(d)) }
+func (c *ClockFile) word() *int64 { return (*int64)(unsafe.Pointer(&c.mem[0])) }
 
-func (c *clockFile) get() time.Duration { return time.Duration(atomic.LoadInt64(c.word())) }
+// Set moves the clock to real time + d.
+func (c *ClockFile) Set(d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mem == nil {
+		return ErrClockClosed
+	}
+	atomic.StoreInt64(c.word(), int64(d))
+	return nil
+}
 
-func (c *clockFile) close() error {
+// Get is the current offset; zero once closed.
+func (c *ClockFile) Get() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mem == nil {
+		return 0
+	}
+	return time.Duration(atomic.LoadInt64(c.word()))
+}
+
+// Close unmaps the file; it is safe to call more than once.
+func (c *ClockFile) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.mem == nil {
 		return nil
 	}

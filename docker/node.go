@@ -39,7 +39,7 @@ type Node struct {
 	ip       string
 	stateDir string // bind-mounted read-only at imageStateDir
 	logPath  string
-	clock    *clockFile
+	clock    *cluster.ClockFile
 	spec     containerSpec
 	admin    *redis.Client
 
@@ -59,7 +59,7 @@ func (c *Cluster) newNode(ctx context.Context, name, ip string) (*Node, error) {
 	if err := os.WriteFile(filepath.Join(dir, "redis.conf"), []byte(redisConfig(c.password, c.persist)), 0o600); err != nil {
 		return nil, fmt.Errorf("docker: node %s: %w", name, err)
 	}
-	clock, err := newClockFile(filepath.Join(dir, "clock"))
+	clock, err := cluster.NewClockFile(filepath.Join(dir, "clock"))
 	if err != nil {
 		return nil, fmt.Errorf("docker: node %s: %w", name, err)
 	}
@@ -104,7 +104,7 @@ func (c *Cluster) newNode(ctx context.Context, name, ip string) (*Node, error) {
 	}
 	if err := n.create(ctx); err != nil {
 		_ = n.admin.Close()
-		_ = clock.close()
+		_ = clock.Close()
 		return nil, err
 	}
 	return n, nil
@@ -465,24 +465,14 @@ func (n *Node) Rejoin(ctx context.Context) error {
 
 // SetClockOffset moves the node's wall clock to real time + d, at once.
 func (n *Node) SetClockOffset(d time.Duration) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.clock.mem == nil {
-		return fmt.Errorf("node %s: cluster closed", n.name)
+	if err := n.clock.Set(d); err != nil {
+		return fmt.Errorf("node %s: %w", n.name, err)
 	}
-	n.clock.set(d)
 	return nil
 }
 
 // ClockOffset is the node's current wall-clock offset.
-func (n *Node) ClockOffset() time.Duration {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.clock.mem == nil {
-		return 0
-	}
-	return n.clock.get()
-}
+func (n *Node) ClockOffset() time.Duration { return n.clock.Get() }
 
 // saveLogLocked appends the container's log to the node's log file.
 func (n *Node) saveLogLocked(ctx context.Context) error {
@@ -512,5 +502,5 @@ func (n *Node) close(ctx context.Context) error {
 		return err
 	}
 	n.closed = true
-	return errors.Join(n.admin.Close(), n.clock.close())
+	return errors.Join(n.admin.Close(), n.clock.Close())
 }

@@ -1,11 +1,12 @@
 package docker
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"splitbrain/cluster"
 )
 
 // Labels on everything splitbrain creates in the engine. A run's containers,
@@ -33,7 +34,7 @@ type owner struct {
 
 func currentOwner() (owner, error) {
 	pid := os.Getpid()
-	start, err := procStartTime(pid)
+	start, err := cluster.ProcStartTime(pid)
 	if err != nil {
 		return owner{}, fmt.Errorf("docker: own start time: %w", err)
 	}
@@ -82,26 +83,8 @@ func (o owner) liveness(self owner) liveness {
 	case o.Boot != self.Boot:
 		return ownerDead // a harness of an earlier boot of this machine
 	}
-	if got, err := procStartTime(o.PID); err == nil && got == o.Start {
+	if got, err := cluster.ProcStartTime(o.PID); err == nil && got == o.Start {
 		return ownerAlive
 	}
 	return ownerDead
-}
-
-// procStartTime reads a process's start time (clock ticks since boot).
-// cluster has the same helper unexported; it should be exported there.
-func procStartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces and parentheses; the
-	// fields after the last ')' are plain. starttime is field 22.
-	i := bytes.LastIndexByte(b, ')')
-	fields := strings.Fields(string(b[i+1:]))
-	const startField = 22 - 3 // fields[0] is field 3
-	if i < 0 || len(fields) <= startField {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	return strconv.ParseUint(fields[startField], 10, 64)
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"splitbrain/cluster"
 )
 
 // deadOwner is the identity of a process that has exited.
@@ -21,7 +23,7 @@ func deadOwner(t *testing.T) owner {
 	mustDo(t, "owner", err)
 	cmd := exec.Command("sleep", "60")
 	mustDo(t, "start sleep", cmd.Start())
-	start, err := procStartTime(cmd.Process.Pid)
+	start, err := cluster.ProcStartTime(cmd.Process.Pid)
 	mustDo(t, "start time", err)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
