@@ -96,6 +96,7 @@ func TestDockerBackendClockJump(t *testing.T) {
 			if !strings.Contains(progress.String(), "docker: run ") {
 				t.Errorf("progress does not name the docker run:\n%s", progress.String())
 			}
+			t.Logf("progress:\n%s", progress.String())
 			assertNothingLeft(t, eng)
 		})
 	}
@@ -124,6 +125,7 @@ func TestDockerBackendInterruptedRunLeavesNothing(t *testing.T) {
 	if out.Result.Verdict == checker.Valid {
 		t.Errorf("interrupted run judged valid; want unknown\nprogress:\n%s", progress.String())
 	}
+	t.Logf("verdict %s (%s)\nprogress:\n%s", out.Result.Verdict, out.Result.Reason, progress.String())
 	assertNothingLeft(t, eng)
 }
 
@@ -131,7 +133,7 @@ func TestDockerBackendInterruptedRunLeavesNothing(t *testing.T) {
 // before anything is started, naming the field and the way out.
 func TestDockerBackendRejectsMixedPersistence(t *testing.T) {
 	sc, err := scenarios.Parse([]byte(`name: mixed
-expect: valid
+expect: safe
 cluster:
   nodes: 3
   persistence: {default: none, n3: aof-always}
