@@ -21,6 +21,11 @@ type dockerBackend struct {
 }
 
 func startDockerBackend(ctx context.Context, cfg backendConfig) (_ backend, err error) {
+	if len(cfg.sc.Replicas) > 0 {
+		// Checked before anything starts; setUpFaults would fail too, but
+		// only once the containers are up.
+		return nil, fmt.Errorf("%s: cluster.replicas: the docker backend cannot start replicas (nor promote them); use --backend local", cfg.sc.File)
+	}
 	persist, err := dockerPersistence(cfg.sc)
 	if err != nil {
 		return nil, err

@@ -129,14 +129,25 @@ func TestDockerBackendInterruptedRunLeavesNothing(t *testing.T) {
 	assertNothingLeft(t, eng)
 }
 
-// Docker nodes share one persistence mode; a scenario mixing modes fails
-// before anything is started, naming the field and the way out.
-func TestDockerBackendRejectsMixedPersistence(t *testing.T) {
-	sc, err := scenarios.Parse([]byte(`name: mixed
+// What only the local backend has (replicas, a persistence mode per node)
+// fails a docker run before anything is started, naming the file, the
+// field and the way out, rather than running a different scenario.
+func TestDockerBackendRejectsWhatItLacks(t *testing.T) {
+	for _, tc := range []struct {
+		name, cluster string
+		want          []string
+	}{
+		{"mixed persistence", "persistence: {default: none, n3: aof-always}",
+			[]string{"cluster.persistence", "aof-always, none", "--backend local"}},
+		{"replicas", "replicas: [n1]",
+			[]string{"cluster.replicas", "cannot start replicas", "--backend local"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := scenarios.Parse([]byte(`name: lacking
 expect: safe
 cluster:
   nodes: 3
-  persistence: {default: none, n3: aof-always}
+  `+tc.cluster+`
 lock:
   kind: redlock
   ttl: 2s
@@ -144,18 +155,20 @@ workload:
   clients: 1
 steps:
   - acquire: {client: c1}
-`), "mixed.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: scenarios.BackendDocker})
-	if err == nil {
-		t.Fatal("run with mixed persistence on docker: no error")
-	}
-	for _, want := range []string{"mixed.yaml", "cluster.persistence", "aof-always, none", "--backend local"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
-		}
+`), "lacking.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: scenarios.BackendDocker})
+			if err == nil {
+				t.Fatal("docker run: no error")
+			}
+			for _, want := range append([]string{"lacking.yaml"}, tc.want...) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		})
 	}
 }
 
