@@ -11,6 +11,8 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/docker"
+	"splitbrain/history"
+	"splitbrain/nemesis"
 	"splitbrain/results"
 	"splitbrain/scenarios"
 )
@@ -100,6 +102,57 @@ func TestDockerBackendClockJump(t *testing.T) {
 			assertNothingLeft(t, eng)
 		})
 	}
+}
+
+// The node faults of a scenario go through the engine on Docker: kill and
+// start, stop with amnesia (the AOF volume replaced), pause and resume,
+// the clock strobe and reset, and a random schedule mixing them with
+// partitions. Each is recorded and healed, and nothing is left.
+func TestDockerBackendNodeFaults(t *testing.T) {
+	eng := dockerEngine(t)
+	sc := parse(t, `name: docker-faults
+expect: any
+cluster: {nodes: 3, persistence: aof-always}
+lock: {ttl: 2s, node_timeout: 500ms}
+workload: {clients: 2}
+steps:
+  - acquire: {client: c1}
+  - kill: {node: n3, for: 0s}
+  - kill: {node: n1, amnesia: true, for: 0s}
+  - stop: {node: n2, amnesia: true}
+  - restart: {node: n2}
+  - pause: {node: n1}
+  - resume: {node: n1}
+  - strobe: {node: n2, delta: 2s, period: 10ms, for: 50ms}
+  - clock-reset: {}
+  - release: {client: c1}
+  - random: {faults: [partition, clock, pause, kill, amnesia], interval: 300ms, duration: 50ms..150ms, for: 2s}
+  - acquire: {client: c2}
+  - heal: all
+`)
+	progress := &lockedBuffer{}
+	out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 4, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: scenarios.BackendDocker, Progress: progress})
+	if err != nil {
+		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
+	}
+	t.Logf("progress:\n%s", progress.String())
+	fs := nemesisOps(t, out.Dir)
+	assertAllHealed(t, fs, "docker")
+	healed := map[string]int{}
+	for _, f := range fs {
+		if f.Phase == history.PhaseStop {
+			healed[f.Kind]++
+		}
+	}
+	for _, k := range []string{nemesis.KindKill, nemesis.KindStop, nemesis.KindPause, nemesis.KindClockStrobe, nemesis.KindClockReset} {
+		if healed[k] == 0 {
+			t.Errorf("no %s healed", k)
+		}
+	}
+	if healed[nemesis.KindKill] < 2 {
+		t.Errorf("%d kills healed, want at least the script's 2", healed[nemesis.KindKill])
+	}
+	assertNothingLeft(t, eng)
 }
 
 // A run cancelled in the middle (Ctrl-C) still removes its containers,
