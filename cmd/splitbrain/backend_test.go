@@ -132,3 +132,56 @@ func TestInterruptDockerRun(t *testing.T) {
 	assertRunRemoved(t, eng, r.stdout.String())
 	e.checkClean()
 }
+
+// A docker run whose harness is SIGKILLed leaves its containers behind
+// (nothing else can remove them); the next docker run removes them before
+// starting its own, and says so.
+func TestKilledDockerHarnessIsReaped(t *testing.T) {
+	t.Parallel()
+	eng := testDocker(t)
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "long-wait.yaml")
+	writeFile(t, file, longScenario)
+	r := e.start("run", file, "--backend", "docker", "--seed", "1", "--store", filepath.Join(t.TempDir(), "runs"))
+	r.waitFor(t, "wait 1m0s", 60*time.Second)
+	m := dockerRunLine.FindStringSubmatch(r.stdout.String())
+	if m == nil {
+		t.Fatalf("no 'docker: run ID' line in the output:\n%s", r.stdout.String())
+	}
+	killed := m[1]
+	t.Cleanup(func() {
+		// Should the reap fail, do not leave the containers to the next
+		// test run.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = eng.Reap(ctx, "")
+	})
+	// SIGKILL the harness alone: no cleanup runs.
+	if err := r.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	left, err := eng.RunObjects(ctx, killed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) == 0 {
+		t.Fatalf("the killed run %s left nothing to reap; the test proves nothing", killed)
+	}
+	t.Logf("the killed run left %v", left)
+
+	res := e.run("run", "clock-jump-control", "--backend", "docker", "--store", filepath.Join(t.TempDir(), "runs"))
+	if res.code != 0 {
+		t.Errorf("exit code %d of the run after the crash, want 0", res.code)
+	}
+	if !strings.Contains(res.stdout, "docker: removed the leftovers of run "+killed) {
+		t.Errorf("the next run does not say it removed run %s", killed)
+	}
+	if left, err := eng.RunObjects(ctx, killed); err != nil || len(left) != 0 {
+		t.Errorf("after the next run, run %s still has %v (%v)", killed, left, err)
+	}
+	assertRunRemoved(t, eng, res.stdout)
+	e.checkClean()
+}
