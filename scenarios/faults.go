@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"splitbrain/cluster"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
@@ -27,23 +26,24 @@ func (r *runner) setUpFaults(ctx context.Context) error {
 	for _, c := range r.sc.Clients {
 		r.faults.gates[c] = nemesis.NewClientGate(c)
 	}
+	if len(r.sc.Replicas) == 0 {
+		return nil
+	}
+	replicas, ok := r.cluster.(replicaBackend)
+	if !ok {
+		return fmt.Errorf("%s: cluster.replicas: this backend cannot start replicas; run the scenario with --backend local", r.sc.File)
+	}
 	for _, name := range r.sc.Replicas {
-		master, ok := r.cluster.Node(name)
-		if !ok {
-			return fmt.Errorf("replica of %s: no such node", name)
+		master, err := r.node(name)
+		if err != nil {
+			return fmt.Errorf("replica of %s: %w", name, err)
 		}
 		rname := ReplicaName(name)
 		via, err := r.net.AddLink(rname, nemesis.Endpoint{Name: name, Addr: master.Addr()})
 		if err != nil {
 			return err
 		}
-		rep, err := r.cluster.AddNode(ctx, cluster.NodeSpec{Name: rname, Persistence: master.Persistence(), ReplicaOf: via})
-		if err != nil {
-			return err
-		}
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err = rep.WaitSynced(sctx)
-		cancel()
+		rep, err := replicas.AddReplica(ctx, rname, master, via)
 		if err != nil {
 			return err
 		}
@@ -137,15 +137,19 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 			return err
 		}
 		if st.Kind == StepKill {
-			return r.start(ctx, st, nemesis.Kill{Node: node.Controls(), Amnesia: st.Amnesia})
+			return r.start(ctx, st, nemesis.Kill{Node: node, Amnesia: st.Amnesia})
 		}
-		return r.start(ctx, st, nemesis.Stop{Node: node.Controls(), Amnesia: st.Amnesia})
+		return r.start(ctx, st, nemesis.Stop{Node: node, Amnesia: st.Amnesia})
 	case StepRestart:
 		return r.stopOn(ctx, "restart", st.Node, nemesis.KindKill, nemesis.KindStop)
 	case StepPromote:
-		rep, err := r.node(ReplicaName(st.Node))
+		node, err := r.node(ReplicaName(st.Node))
 		if err != nil {
 			return err
+		}
+		rep, ok := node.(nemesis.Promotable)
+		if !ok {
+			return fmt.Errorf("promote %s: this backend cannot promote a replica; run the scenario with --backend local", node.Name())
 		}
 		return r.start(ctx, st, nemesis.Promote{Net: r.net, Replica: rep, Links: clientLinks(r.sc.Clients, []string{st.Node})})
 	case StepRandom:
@@ -158,7 +162,7 @@ func clientLinks(clients, nodes []string) []history.Link {
 	return nemesis.Isolate(clients, nodes)
 }
 
-func (r *runner) node(name string) (*cluster.Node, error) {
+func (r *runner) node(name string) (backendNode, error) {
 	n, ok := r.cluster.Node(name)
 	if !ok {
 		return nil, fmt.Errorf("no node %q", name)
@@ -257,7 +261,7 @@ func (r *runner) random(ctx context.Context, st Step) error {
 	}
 	env := nemesis.Env{Net: r.net, Nodes: map[string]nemesis.ScheduleNode{}, Gates: r.faults.gates}
 	for _, n := range r.cluster.Nodes() {
-		env.Nodes[n.Name()] = n.Controls()
+		env.Nodes[n.Name()] = n
 	}
 	r.logf("random schedule: %d faults over %v", len(ops), st.Schedule.Total)
 	return r.nem.RunSchedule(ctx, ops, env, func(op nemesis.Op) { r.logf("random: %s", op) })

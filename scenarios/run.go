@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/checker"
-	"splitbrain/cluster"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
@@ -36,6 +35,9 @@ type RunOptions struct {
 	Command string
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
+	// Backend is where the nodes run: "local" (the default when empty) or
+	// "docker".
+	Backend string
 }
 
 // Outcome is what a run found and where it left its files.
@@ -85,7 +87,7 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), streamNemesis)),
 		wlRand:  rand.New(rand.NewPCG(uint64(opts.Seed), streamWorkload)),
 	}
-	runErr := r.setUp(ctx, dir, opts.CacheDir)
+	runErr := r.setUp(ctx, dir, opts.CacheDir, opts.Backend)
 	if runErr == nil {
 		runErr = r.play(ctx)
 	}
@@ -121,7 +123,7 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		Duration:    time.Since(started),
 		Expect:      string(sc.Expect),
 		Command:     cmd,
-		Backend:     "local",
+		Backend:     backendName(opts.Backend),
 	}
 	writeErr := results.Write(dir, meta, events, res)
 	out := &Outcome{Dir: dir, Result: res, AsExpected: results.AsExpected(meta.Expect, res.Verdict)}
@@ -136,7 +138,7 @@ type runner struct {
 	wlRand  *rand.Rand
 	seed    int64
 
-	cluster *cluster.Local
+	cluster backend
 	net     *nemesis.Net
 	nem     *nemesis.Nemesis
 	clients map[string]*workload.Client
@@ -191,9 +193,9 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 	return &workload.Redlock{Locker: l, Nodes: names}, nil
 }
 
-func (r *runner) setUp(ctx context.Context, dir, cacheDir string) error {
+func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error {
 	sc := r.sc
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: sc.Nodes, Dir: dir, CacheDir: cacheDir, NodePersistence: sc.Persistence})
+	cl, err := startBackend(ctx, backend, backendConfig{sc: sc, dir: dir, cacheDir: cacheDir, logf: r.logf})
 	if err != nil {
 		return err
 	}
@@ -202,7 +204,7 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir string) error {
 	for _, n := range cl.Nodes() {
 		eps = append(eps, nemesis.Endpoint{Name: n.Name(), Addr: n.Addr()})
 	}
-	r.logf("started %d redis-server nodes: %s", len(eps), r.nodeList())
+	r.logf("started %d redis-server nodes (%s): %s", len(eps), backendName(backend), r.nodeList())
 	storage, err := r.startStorage(ctx, dir, cacheDir)
 	if err != nil {
 		return err
@@ -268,13 +270,13 @@ func (r *runner) step(ctx context.Context, st Step) error {
 		r.logf("heal %s", st.Heal)
 		return r.heal(ctx, st.Heal)
 	case StepClock:
-		node, ok := r.cluster.Node(st.Node)
-		if !ok {
-			return fmt.Errorf("no node %q", st.Node)
+		node, err := r.node(st.Node)
+		if err != nil {
+			return err
 		}
 		f := nemesis.ClockJump{Node: node, By: st.Span.Draw(r.nemRand)}
 		r.logf("jump %s", f.Describe().Detail)
-		_, err := r.nem.Start(ctx, f)
+		_, err = r.nem.Start(ctx, f)
 		return err
 	case StepAcquire:
 		c := r.clients[st.Client]

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/checker"
+	"splitbrain/docker"
 	"splitbrain/scenarios"
 )
 
@@ -51,7 +53,8 @@ Flags of run and suite:
   --seed N        seed of the workload's and the nemesis's random draws
                   (default: a fresh random seed, printed and stored)
   --store DIR     where runs are written (default: store)
-  --backend NAME  where the Redis nodes run: local (default)
+  --backend NAME  where the Redis nodes run: local (default), or docker
+                  (containers of an image built here from redis-server)
   --json          print the outcome as JSON instead of text
 
 Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 internal error.
@@ -165,8 +168,8 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 	if err != nil {
 		return f, nil, 0, err
 	}
-	if f.backend != "local" {
-		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: only local is available", f.backend)}
+	if !slices.Contains(scenarios.Backends, f.backend) {
+		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: want one of %s", f.backend, strings.Join(scenarios.Backends, ", "))}
 	}
 	if f.store == "" {
 		return f, nil, 0, &usageError{"--store is empty; give a folder for the runs"}
@@ -274,12 +277,16 @@ func runOne(ctx context.Context, sc *scenarios.Scenario, seed int64, f runFlags,
 	if !f.json {
 		progress = stdout
 	}
+	if err := backendReady(ctx, f.backend); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(progress, "splitbrain: scenario %s, seed %d\n", sc.Name, seed)
 	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{
 		Seed:     seed,
 		Store:    f.store,
 		Command:  rerunCommand(sc, seed, f),
 		Progress: progress,
+		Backend:  f.backend,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "splitbrain: %v\n", err)
@@ -337,7 +344,23 @@ func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags) string {
 	if f.store != "store" {
 		parts = append(parts, "--store", f.store)
 	}
+	if f.backend != scenarios.BackendLocal {
+		parts = append(parts, "--backend", f.backend)
+	}
 	return strings.Join(parts, " ")
+}
+
+// backendReady fails before anything of a run is made when the backend
+// cannot work here: for docker, when no engine answers.
+func backendReady(ctx context.Context, backend string) error {
+	if backend != scenarios.BackendDocker {
+		return nil
+	}
+	eng, err := docker.Connect(ctx)
+	if err != nil {
+		return fmt.Errorf("--backend docker: %w; start the Docker engine (or point DOCKER_HOST at one), or use --backend local", err)
+	}
+	return eng.Close()
 }
 
 // parseSeed reads --seed, or draws a fresh seed from crypto/rand (not from

@@ -406,7 +406,7 @@ steps:
 			[]string{`unknown scenario "no-such-scenario"`, "built-in scenarios:", "clock-jump, clock-jump-control", ".yaml file"}},
 		{"seed not a number", []string{"run", "clock-jump", "--seed", "abc"}, []string{`--seed "abc"`, "whole number"}},
 		{"seed without value", []string{"run", "clock-jump", "--seed"}, []string{"seed"}},
-		{"docker backend", []string{"run", "clock-jump", "--backend", "docker"}, []string{`--backend "docker"`, "only local"}},
+		{"unknown backend", []string{"run", "clock-jump", "--backend", "kubernetes"}, []string{`--backend "kubernetes"`, "want one of local, docker"}},
 		{"empty store", []string{"run", "clock-jump", "--store", ""}, []string{"--store is empty"}},
 		{"unknown flag", []string{"run", "clock-jump", "--sede", "3"}, []string{"-sede"}},
 		{"scenario file with bad values", []string{"run", badValues},
