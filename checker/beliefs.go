@@ -226,6 +226,11 @@ func analyze(events []history.Event) *analysis {
 		if i == 0 || e.Time > a.end {
 			a.end = e.Time
 		}
+		if e.F == history.End {
+			// Whether the run was complete is the caller's to judge
+			// (checker.Incomplete); the marker is no operation.
+			continue
+		}
 		if e.F == history.Nemesis || e.Process == history.ProcessNemesis {
 			a.nemesis(*e, openFaults)
 			continue

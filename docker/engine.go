@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -284,10 +285,32 @@ func (e *Engine) unpauseContainer(ctx context.Context, id string) error {
 
 func (e *Engine) removeContainer(ctx context.Context, id string) error {
 	err := e.api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && strings.Contains(err.Error(), "already in progress") {
+		// Two harnesses reaping the same leftovers at once: the other one
+		// is removing it; it is ours to wait for, not to fail on.
+		return e.waitGone(ctx, id)
+	}
 	if err != nil && !client.IsErrNotFound(err) {
 		return fmt.Errorf("docker: removing container %s: %w", id, err)
 	}
 	return nil
+}
+
+// waitGone waits until container id no longer exists.
+func (e *Engine) waitGone(ctx context.Context, id string) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := e.api.ContainerInspect(ctx, id)
+		if client.IsErrNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("docker: container %s is still being removed: %w", id, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 func (e *Engine) containerState(ctx context.Context, id string) (containerState, error) {

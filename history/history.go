@@ -48,16 +48,25 @@ const (
 	Transfer Func = "transfer"
 	Add      Func = "add"
 	Nemesis  Func = "nemesis"
+	// End is the last event of a run that finished cleaning up (faults
+	// healed, nodes stopped), by ProcessHarness. A history without it was
+	// cut short by a crash; an End with Err set records why the run stopped
+	// early (Ctrl-C, a harness failure). Either way the history is a prefix
+	// of the run, and a prefix without a violation proves nothing.
+	End Func = "end"
 )
 
 var funcs = map[Func]bool{Acquire: true, Release: true, Extend: true, Read: true,
-	Write: true, Transfer: true, Add: true, Nemesis: true}
+	Write: true, Transfer: true, Add: true, Nemesis: true, End: true}
 
 // Valid reports whether f is a known function.
 func (f Func) Valid() bool { return funcs[f] }
 
 // ProcessNemesis is the process of every fault event.
 const ProcessNemesis = "nemesis"
+
+// ProcessHarness is the process of the End event.
+const ProcessHarness = "harness"
 
 // Event is one line of a history.
 type Event struct {
@@ -143,4 +152,21 @@ func MustValue(v any) json.RawMessage {
 		panic(fmt.Sprintf("history: cannot encode value %T: %v", v, err))
 	}
 	return b
+}
+
+// Unfinished says why a history is only a prefix of its run, or "" when it
+// ends with the End event of a run that finished: a crashed harness leaves
+// no End event, an interrupted one an End event carrying the reason.
+func Unfinished(events []Event) string {
+	if len(events) == 0 {
+		return "the history is empty"
+	}
+	last := events[len(events)-1]
+	switch {
+	case last.F != End:
+		return "the history has no end-of-run event: the harness stopped before it finished (a crash or SIGKILL)"
+	case last.Err != "":
+		return last.Err
+	}
+	return ""
 }

@@ -248,7 +248,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown type", l0 + "\n" + strings.Replace(l1, `"type":"ok"`, `"type":"done"`, 1) + "\n", 2, 1,
 			[]string{`field "type" is "done"`, "invoke, ok, fail or info"}, false},
 		{"unknown f", l0 + "\n" + strings.Replace(l1, `"f":"acquire"`, `"f":"lock"`, 1) + "\n", 2, 1,
-			[]string{`field "f" is "lock"`, "acquire, release, extend, read, write, transfer, add or nemesis"}, false},
+			[]string{`field "f" is "lock"`, "acquire, release, extend, read, write, transfer, add, nemesis or end"}, false},
 		{"missing p", l0 + "\n" + strings.Replace(l1, `"p":"c1",`, "", 1) + "\n", 2, 1,
 			[]string{`field "p" is missing`, `"c1"`, `"nemesis"`}, false},
 		{"empty p", strings.Replace(l0, `"p":"c1"`, `"p":""`, 1) + "\n", 1, 0,
@@ -481,5 +481,30 @@ func TestConcurrentRecord(t *testing.T) {
 			t.Fatalf("event %d: %s wrote %d, want %d", e.Index, e.Process, v, next[e.Process])
 		}
 		next[e.Process]++
+	}
+}
+
+func TestUnfinished(t *testing.T) {
+	op := history.Event{Process: "c1", Type: history.Invoke, F: history.Acquire, Key: "k"}
+	end := history.Event{Process: history.ProcessHarness, Type: history.Info, F: history.End}
+	interrupted := end
+	interrupted.Err = "the run was interrupted before its last step"
+	for _, tc := range []struct {
+		name   string
+		events []history.Event
+		want   string // substring; "" means finished
+	}{
+		{"empty", nil, "empty"},
+		{"crashed", []history.Event{op}, "no end-of-run event"},
+		{"finished", []history.Event{op, end}, ""},
+		{"interrupted", []history.Event{op, interrupted}, "interrupted"},
+		{"end not last", []history.Event{end, op}, "no end-of-run event"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := history.Unfinished(tc.events)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("Unfinished = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

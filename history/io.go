@@ -173,7 +173,7 @@ func validate(e Event, want, lastTime int64) error {
 	case !e.Type.Valid():
 		return fmt.Errorf(`field "type" is %q, want invoke, ok, fail or info`, e.Type)
 	case !e.F.Valid():
-		return fmt.Errorf(`field "f" is %q, want acquire, release, extend, read, write, transfer, add or nemesis`, e.F)
+		return fmt.Errorf(`field "f" is %q, want acquire, release, extend, read, write, transfer, add, nemesis or end`, e.F)
 	case e.Time < lastTime:
 		return fmt.Errorf(`field "t" is %d, before the previous event's %d (times never decrease)`, e.Time, lastTime)
 	}

@@ -94,17 +94,24 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	cleanErr := r.tearDown(cctx)
 	cancel()
+	incomplete := ""
+	switch {
+	case runErr != nil:
+		incomplete = "the run failed: " + runErr.Error()
+	case ctx.Err() != nil:
+		incomplete = "the run was interrupted before its last step"
+	}
+	// The last event says the run got this far; a history that lacks it
+	// was cut short by a crash (see history.Unfinished).
+	rec.Record(history.Event{Process: history.ProcessHarness, Type: history.Info, F: history.End, Err: incomplete})
 	events := rec.Events()
 	if err := rec.Close(); err != nil {
 		cleanErr = errors.Join(cleanErr, err)
 	}
 
 	var checkOpts []checker.Option
-	switch {
-	case runErr != nil:
-		checkOpts = append(checkOpts, checker.Incomplete("the run failed: "+runErr.Error()))
-	case ctx.Err() != nil:
-		checkOpts = append(checkOpts, checker.Incomplete("the run was interrupted before its last step"))
+	if incomplete != "" {
+		checkOpts = append(checkOpts, checker.Incomplete(incomplete))
 	}
 	res := checker.Check(events, checkOpts...)
 	cmd := opts.Command

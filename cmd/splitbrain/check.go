@@ -80,6 +80,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	default:
 		return exitInternal, err
 	}
+	if incomplete == "" {
+		incomplete = history.Unfinished(events)
+	}
 	if incomplete != "" {
 		opts = append(opts, checker.Incomplete(incomplete))
 		fmt.Fprintf(stderr, "splitbrain: %s\n", incomplete)

@@ -632,6 +632,31 @@ func TestKilledHarnessIsReaped(t *testing.T) {
 	}
 	checkRunDir(t, reportPath(t, res.stdout), store2)
 	e.checkClean()
+	if runs, _ := filepath.Glob(filepath.Join(store, "long-wait", "2*", "nodes")); len(runs) > 0 {
+		t.Errorf("the killed run's node data is still there after the next start: %v", runs)
+	}
+
+	// The killed run's history, cut short mid-partition and mid-clock-jump,
+	// is judged offline: never valid, and the verdict says why.
+	dirs, _ := filepath.Glob(filepath.Join(store, "long-wait", "2*"))
+	if len(dirs) != 1 {
+		t.Fatalf("killed run dirs: %v, want one", dirs)
+	}
+	chk := e.run("check", dirs[0], "--json")
+	if chk.code != 2 && chk.code != 1 {
+		t.Errorf("check of the killed run: exit %d, want 2 (unknown) or 1 (invalid)\n%s%s", chk.code, chk.stdout, chk.stderr)
+	}
+	var verdict struct {
+		Verdict string `json:"verdict"`
+		Reason  string `json:"reason"`
+	}
+	if err := json.Unmarshal([]byte(chk.stdout), &verdict); err != nil {
+		t.Fatalf("check --json output: %v\n%s", err, chk.stdout)
+	}
+	if verdict.Verdict == "valid" || verdict.Reason == "" {
+		t.Errorf("check of the killed run: %+v, want unknown or invalid with a reason", verdict)
+	}
+	t.Logf("check of the killed run: %s: %s", verdict.Verdict, verdict.Reason)
 }
 
 // A harness can die without Pdeathsig taking its nodes along (Pdeathsig
