@@ -17,13 +17,16 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/checker"
+	"splitbrain/results"
 	"splitbrain/scenarios"
 )
 
@@ -40,8 +43,10 @@ const usage = `splitbrain: Jepsen-style fault injection for the Redlock distribu
 Usage:
   splitbrain list                       list the built-in scenarios
   splitbrain run SCENARIO [flags]       run a built-in scenario or a scenario file
-  splitbrain suite [flags]              run every built-in scenario; exit 0 only
-                                        if each verdict meets its expectation
+  splitbrain suite [FILES...|--all] [flags]
+                                        run scenarios (default: every built-in), write
+                                        the safety matrix (STORE/matrix.html); exit 0
+                                        only if each verdict meets its expectation
   splitbrain check RUN_DIR [--json]     re-check a stored run (also one cut short by a crash)
   splitbrain doctor                     check what the local and Docker backends need;
                                         exit 0 when the local backend can run
@@ -53,6 +58,15 @@ Flags of run and suite:
   --store DIR     where runs are written (default: store)
   --backend NAME  where the Redis nodes run: local (default)
   --json          print the outcome as JSON instead of text
+  --lock KIND     the lock under test instead of the scenario's: redlock, single,
+                  naive, fenced-simple, fenced-two-round or redsync
+  --clients N     the number of clients instead of the scenario's
+  --time D        how long a generated workload runs, such as 10s
+
+Examples:
+  splitbrain suite                      the built-in suite and its safety matrix
+  splitbrain run clock-jump --seed 7    reproduce one counterexample
+  splitbrain run my-schedule.yaml --lock redsync --time 30s
 
 Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 internal error.
 `
@@ -122,7 +136,7 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		if err != nil {
 			return exitInternal, err
 		}
-		fmt.Fprintf(stdout, "%-22s expect %-9s %s\n", name, sc.Expect, firstSentence(sc.Description))
+		fmt.Fprintf(stdout, "%-30s expect %-9s %s\n", name, sc.Expect, firstSentence(sc.Description))
 	}
 	return exitValid, nil
 }
@@ -145,10 +159,14 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 type runFlags struct {
-	seed    string
-	store   string
-	backend string
-	json    bool
+	seed      string
+	store     string
+	backend   string
+	json      bool
+	all       bool
+	overrides scenarios.Overrides
+	// set are the override flags given, in order, for the rerun command.
+	set []string
 }
 
 // parseRunFlags parses the flags shared by run and suite and returns the
@@ -161,9 +179,31 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 	fs.StringVar(&f.store, "store", "store", "")
 	fs.StringVar(&f.backend, "backend", "local", "")
 	fs.BoolVar(&f.json, "json", false, "")
+	if name == "suite" {
+		fs.BoolVar(&f.all, "all", false, "")
+	}
+	fs.StringVar(&f.overrides.Lock, "lock", "", "")
+	fs.IntVar(&f.overrides.Clients, "clients", 0, "")
+	fs.DurationVar(&f.overrides.Duration, "time", 0, "")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return f, nil, 0, err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) {
+		given[fl.Name] = true
+		switch fl.Name {
+		case "lock", "clients", "time":
+			f.set = append(f.set, "--"+fl.Name, fl.Value.String())
+		}
+	})
+	switch o := f.overrides; {
+	case given["lock"] && !slices.Contains(scenarios.LockKinds, o.Lock):
+		return f, nil, 0, &usageError{fmt.Sprintf("--lock %q: want one of %s", o.Lock, strings.Join(scenarios.LockKinds, ", "))}
+	case given["clients"] && (o.Clients < 1 || o.Clients > 64):
+		return f, nil, 0, &usageError{fmt.Sprintf("--clients %d: want a whole number from 1 to 64", o.Clients)}
+	case given["time"] && o.Duration < time.Millisecond:
+		return f, nil, 0, &usageError{fmt.Sprintf("--time %v: want a duration of at least 1ms such as 10s", o.Duration)}
 	}
 	if f.backend != "local" {
 		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: only local is available", f.backend)}
@@ -188,6 +228,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
+	if err := sc.Override(f.overrides); err != nil {
+		return exitUsage, &usageError{err.Error()}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out, err := runOne(ctx, sc, seed, f, stdout, stderr)
@@ -208,21 +251,34 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	if len(pos) != 0 {
-		return exitUsage, &usageError{fmt.Sprintf("suite runs every built-in scenario and takes no scenario, got %q", strings.Join(pos, " "))}
+	if f.all && len(pos) > 0 {
+		return exitUsage, &usageError{fmt.Sprintf("suite takes scenario files or --all, not both; got --all and %q", strings.Join(pos, " "))}
+	}
+	if len(pos) == 0 {
+		pos = scenarios.Builtin()
+	}
+	// Load and check every scenario first: a bad file or flag should not
+	// be found only after minutes of runs.
+	var scs []*scenarios.Scenario
+	for _, p := range pos {
+		sc, err := loadScenario(p)
+		if err != nil {
+			return exitUsage, err
+		}
+		if err := sc.Override(f.overrides); err != nil {
+			return exitUsage, &usageError{fmt.Sprintf("%s: %v", p, err)}
+		}
+		scs = append(scs, sc)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	started := time.Now()
 	var rows []runSummary
 	code := exitValid
-	for _, name := range scenarios.Builtin() {
+	for _, sc := range scs {
 		if ctx.Err() != nil {
 			code = exitUnknown
 			break
-		}
-		sc, err := scenarios.Load(name)
-		if err != nil {
-			return exitInternal, err
 		}
 		out, err := runOne(ctx, sc, seed, f, stdout, stderr)
 		if out == nil {
@@ -237,26 +293,105 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 			fmt.Fprintln(stdout)
 		}
 	}
+	matrix, err := writeMatrix(f, seed, started, args, rows)
+	if err != nil {
+		return exitInternal, err
+	}
 	if f.json {
-		writeJSON(stdout, rows)
+		writeJSON(stdout, suiteSummary{Matrix: matrix, Runs: rows})
 		return code, nil
 	}
-	fmt.Fprintf(stdout, "%-22s %-10s %-8s %-4s %s\n", "SCENARIO", "EXPECT", "VERDICT", "OK", "REPORT")
-	for _, r := range rows {
-		ok := "yes"
-		if !r.AsExpected {
-			ok = "NO"
-		}
-		fmt.Fprintf(stdout, "%-22s %-10s %-8s %-4s %s\n", r.Scenario, r.Expect, r.Verdict, ok, r.Report)
-	}
+	printMatrix(stdout, rows)
 	met := 0
 	for _, r := range rows {
 		if r.AsExpected {
 			met++
 		}
 	}
-	fmt.Fprintf(stdout, "%d of %d scenarios met their expectation (seed %d)\n", met, len(scenarios.Builtin()), seed)
+	fmt.Fprintf(stdout, "%d of %d scenarios met their expectation (seed %d)\n", met, len(scs), seed)
+	fmt.Fprintf(stdout, "safety matrix: %s\n", matrix)
 	return code, nil
+}
+
+type suiteSummary struct {
+	Matrix string       `json:"matrix"`
+	Runs   []runSummary `json:"runs"`
+}
+
+// writeMatrix writes the suite's safety matrix into the store and returns
+// the path of matrix.html.
+func writeMatrix(f runFlags, seed int64, started time.Time, args []string, rows []runSummary) (string, error) {
+	store, err := filepath.Abs(f.store)
+	if err != nil {
+		return "", err
+	}
+	m := results.Matrix{
+		Title:   "splitbrain suite",
+		Command: strings.Join(append([]string{"splitbrain", "suite"}, args...), " "),
+		Seed:    seed,
+		Started: started,
+	}
+	for _, r := range rows {
+		dir, err := filepath.Abs(r.Dir)
+		if err != nil {
+			return "", err
+		}
+		m.Cells = append(m.Cells, results.MatrixCell{Scenario: r.Scenario, Lock: r.Lock, Verdict: r.Verdict,
+			Expect: r.Expect, AsExpected: r.AsExpected, Seed: r.Seed, Reason: r.Reason, Dir: dir})
+	}
+	if err := results.WriteMatrix(store, m); err != nil {
+		return "", err
+	}
+	return filepath.Join(f.store, results.MatrixFile), nil
+}
+
+// printMatrix prints the safety matrix: a row per scenario, a column per
+// lock variant, each cell the verdict and whether it met the expectation.
+func printMatrix(w io.Writer, rows []runSummary) {
+	var locks []string
+	cells := map[[2]string]string{}
+	var names []string
+	for _, r := range rows {
+		if !slices.Contains(locks, r.Lock) {
+			locks = append(locks, r.Lock)
+		}
+		if !slices.Contains(names, r.Scenario) {
+			names = append(names, r.Scenario)
+		}
+		mark := "ok"
+		if !r.AsExpected {
+			mark = "NO"
+		}
+		cells[[2]string{r.Scenario, r.Lock}] = fmt.Sprintf("%s %s", r.Verdict, mark)
+	}
+	width := len("SCENARIO")
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	colw := make([]int, len(locks))
+	for i, l := range locks {
+		colw[i] = max(len(l), len("invalid NO"))
+	}
+	fmt.Fprintf(w, "%-*s  %-9s", width, "SCENARIO", "EXPECT")
+	for i, l := range locks {
+		fmt.Fprintf(w, "  %-*s", colw[i], l)
+	}
+	fmt.Fprintln(w)
+	expect := map[string]string{}
+	for _, r := range rows {
+		expect[r.Scenario] = r.Expect
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "%-*s  %-9s", width, n, expect[n])
+		for i, l := range locks {
+			c := cells[[2]string{n, l}]
+			if c == "" {
+				c = "-"
+			}
+			fmt.Fprintf(w, "  %-*s", colw[i], c)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 func loadScenario(nameOrPath string) (*scenarios.Scenario, error) {
@@ -293,6 +428,7 @@ func runOne(ctx context.Context, sc *scenarios.Scenario, seed int64, f runFlags,
 
 type runSummary struct {
 	Scenario   string          `json:"scenario"`
+	Lock       string          `json:"lock"`
 	Seed       int64           `json:"seed"`
 	Dir        string          `json:"dir"`
 	Report     string          `json:"report"`
@@ -303,7 +439,7 @@ type runSummary struct {
 }
 
 func summarize(sc *scenarios.Scenario, seed int64, out *scenarios.Outcome) runSummary {
-	return runSummary{sc.Name, seed, out.Dir, filepath.Join(out.Dir, "report.html"),
+	return runSummary{sc.Name, sc.Lock.Kind, seed, out.Dir, filepath.Join(out.Dir, "report.html"),
 		out.Result.Verdict, string(sc.Expect), out.AsExpected, out.Result.Reason}
 }
 
@@ -334,6 +470,7 @@ func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags) string {
 		name = sc.File
 	}
 	parts := []string{"splitbrain", "run", name, "--seed", strconv.FormatInt(seed, 10)}
+	parts = append(parts, f.set...)
 	if f.store != "store" {
 		parts = append(parts, "--store", f.store)
 	}
