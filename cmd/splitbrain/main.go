@@ -372,25 +372,27 @@ func printMatrix(w io.Writer, rows []runSummary) {
 	for i, l := range locks {
 		colw[i] = max(len(l), len("invalid NO"))
 	}
-	fmt.Fprintf(w, "%-*s  %-9s", width, "SCENARIO", "EXPECT")
-	for i, l := range locks {
-		fmt.Fprintf(w, "  %-*s", colw[i], l)
+	line := func(first, second string, cols []string) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%-*s  %-9s", width, first, second)
+		for i, c := range cols {
+			fmt.Fprintf(&b, "  %-*s", colw[i], c)
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
-	fmt.Fprintln(w)
+	line("SCENARIO", "EXPECT", locks)
 	expect := map[string]string{}
 	for _, r := range rows {
 		expect[r.Scenario] = r.Expect
 	}
 	for _, n := range names {
-		fmt.Fprintf(w, "%-*s  %-9s", width, n, expect[n])
+		cols := make([]string, len(locks))
 		for i, l := range locks {
-			c := cells[[2]string{n, l}]
-			if c == "" {
-				c = "-"
+			if cols[i] = cells[[2]string{n, l}]; cols[i] == "" {
+				cols[i] = "-"
 			}
-			fmt.Fprintf(w, "  %-*s", colw[i], c)
 		}
-		fmt.Fprintln(w)
+		line(n, expect[n], cols)
 	}
 }
 
