@@ -35,7 +35,7 @@ var builtinChecks = map[string]builtinCheck{
 	"delayed-write":                 {lostUpdate: true},
 	"delayed-write-fenced": {resourceSafe: true, skip: "the storage applied c1's held write with token 1 after c2's " +
 		"write with a higher token (checker: stale token accepted), although writeScript rejects it when run by hand; " +
-		"under investigation (nemesis delay heal or workload storage)"},
+		"not yet explained (nemesis delay heal? workload storage?)"},
 }
 
 // Every built-in scenario, run once, meets its expectation; those about a
