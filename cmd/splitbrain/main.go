@@ -61,7 +61,8 @@ Flags of run and suite:
   --lock KIND     the lock under test instead of the scenario's: redlock, single,
                   naive, fenced-simple, fenced-two-round or redsync
   --clients N     the number of clients instead of the scenario's
-  --time D        how long a generated workload runs, such as 10s
+  --time D        how long a generated workload runs, such as 10s (suite: the
+                  scenarios with a generated workload; scripted ones keep theirs)
 
 Examples:
   splitbrain suite                      the built-in suite and its safety matrix
@@ -265,7 +266,13 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 		if err != nil {
 			return exitUsage, err
 		}
-		if err := sc.Override(f.overrides); err != nil {
+		o := f.overrides
+		if !sc.Workload.Generated() {
+			// A suite mixes scripted and generated scenarios; --time is
+			// for the generated ones (as the help says).
+			o.Duration = 0
+		}
+		if err := sc.Override(o); err != nil {
 			return exitUsage, &usageError{fmt.Sprintf("%s: %v", p, err)}
 		}
 		scs = append(scs, sc)
