@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -583,4 +584,56 @@ func Load(nameOrPath string) (*Scenario, error) {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	return Parse(data, nameOrPath)
+}
+
+// Overrides changes a loaded scenario from the command line; zero fields
+// keep the file's values.
+type Overrides struct {
+	Lock     string        // a lock kind (LockKinds)
+	Clients  int           // number of clients, c1..cN
+	Duration time.Duration // a generated workload's duration
+}
+
+// Override applies o to sc, or says which override does not fit sc and
+// what would.
+func (sc *Scenario) Override(o Overrides) error {
+	if o.Lock != "" {
+		if !slices.Contains(LockKinds, o.Lock) {
+			return fmt.Errorf("--lock %q: want one of %s", o.Lock, strings.Join(LockKinds, ", "))
+		}
+		if sc.Workload.Fencing && o.Lock != LockFencedSimple && o.Lock != LockFencedTwoRound {
+			return fmt.Errorf("--lock %s: %s fences its storage and needs a lock with tokens: %s or %s",
+				o.Lock, sc.Name, LockFencedSimple, LockFencedTwoRound)
+		}
+		sc.Lock.Kind = o.Lock
+	}
+	if o.Clients != 0 {
+		if o.Clients < 1 || o.Clients > 64 {
+			return fmt.Errorf("--clients %d: want a whole number from 1 to 64", o.Clients)
+		}
+		for _, st := range sc.Steps {
+			for _, c := range append([]string{st.Client}, st.Clients...) {
+				if n, err := strconv.Atoi(strings.TrimPrefix(c, "c")); err == nil && n > o.Clients {
+					return fmt.Errorf("--clients %d: %s:%d: step %s uses %s; want at least %d clients",
+						o.Clients, sc.File, st.Line, st.Kind, c, n)
+				}
+			}
+		}
+		clients := make([]string, o.Clients)
+		for i := range clients {
+			clients[i] = fmt.Sprintf("c%d", i+1)
+		}
+		sc.Clients = clients
+	}
+	if o.Duration != 0 {
+		if !sc.Workload.Generated() {
+			return fmt.Errorf("--time %v: %s is scripted, its steps set its length; --time is for a generated workload (workload.kind %s)",
+				o.Duration, sc.Name, generatorKinds)
+		}
+		if o.Duration < time.Millisecond {
+			return fmt.Errorf("--time %v: want a duration of at least 1ms such as 10s", o.Duration)
+		}
+		sc.Workload.Duration = o.Duration
+	}
+	return nil
 }

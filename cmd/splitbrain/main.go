@@ -21,11 +21,13 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/checker"
 	"splitbrain/docker"
+	"splitbrain/results"
 	"splitbrain/scenarios"
 )
 
@@ -42,8 +44,10 @@ const usage = `splitbrain: Jepsen-style fault injection for the Redlock distribu
 Usage:
   splitbrain list                       list the built-in scenarios
   splitbrain run SCENARIO [flags]       run a built-in scenario or a scenario file
-  splitbrain suite [flags]              run every built-in scenario; exit 0 only
-                                        if each verdict meets its expectation
+  splitbrain suite [FILES...|--all] [flags]
+                                        run scenarios (default: every built-in), write
+                                        the safety matrix (STORE/matrix.html); exit 0
+                                        only if each verdict meets its expectation
   splitbrain check RUN_DIR [--json]     re-check a stored run (also one cut short by a crash)
   splitbrain doctor                     check what the local and Docker backends need;
                                         exit 0 when the local backend can run
@@ -56,6 +60,16 @@ Flags of run and suite:
   --backend NAME  where the Redis nodes run: local (default), or docker
                   (containers of an image built here from redis-server)
   --json          print the outcome as JSON instead of text
+  --lock KIND     the lock under test instead of the scenario's: redlock, single,
+                  naive, fenced-simple, fenced-two-round or redsync
+  --clients N     the number of clients instead of the scenario's
+  --time D        how long a generated workload runs, such as 10s (suite: the
+                  scenarios with a generated workload; scripted ones keep theirs)
+
+Examples:
+  splitbrain suite                      the built-in suite and its safety matrix
+  splitbrain run clock-jump --seed 7    reproduce one counterexample
+  splitbrain run my-schedule.yaml --lock redsync --time 30s
 
 Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 internal error.
 `
@@ -125,7 +139,7 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		if err != nil {
 			return exitInternal, err
 		}
-		fmt.Fprintf(stdout, "%-22s expect %-9s %s\n", name, sc.Expect, firstSentence(sc.Description))
+		fmt.Fprintf(stdout, "%-30s expect %-9s %s\n", name, sc.Expect, firstSentence(sc.Description))
 	}
 	return exitValid, nil
 }
@@ -148,10 +162,14 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 type runFlags struct {
-	seed    string
-	store   string
-	backend string
-	json    bool
+	seed      string
+	store     string
+	backend   string
+	json      bool
+	all       bool
+	overrides scenarios.Overrides
+	// set are the override flags given, in order, for the rerun command.
+	set []string
 }
 
 // parseRunFlags parses the flags shared by run and suite and returns the
@@ -164,9 +182,31 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 	fs.StringVar(&f.store, "store", "store", "")
 	fs.StringVar(&f.backend, "backend", "local", "")
 	fs.BoolVar(&f.json, "json", false, "")
+	if name == "suite" {
+		fs.BoolVar(&f.all, "all", false, "")
+	}
+	fs.StringVar(&f.overrides.Lock, "lock", "", "")
+	fs.IntVar(&f.overrides.Clients, "clients", 0, "")
+	fs.DurationVar(&f.overrides.Duration, "time", 0, "")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return f, nil, 0, err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) {
+		given[fl.Name] = true
+		switch fl.Name {
+		case "lock", "clients", "time":
+			f.set = append(f.set, "--"+fl.Name, fl.Value.String())
+		}
+	})
+	switch o := f.overrides; {
+	case given["lock"] && !slices.Contains(scenarios.LockKinds, o.Lock):
+		return f, nil, 0, &usageError{fmt.Sprintf("--lock %q: want one of %s", o.Lock, strings.Join(scenarios.LockKinds, ", "))}
+	case given["clients"] && (o.Clients < 1 || o.Clients > 64):
+		return f, nil, 0, &usageError{fmt.Sprintf("--clients %d: want a whole number from 1 to 64", o.Clients)}
+	case given["time"] && o.Duration < time.Millisecond:
+		return f, nil, 0, &usageError{fmt.Sprintf("--time %v: want a duration of at least 1ms such as 10s", o.Duration)}
 	}
 	if !slices.Contains(scenarios.Backends, f.backend) {
 		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: want one of %s", f.backend, strings.Join(scenarios.Backends, ", "))}
@@ -191,6 +231,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
+	if err := sc.Override(f.overrides); err != nil {
+		return exitUsage, &usageError{err.Error()}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out, err := runOne(ctx, sc, seed, f, stdout, stderr)
@@ -211,21 +254,40 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	if len(pos) != 0 {
-		return exitUsage, &usageError{fmt.Sprintf("suite runs every built-in scenario and takes no scenario, got %q", strings.Join(pos, " "))}
+	if f.all && len(pos) > 0 {
+		return exitUsage, &usageError{fmt.Sprintf("suite takes scenario files or --all, not both; got --all and %q", strings.Join(pos, " "))}
+	}
+	if len(pos) == 0 {
+		pos = scenarios.Builtin()
+	}
+	// Load and check every scenario first: a bad file or flag should not
+	// be found only after minutes of runs.
+	var scs []*scenarios.Scenario
+	for _, p := range pos {
+		sc, err := loadScenario(p)
+		if err != nil {
+			return exitUsage, err
+		}
+		o := f.overrides
+		if !sc.Workload.Generated() {
+			// A suite mixes scripted and generated scenarios; --time is
+			// for the generated ones (as the help says).
+			o.Duration = 0
+		}
+		if err := sc.Override(o); err != nil {
+			return exitUsage, &usageError{fmt.Sprintf("%s: %v", p, err)}
+		}
+		scs = append(scs, sc)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	started := time.Now()
 	var rows []runSummary
 	code := exitValid
-	for _, name := range scenarios.Builtin() {
+	for _, sc := range scs {
 		if ctx.Err() != nil {
 			code = exitUnknown
 			break
-		}
-		sc, err := scenarios.Load(name)
-		if err != nil {
-			return exitInternal, err
 		}
 		out, err := runOne(ctx, sc, seed, f, stdout, stderr)
 		if out == nil {
@@ -240,26 +302,107 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 			fmt.Fprintln(stdout)
 		}
 	}
+	matrix, err := writeMatrix(f, seed, started, args, rows)
+	if err != nil {
+		return exitInternal, err
+	}
 	if f.json {
-		writeJSON(stdout, rows)
+		writeJSON(stdout, suiteSummary{Matrix: matrix, Runs: rows})
 		return code, nil
 	}
-	fmt.Fprintf(stdout, "%-22s %-10s %-8s %-4s %s\n", "SCENARIO", "EXPECT", "VERDICT", "OK", "REPORT")
-	for _, r := range rows {
-		ok := "yes"
-		if !r.AsExpected {
-			ok = "NO"
-		}
-		fmt.Fprintf(stdout, "%-22s %-10s %-8s %-4s %s\n", r.Scenario, r.Expect, r.Verdict, ok, r.Report)
-	}
+	printMatrix(stdout, rows)
 	met := 0
 	for _, r := range rows {
 		if r.AsExpected {
 			met++
 		}
 	}
-	fmt.Fprintf(stdout, "%d of %d scenarios met their expectation (seed %d)\n", met, len(scenarios.Builtin()), seed)
+	fmt.Fprintf(stdout, "%d of %d scenarios met their expectation (seed %d)\n", met, len(scs), seed)
+	fmt.Fprintf(stdout, "safety matrix: %s\n", matrix)
 	return code, nil
+}
+
+type suiteSummary struct {
+	Matrix string       `json:"matrix"`
+	Runs   []runSummary `json:"runs"`
+}
+
+// writeMatrix writes the suite's safety matrix into the store and returns
+// the path of matrix.html.
+func writeMatrix(f runFlags, seed int64, started time.Time, args []string, rows []runSummary) (string, error) {
+	store, err := filepath.Abs(f.store)
+	if err != nil {
+		return "", err
+	}
+	m := results.Matrix{
+		Title:   "splitbrain suite",
+		Command: strings.Join(append([]string{"splitbrain", "suite"}, args...), " "),
+		Seed:    seed,
+		Started: started,
+	}
+	for _, r := range rows {
+		dir, err := filepath.Abs(r.Dir)
+		if err != nil {
+			return "", err
+		}
+		m.Cells = append(m.Cells, results.MatrixCell{Scenario: r.Scenario, Lock: r.Lock, Verdict: r.Verdict,
+			Expect: r.Expect, AsExpected: r.AsExpected, Seed: r.Seed, Reason: r.Reason, Dir: dir})
+	}
+	if err := results.WriteMatrix(store, m); err != nil {
+		return "", err
+	}
+	return filepath.Join(f.store, results.MatrixFile), nil
+}
+
+// printMatrix prints the safety matrix: a row per scenario, a column per
+// lock variant, each cell the verdict and whether it met the expectation.
+func printMatrix(w io.Writer, rows []runSummary) {
+	var locks []string
+	cells := map[[2]string]string{}
+	var names []string
+	for _, r := range rows {
+		if !slices.Contains(locks, r.Lock) {
+			locks = append(locks, r.Lock)
+		}
+		if !slices.Contains(names, r.Scenario) {
+			names = append(names, r.Scenario)
+		}
+		mark := "ok"
+		if !r.AsExpected {
+			mark = "NO"
+		}
+		cells[[2]string{r.Scenario, r.Lock}] = fmt.Sprintf("%s %s", r.Verdict, mark)
+	}
+	width := len("SCENARIO")
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	colw := make([]int, len(locks))
+	for i, l := range locks {
+		colw[i] = max(len(l), len("invalid NO"))
+	}
+	line := func(first, second string, cols []string) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%-*s  %-9s", width, first, second)
+		for i, c := range cols {
+			fmt.Fprintf(&b, "  %-*s", colw[i], c)
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	line("SCENARIO", "EXPECT", locks)
+	expect := map[string]string{}
+	for _, r := range rows {
+		expect[r.Scenario] = r.Expect
+	}
+	for _, n := range names {
+		cols := make([]string, len(locks))
+		for i, l := range locks {
+			if cols[i] = cells[[2]string{n, l}]; cols[i] == "" {
+				cols[i] = "-"
+			}
+		}
+		line(n, expect[n], cols)
+	}
 }
 
 func loadScenario(nameOrPath string) (*scenarios.Scenario, error) {
@@ -300,6 +443,7 @@ func runOne(ctx context.Context, sc *scenarios.Scenario, seed int64, f runFlags,
 
 type runSummary struct {
 	Scenario   string          `json:"scenario"`
+	Lock       string          `json:"lock"`
 	Seed       int64           `json:"seed"`
 	Dir        string          `json:"dir"`
 	Report     string          `json:"report"`
@@ -310,7 +454,7 @@ type runSummary struct {
 }
 
 func summarize(sc *scenarios.Scenario, seed int64, out *scenarios.Outcome) runSummary {
-	return runSummary{sc.Name, seed, out.Dir, filepath.Join(out.Dir, "report.html"),
+	return runSummary{sc.Name, sc.Lock.Kind, seed, out.Dir, filepath.Join(out.Dir, "report.html"),
 		out.Result.Verdict, string(sc.Expect), out.AsExpected, out.Result.Reason}
 }
 
@@ -341,6 +485,7 @@ func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags) string {
 		name = sc.File
 	}
 	parts := []string{"splitbrain", "run", name, "--seed", strconv.FormatInt(seed, 10)}
+	parts = append(parts, f.set...)
 	if f.store != "store" {
 		parts = append(parts, "--store", f.store)
 	}

@@ -415,7 +415,18 @@ steps:
 			[]string{unknownField + ":5: colour", "unknown field in cluster", "valid fields: nodes"}},
 		{"nonexistent scenario file", []string{"run", missing}, []string{missing, "no such file"}},
 		{"list with arguments", []string{"list", "extra"}, []string{"list takes no arguments"}},
-		{"suite with a scenario", []string{"suite", "clock-jump"}, []string{"suite", "takes no scenario"}},
+		{"suite with files and --all", []string{"suite", "--all", "clock-jump"}, []string{"suite takes scenario files or --all, not both"}},
+		{"suite with a bad file", []string{"suite", "clock-jump", unknownField}, []string{unknownField + ":5: colour"}},
+		{"unknown lock", []string{"run", "clock-jump", "--lock", "zookeeper"}, []string{`--lock "zookeeper"`, "redlock, single, naive, fenced-simple, fenced-two-round, redsync"}},
+		{"lock without tokens on a fenced scenario", []string{"suite", "pause-critical-section-fenced", "--lock", "redlock"},
+			[]string{"pause-critical-section-fenced", "--lock redlock", "needs a lock with tokens"}},
+		{"no clients", []string{"run", "clock-jump", "--clients", "0"}, []string{"--clients 0", "from 1 to 64"}},
+		{"clients not a number", []string{"run", "clock-jump", "--clients", "two"}, []string{"-clients"}},
+		{"fewer clients than the steps use", []string{"run", "clock-jump", "--clients", "1"},
+			[]string{"--clients 1", "builtin/clock-jump.yaml:", "uses c2", "at least 2 clients"}},
+		{"time not a duration", []string{"run", "pause-critical-section", "--time", "soon"}, []string{"-time"}},
+		{"negative time", []string{"run", "pause-critical-section", "--time", "-1s"}, []string{"--time -1s", "at least 1ms"}},
+		{"time on a scripted scenario", []string{"run", "clock-jump", "--time", "10s"}, []string{"--time 10s", "clock-jump is scripted"}},
 	}
 	e := newEnv(t)
 	for _, tt := range tests {

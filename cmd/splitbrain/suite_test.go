@@ -1,0 +1,100 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"splitbrain/checker"
+	"splitbrain/results"
+)
+
+// wrongExpectation is clock-jump claiming to be safe: the suite must say
+// that it did not meet its expectation and exit 1.
+const wrongExpectation = `name: wrong-expectation
+expect: safe
+cluster: {nodes: 5}
+lock: {kind: redlock, ttl: 2s, node_timeout: 250ms}
+workload: {clients: 2}
+steps:
+  - cut: {client: c1, nodes: [n4, n5]}
+  - acquire: {client: c1}
+  - heal: links
+  - clock: {node: n3, jump: 5s}
+  - cut: {client: c2, nodes: [n1, n2]}
+  - acquire: {client: c2}
+  - heal: links
+  - release: {client: c1}
+  - release: {client: c2}
+`
+
+// suite FILES runs the given scenarios (built-in names and files), writes
+// matrix.html and matrix.json into the store with a cell per run linked to
+// its report, prints the matrix and exits 1 when one verdict misses its
+// expectation.
+func TestSuiteWritesTheMatrix(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := filepath.Join(t.TempDir(), "runs")
+	wrong := filepath.Join(t.TempDir(), "wrong.yaml")
+	writeFile(t, wrong, wrongExpectation)
+	res := e.run("suite", "clock-jump-control", wrong, "--lock", "naive", "--seed", "3", "--store", store)
+	if res.code != 1 {
+		t.Errorf("exit code %d, want 1 (an expectation missed)", res.code)
+	}
+	for _, want := range []string{
+		"SCENARIO", "naive",
+		"clock-jump-control", "valid ok",
+		"wrong-expectation", "invalid NO",
+		"1 of 2 scenarios met their expectation (seed 3)",
+		"safety matrix: " + filepath.Join(store, results.MatrixFile),
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	m, err := results.ReadMatrix(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Cells) != 2 || m.Seed != 3 {
+		t.Fatalf("matrix %+v, want 2 cells of seed 3", m)
+	}
+	want := map[string]checker.Verdict{"clock-jump-control": checker.Valid, "wrong-expectation": checker.Invalid}
+	for _, c := range m.Cells {
+		if c.Lock != "naive" || c.Verdict != want[c.Scenario] || c.AsExpected != (c.Scenario == "clock-jump-control") {
+			t.Errorf("cell %+v, want lock naive, verdict %s", c, want[c.Scenario])
+		}
+		if _, err := os.Stat(filepath.Join(store, filepath.FromSlash(c.Report))); err != nil {
+			t.Errorf("cell %s links to a missing report: %v", c.Scenario, err)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(store, results.MatrixFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), m.Cells[0].Report) {
+		t.Errorf("matrix.html does not link to %s", m.Cells[0].Report)
+	}
+	e.checkClean()
+}
+
+// Every verdict as expected: exit 0. --time leaves a scripted scenario of
+// a suite alone (run rejects it: see TestBadArguments).
+func TestSuiteMeetsItsExpectations(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := filepath.Join(t.TempDir(), "runs")
+	res := e.run("suite", "clock-jump-control", "--time", "1s", "--seed", "1", "--store", store)
+	if res.code != 0 {
+		t.Errorf("exit code %d, want 0", res.code)
+	}
+	if !strings.Contains(res.stdout, "1 of 1 scenarios met their expectation") {
+		t.Errorf("output does not count the met expectation")
+	}
+	if _, err := os.Stat(filepath.Join(store, results.MatrixJSON)); err != nil {
+		t.Error(err)
+	}
+	e.checkClean()
+}
