@@ -560,3 +560,28 @@ func TestNotesAreCapped(t *testing.T) {
 		t.Errorf("capNotes changed a short list: %q", short)
 	}
 }
+
+// A client paused between the validity check and the return sees a grant
+// whose validity has already ended: the lock promised it nothing (P1 holds),
+// but its critical section still overlaps the next holder's (P2 does not).
+func TestLeaseLapsedAtGrantIsP2sToJudge(t *testing.T) {
+	b := &historytest.Builder{}
+	b.Add("c1", history.Invoke, history.Acquire, "k", 0.1)
+	b.Add("c2", history.Invoke, history.Acquire, "k", 2.1)
+	b.Add("c2", history.OK, history.Acquire, "k", 2.2, historytest.Deadline(4.0), historytest.Nodes("n3", "n4", "n5"))
+	b.Add("c1", history.OK, history.Acquire, "k", 3.0, historytest.Deadline(2.0), historytest.Nodes("n1", "n2", "n3"))
+	b.Release("c1", "k", 3.1, 3.2).Release("c2", "k", 3.5, 3.6)
+	events := b.Events()
+	res := Check(events)
+	byName := map[string]Verdict{}
+	for _, p := range res.Properties {
+		byName[p.Name] = p.Verdict
+	}
+	if byName[PropLeaseLock] != Valid {
+		t.Errorf("P1 = %s, want valid: c1's lease had lapsed before it saw the grant", byName[PropLeaseLock])
+	}
+	if byName[PropCriticalSection] != Invalid || res.Verdict != Invalid {
+		t.Errorf("P2 = %s, verdict %s (%s); want invalid: c1 acted on the lapsed lease while c2 held the lock",
+			byName[PropCriticalSection], res.Verdict, res.Reason)
+	}
+}

@@ -110,6 +110,11 @@ func end(b Belief, cs bool) (int64, string) {
 	if cs {
 		return b.CSEnd, b.CSEndReason
 	}
+	if lapsedAtGrant(b) {
+		// Belief.End is clamped to Start for display; for the check the
+		// lock's promise ended at the deadline, before the grant was seen.
+		return *b.Deadline, EndDeadline
+	}
 	return b.End, b.EndReason
 }
 
@@ -213,6 +218,12 @@ func overlaps(keys []KeyInfo, faults []FaultWindow, cs bool) ([]Violation, int) 
 				if x.Client == y.Client {
 					continue
 				}
+				if !cs && (lapsedAtGrant(x) || lapsedAtGrant(y)) {
+					// A lease whose validity had ended before its client
+					// saw the grant was never valid: the lock promised
+					// nothing. What the client then did is P2's to judge.
+					continue
+				}
 				from, to := max(x.Start, y.Start), min(intervalEnd(x, cs), intervalEnd(y, cs))
 				if !(from < to || (from == to && (strictlyInside(from, x, cs) || strictlyInside(from, y, cs)))) {
 					continue
@@ -229,6 +240,11 @@ func overlaps(keys []KeyInfo, faults []FaultWindow, cs bool) ([]Violation, int) 
 	}
 	return out, len(pairs)
 }
+
+// lapsedAtGrant reports whether b's deadline had passed by the time its
+// client saw the grant (a pause after the validity check, or the naive
+// variant, which skips it).
+func lapsedAtGrant(b Belief) bool { return b.Deadline != nil && *b.Deadline <= b.Start }
 
 func strictlyInside(t int64, b Belief, cs bool) bool { return b.Start < t && t < intervalEnd(b, cs) }
 
