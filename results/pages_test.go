@@ -514,3 +514,28 @@ func TestRelHref(t *testing.T) {
 }
 
 var _ http.Handler = (*StoreHandler)(nil)
+
+// The harness's initial write and final read need no lock: the report must
+// not flag them as writes outside a lease.
+func TestHarnessOpsAreNotFindings(t *testing.T) {
+	events := []history.Event{
+		{Index: 0, Process: history.ProcessInit, Type: history.Invoke, F: history.Write, Key: "k", Value: history.MustValue(0), Time: 1},
+		{Index: 1, Process: history.ProcessInit, Type: history.OK, F: history.Write, Key: "k", Time: 2},
+		{Index: 2, Process: "c1", Type: history.Invoke, F: history.Write, Key: "k", Value: history.MustValue(1), Time: 3},
+		{Index: 3, Process: "c1", Type: history.OK, F: history.Write, Key: "k", Time: 4},
+		{Index: 4, Process: history.ProcessFinal, Type: history.Invoke, F: history.Read, Key: "k", Time: 5},
+		{Index: 5, Process: history.ProcessFinal, Type: history.OK, F: history.Read, Key: "k", Value: history.MustValue(1), Time: 6},
+	}
+	for _, r := range resourceOps(pairOps(events), checker.Result{}) {
+		switch r.inv.Process {
+		case history.ProcessInit, history.ProcessFinal:
+			if r.bad || r.finding != "" {
+				t.Errorf("%s's %s flagged: %q", r.inv.Process, r.inv.F, r.finding)
+			}
+		case "c1":
+			if !r.bad || !strings.Contains(r.finding, "although c1 held no lock") {
+				t.Errorf("c1's unlocked write not flagged: %q", r.finding)
+			}
+		}
+	}
+}
