@@ -19,10 +19,12 @@
 //   - set: every acknowledged add is in the final read.
 //   - fencing: the tokens the storage accepted strictly increase.
 //
-// P1 always decides the verdict. Where the run guarded a resource, the
-// resource checks decide and P2 explains (a fenced resource stays correct
-// though critical sections overlap: that is what fencing is for); where it
-// did not, P2 decides.
+// P1 always decides the verdict. Where the resource's writes carried fencing
+// tokens, the resource checks decide and P2 explains (a fenced resource stays
+// correct though critical sections overlap: that is what fencing is for);
+// where they did not, the lock is the resource's only guard and P2 decides
+// too: overlapping critical sections are a violation even when the timing
+// happened to lose no update.
 package checker
 
 import (
@@ -246,7 +248,7 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 	res.Counter, res.Bank, res.Set, res.Fencing = rc.counter, rc.bank, rc.set, rc.fencing
 	a.notes = append(a.notes, rc.notes...)
 
-	guarded := rc.any()
+	guarded := rc.fencing != nil
 	res.Properties = []Property{
 		{PropLeaseLock, p1.res.Verdict, p1.res.Reason, true},
 		{PropCriticalSection, p2.res.Verdict, p2.res.Reason, !guarded},

@@ -242,11 +242,13 @@ func (r *runner) play(ctx context.Context) error {
 	if r.sc.Workload.Generated() {
 		return r.playGenerated(ctx)
 	}
-	return r.playSteps(ctx)
+	return r.playSteps(ctx, 0, len(r.sc.Steps))
 }
 
-func (r *runner) playSteps(ctx context.Context) error {
-	for i, st := range r.sc.Steps {
+// playSteps plays steps [from, to).
+func (r *runner) playSteps(ctx context.Context, from, to int) error {
+	for i := from; i < to; i++ {
+		st := r.sc.Steps[i]
 		if ctx.Err() != nil {
 			r.logf("interrupted before step %d", i+1)
 			return nil

@@ -109,10 +109,23 @@ func (r *runner) playGenerated(ctx context.Context) error {
 			Rand:    rand.New(rand.NewPCG(uint64(r.seed), streamClients+uint64(i))),
 		}
 	}
+	// The steps before the first wait set the stage (arm a client pause,
+	// cut a client off) before the workload's first operation: started
+	// together, a client could pass the hook a pause was meant for.
+	lead := len(r.sc.Steps)
+	for i, st := range r.sc.Steps {
+		if st.Kind == StepWait {
+			lead = i
+			break
+		}
+	}
+	if err := r.playSteps(ctx, 0, lead); err != nil {
+		return err
+	}
 	var wg sync.WaitGroup
 	var wlErr, stepErr error
 	wg.Go(func() { wlErr = workload.Run(ctx, cfg, workers) })
-	wg.Go(func() { stepErr = r.playSteps(ctx) })
+	wg.Go(func() { stepErr = r.playSteps(ctx, lead, len(r.sc.Steps)) })
 	wg.Wait()
 	r.logf("workload %s done", w.Kind)
 	if err := errors.Join(wlErr, stepErr); err != nil {
