@@ -434,40 +434,8 @@ func (n *Node) waitReady(ctx context.Context, p *process) error {
 }
 
 func (n *Node) config() string {
-	c := n.cluster
-	lines := []string{
-		"port " + strconv.Itoa(n.port),
-		"bind 127.0.0.1",
-		"protected-mode yes",
-		"requirepass " + quoteConf(c.password),
-		"dir " + quoteConf(n.dataDir),
-		"logfile " + quoteConf(n.logPath),
-		"daemonize no",
-		// Without this Redis snapshots on SIGTERM, and a "restart without
-		// persistence" would quietly keep its data.
-		`save ""`,
-		"enable-debug-command local",
-		// Redis rewrites its process title over the environment block by
-		// default, which would hide the run marker from the next start's
-		// reaper.
-		"set-proc-title no",
-		// A replica's first sync must not wait for more replicas to come
-		// along (the default waits 5 s).
-		"repl-diskless-sync-delay 0",
-	}
-	if n.replicaOf != "" {
-		host, port, _ := net.SplitHostPort(n.replicaOf)
-		lines = append(lines, "replicaof "+quoteConf(host)+" "+port, "masterauth "+quoteConf(c.password))
-	}
-	switch n.persist {
-	case PersistNone:
-		lines = append(lines, "appendonly no")
-	case PersistAOFEverysec:
-		lines = append(lines, "appendonly yes", "appendfsync everysec")
-	case PersistAOFAlways:
-		lines = append(lines, "appendonly yes", "appendfsync always")
-	}
-	return strings.Join(lines, "\n") + "\n"
+	return RedisConf{Port: n.port, Bind: "127.0.0.1", Password: n.cluster.password, Dir: n.dataDir,
+		LogFile: n.logPath, Persistence: n.persist, ReplicaOf: n.replicaOf}.String()
 }
 
 // Stop shuts the node down with SIGTERM and waits; when ctx ends first it
@@ -563,12 +531,6 @@ next:
 		out = append(out, kv)
 	}
 	return out
-}
-
-// quoteConf quotes a value for redis.conf (sdssplitargs syntax).
-func quoteConf(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
 }
 
 func logTail(path string, from int64) string {

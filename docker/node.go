@@ -130,35 +130,7 @@ func (n *Node) create(ctx context.Context) error {
 // adapted to a container (all interfaces of its own network namespace, a
 // fixed port, the log on stdout for the engine to keep).
 func redisConfig(password string, p cluster.Persistence) string {
-	lines := []string{
-		"port " + strconv.Itoa(redisPort),
-		"bind 0.0.0.0",
-		"protected-mode yes",
-		"requirepass " + quoteConf(password),
-		"dir " + imageDataDir,
-		`logfile ""`,
-		"daemonize no",
-		// Without this Redis snapshots on SIGTERM, and a "restart without
-		// persistence" would quietly keep its data.
-		`save ""`,
-		"enable-debug-command local",
-		"set-proc-title no",
-	}
-	switch p {
-	case cluster.PersistNone:
-		lines = append(lines, "appendonly no")
-	case cluster.PersistAOFEverysec:
-		lines = append(lines, "appendonly yes", "appendfsync everysec")
-	case cluster.PersistAOFAlways:
-		lines = append(lines, "appendonly yes", "appendfsync always")
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
-// quoteConf quotes a value for redis.conf (sdssplitargs syntax).
-func quoteConf(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
+	return cluster.RedisConf{Port: redisPort, Bind: "0.0.0.0", Password: password, Dir: imageDataDir, Persistence: p}.String()
 }
 
 // Name is the node's name (n1, n2, ...).
