@@ -37,6 +37,11 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	if args, ok := netnsLauncher(); ok {
+		// This process is the launcher of TestPortExhaustion, in a network
+		// namespace of its own: set it up and become the binary.
+		return launchInNetns(args)
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		fmt.Fprintln(os.Stderr, "cmd/splitbrain tests need redis-server in PATH (apt-get install -y redis-server)")
 		return 1
