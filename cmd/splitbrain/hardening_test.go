@@ -142,3 +142,47 @@ func readVerdict(t *testing.T, dir string) (verdict, reason string) {
 	}
 	return rec.Result.Verdict, rec.Result.Reason
 }
+
+// A store the runs cannot be written to is a bad --store, found before any
+// node starts; a run folder whose history is not a file is not a run folder.
+func TestUnwritableStore(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "a-file")
+	writeFile(t, file, "not a folder\n")
+	notHistory := t.TempDir()
+	if err := os.Mkdir(filepath.Join(notHistory, "history.jsonl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"run, store is a file", []string{"run", "clock-jump", "--store", file}, []string{`--store "` + file + `" is a file`}},
+		{"suite, store under a file", []string{"suite", "clock-jump", "--store", filepath.Join(file, "runs")},
+			[]string{"cannot make the folder", "not a directory"}},
+		// /proc takes no files, not even from root.
+		{"run, store not writable", []string{"run", "clock-jump", "--store", "/proc"}, []string{`--store "/proc": cannot write in the folder`}},
+		{"check, history is a folder", []string{"check", notHistory}, []string{"is not a run folder", "history.jsonl is a folder, not a file"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := e.run(tc.args...)
+			if res.code != 254 {
+				t.Errorf("exit code %d, want 254", res.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, res.stderr)
+				}
+			}
+			if strings.Contains(res.stdout, "started") {
+				t.Errorf("a run started:\n%s", res.stdout)
+			}
+		})
+	}
+	e.checkClean()
+	if entries, _ := os.ReadDir(filepath.Join(e.cache, "splitbrain")); len(entries) > 0 {
+		t.Errorf("a bad store touched the cache: %v", entries)
+	}
+}

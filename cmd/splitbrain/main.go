@@ -234,6 +234,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := sc.Override(f.overrides); err != nil {
 		return exitUsage, &usageError{err.Error()}
 	}
+	if err := checkStore(f.store); err != nil {
+		return exitUsage, err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out, err := runOne(ctx, sc, seed, f, stdout, stderr)
@@ -278,6 +281,9 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitUsage, &usageError{fmt.Sprintf("%s: %v", p, err)}
 		}
 		scs = append(scs, sc)
+	}
+	if err := checkStore(f.store); err != nil {
+		return exitUsage, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
