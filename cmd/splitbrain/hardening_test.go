@@ -186,3 +186,33 @@ func TestUnwritableStore(t *testing.T) {
 		t.Errorf("a bad store touched the cache: %v", entries)
 	}
 }
+
+// Without redis-server a run fails at once, saying what to install, and
+// makes no run folder (there would be nothing to judge in it).
+func TestNoRedisServer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := filepath.Join(t.TempDir(), "runs")
+	for _, args := range [][]string{
+		{"run", "clock-jump", "--store", store},
+		{"suite", "clock-jump", "clock-jump-control", "--store", store},
+		{"run", "clock-jump", "--store", store, "--backend", "docker"},
+	} {
+		cmd := e.command(t.Context(), args...)
+		cmd.Env = append(cmd.Env, "PATH="+t.TempDir())
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 255 || !strings.Contains(stderr.String(), "redis-server not found in PATH: install it (apt-get install -y redis-server)") {
+			t.Errorf("%v: exit %d, stderr %q; want 255 saying what to install", args, code, stderr.String())
+		}
+		if runs, _ := filepath.Glob(filepath.Join(store, "*", "2*")); len(runs) > 0 {
+			t.Errorf("%v: made run folders %v", args, runs)
+		}
+	}
+	e.checkClean()
+}

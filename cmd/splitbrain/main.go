@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/checker"
+	"splitbrain/cluster"
 	"splitbrain/docker"
 	"splitbrain/results"
 	"splitbrain/scenarios"
@@ -504,6 +506,11 @@ func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags) string {
 // backendReady fails before anything of a run is made when the backend
 // cannot work here: for docker, when no engine answers.
 func backendReady(ctx context.Context, backend string) error {
+	// Both backends need it: the local one runs it, the Docker one builds
+	// its image from it (and the storage node runs locally).
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return cluster.ErrNoRedisServer
+	}
 	if backend != scenarios.BackendDocker {
 		return nil
 	}
