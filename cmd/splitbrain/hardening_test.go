@@ -161,9 +161,9 @@ func TestUnwritableStore(t *testing.T) {
 	}{
 		{"run, store is a file", []string{"run", "clock-jump", "--store", file}, []string{`--store "` + file + `" is a file`}},
 		{"suite, store under a file", []string{"suite", "clock-jump", "--store", filepath.Join(file, "runs")},
-			[]string{"cannot make the folder", "not a directory"}},
+			[]string{"cannot make the folder", file + " is a file"}},
 		// /proc takes no files, not even from root.
-		{"run, store not writable", []string{"run", "clock-jump", "--store", "/proc"}, []string{`--store "/proc": cannot write in the folder`}},
+		{"run, store not writable", []string{"run", "clock-jump", "--store", "/proc"}, []string{`--store "/proc": cannot write in /proc`}},
 		{"check, history is a folder", []string{"check", notHistory}, []string{"is not a run folder", "history.jsonl is a folder, not a file"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
