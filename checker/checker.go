@@ -217,7 +217,11 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 	}()
 
 	if len(events) == 0 {
-		return Result{Verdict: Unknown, Reason: "no operations recorded"}
+		res = Result{Verdict: Unknown, Reason: "no operations recorded"}
+		if cfg.incomplete != "" {
+			res.Reason += "; the history is incomplete (" + cfg.incomplete + ")"
+		}
+		return res
 	}
 	a := analyze(events)
 	res = Result{End: a.end, Clients: a.clients, Faults: a.faults}
@@ -256,9 +260,14 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 	res.Properties = append(res.Properties, rc.properties()...)
 	res.Verdict, res.Reason = combine(res.Properties)
 
-	if res.Verdict == Valid && cfg.incomplete != "" {
+	switch {
+	case res.Verdict == Valid && cfg.incomplete != "":
 		res.Verdict = Unknown
 		res.Reason = "the history is incomplete (" + cfg.incomplete + "); its prefix shows no violation"
+	case res.Verdict == Unknown && cfg.incomplete != "":
+		// Why the run stopped explains the unknown better than what the
+		// checker missed because of it ("no operations recorded").
+		res.Reason += "; the history is incomplete (" + cfg.incomplete + ")"
 	}
 	res.Visualized, res.viz = pickVisualization(&cfg, &res, p1, p2, rc)
 	return res

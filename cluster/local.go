@@ -418,10 +418,18 @@ func (n *Node) waitReady(ctx context.Context, p *process) error {
 	defer tick.Stop()
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		err := n.admin.Ping(pctx).Err()
+		pid, err := serverPID(pctx, n.admin)
 		pcancel()
-		if err == nil {
+		switch {
+		case err == nil && pid == p.cmd.Process.Pid:
 			return nil
+		case err == nil:
+			// Another node of this run (same password) answers on the
+			// port: two nodes drew the same free port, ours could not
+			// bind it and is exiting. Without this check the node would
+			// pass for started while n1 and n2 were one process.
+			return fmt.Errorf("%w: 127.0.0.1:%d answers as pid %d, not as this node's pid %d",
+				errPortTaken, n.port, pid, p.cmd.Process.Pid)
 		}
 		select {
 		case <-p.done:
@@ -431,6 +439,21 @@ func (n *Node) waitReady(ctx context.Context, p *process) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// serverPID asks a redis-server for its process id, so that a node is
+// known to be the process the harness started, not another on its port.
+func serverPID(ctx context.Context, c *redis.Client) (int, error) {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server has no process_id")
 }
 
 func (n *Node) config() string {
@@ -510,13 +533,40 @@ func (n *Node) close(ctx context.Context) error {
 	return errors.Join(err, n.clock.Close())
 }
 
+// ErrNoFreePort means the loopback interface had no port left for a node.
+var ErrNoFreePort = errors.New("no free loopback port")
+
+// portRangeFile is the kernel's ephemeral port range, from which every
+// node's port (and every client connection's local port) is drawn.
+const portRangeFile = "/proc/sys/net/ipv4/ip_local_port_range"
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("no free loopback port: %w", err)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// bind(port 0) fails this way only when every port of the
+			// range is taken: say which range, and what would help.
+			return 0, fmt.Errorf("%w: every port of the ephemeral range %s is in use "+
+				"(too many open connections on this machine); close some, or widen it with "+
+				"sysctl net.ipv4.ip_local_port_range: %w", ErrNoFreePort, portRange(), err)
+		}
+		return 0, fmt.Errorf("%w: %w", ErrNoFreePort, err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portRange is the ephemeral port range as "lo-hi", or "(unknown)".
+func portRange() string {
+	b, err := os.ReadFile(portRangeFile)
+	if err != nil {
+		return "(unknown)"
+	}
+	lo, hi, ok := strings.Cut(strings.TrimSpace(string(b)), "\t")
+	if !ok {
+		return strings.TrimSpace(string(b))
+	}
+	return strings.TrimSpace(lo) + "-" + strings.TrimSpace(hi)
 }
 
 func withoutEnv(env []string, names ...string) []string {

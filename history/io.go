@@ -123,6 +123,10 @@ func (e *LineError) Unwrap() error { return e.Err }
 // can judge the prefix and say the history is incomplete.
 var ErrTruncated = errors.New("history ends in a partial line")
 
+// ErrUnreadable marks a history whose bytes could not be read (an I/O
+// error), as opposed to a line that is not an event.
+var ErrUnreadable = errors.New("cannot read the history")
+
 // Parse parses a JSONL history. name is used in error messages. Events must
 // carry consecutive indexes from 0, a known type and function, and times that
 // never decrease. A torn last line (no newline, invalid JSON) yields the
@@ -134,7 +138,7 @@ func Parse(rd io.Reader, name string) ([]Event, error) {
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
-			return events, &LineError{name, line, err}
+			return events, &LineError{name, line, fmt.Errorf("%w: %w", ErrUnreadable, err)}
 		}
 		complete := len(b) > 0 && b[len(b)-1] == '\n'
 		b = bytes.TrimSpace(b)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
@@ -74,6 +75,11 @@ func (n *Net) AddLink(client string, node Endpoint) (string, error) {
 	}
 	p := toxiproxy.NewProxy(n.server, client+"-"+node.Name, "127.0.0.1:0", node.Addr)
 	if err := p.Start(); err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// Binding port 0 fails so only when the whole range is taken.
+			return "", fmt.Errorf("net: proxy for %s: no free loopback port: the ephemeral port range is exhausted "+
+				"(too many open connections on this machine; see sysctl net.ipv4.ip_local_port_range): %w", link, err)
+		}
 		return "", fmt.Errorf("net: proxy for %s: %w", link, err)
 	}
 	n.proxies[link] = p

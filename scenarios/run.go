@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -77,11 +78,26 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The harness's own log, beside the nodes' logs: written line by line
+	// (no buffer), so that a harness killed mid-run leaves what it did and
+	// where it stopped next to the history it cut short.
+	hlog, err := openHarnessLog(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer hlog.Close()
 	logf := func(format string, args ...any) {
+		line := fmt.Sprintf("%7.3fs  %s\n", time.Duration(rec.Now()).Seconds(), fmt.Sprintf(format, args...))
+		_, _ = io.WriteString(hlog, line)
 		if opts.Progress != nil {
-			fmt.Fprintf(opts.Progress, "%7.3fs  %s\n", time.Duration(rec.Now()).Seconds(), fmt.Sprintf(format, args...))
+			_, _ = io.WriteString(opts.Progress, line)
 		}
 	}
+	// Lines the caller prints itself go to the log only.
+	hlogf := func(format string, args ...any) {
+		_, _ = fmt.Fprintf(hlog, "%7.3fs  %s\n", time.Duration(rec.Now()).Seconds(), fmt.Sprintf(format, args...))
+	}
+	hlogf("scenario %s (%s), lock %s, backend %s, seed %d", sc.Name, sc.File, sc.Lock.Kind, backendName(opts.Backend), opts.Seed)
 
 	r := &runner{sc: sc, rec: rec, logf: logf, seed: opts.Seed,
 		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), streamNemesis)),
@@ -101,6 +117,11 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 	case ctx.Err() != nil:
 		incomplete = "the run was interrupted before its last step"
 	}
+	for _, e := range []error{runErr, cleanErr} {
+		if e != nil {
+			hlogf("error: %v", e)
+		}
+	}
 	// The last event says the run got this far; a history that lacks it
 	// was cut short by a crash (see history.Unfinished).
 	rec.Record(history.Event{Process: history.ProcessHarness, Type: history.Info, F: history.End, Err: incomplete})
@@ -114,6 +135,7 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		checkOpts = append(checkOpts, checker.Incomplete(incomplete))
 	}
 	res := checker.Check(events, checkOpts...)
+	hlogf("verdict %s: %s", res.Verdict, res.Reason)
 	cmd := opts.Command
 	if cmd == "" {
 		cmd = fmt.Sprintf("splitbrain run %s --seed %d", sc.Name, opts.Seed)
@@ -369,4 +391,19 @@ func (r *runner) nodeList() string {
 func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+// HarnessLog is the harness's own log of a run, beside the nodes' logs.
+const HarnessLog = "logs/harness.log"
+
+func openHarnessLog(dir string) (*os.File, error) {
+	path := filepath.Join(dir, HarnessLog)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("harness log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("harness log: %w", err)
+	}
+	return f, nil
 }

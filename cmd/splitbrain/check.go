@@ -61,8 +61,10 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	dir := pos[0]
 	path := filepath.Join(dir, results.HistoryFile)
-	if _, err := os.Stat(path); err != nil {
+	if fi, err := os.Stat(path); err != nil {
 		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %v", dir, err)}
+	} else if !fi.Mode().IsRegular() {
+		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %s is a %s, not a file", dir, path, kindOf(fi))}
 	}
 
 	events, err := history.ReadFile(path)
@@ -74,6 +76,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	case errors.As(err, &le) && errors.Is(err, history.ErrTruncated):
 		incomplete = fmt.Sprintf("%s ends in a line cut short at line %d, as a crash leaves it; the %d event(s) before it were checked",
 			results.HistoryFile, le.Line, len(events))
+	case errors.As(err, &le) && errors.Is(err, history.ErrUnreadable) && len(events) == 0:
+		return exitInternal, fmt.Errorf("%s: %w", path, le.Err)
+	case errors.As(err, &le) && errors.Is(err, history.ErrUnreadable):
+		incomplete = fmt.Sprintf("%s could not be read past line %d (%v); the %d event(s) before it were checked",
+			results.HistoryFile, le.Line-1, le.Err, len(events))
 	case errors.As(err, &le):
 		incomplete = fmt.Sprintf("%s:%d is not a history event (%v); the %d event(s) before it were checked",
 			results.HistoryFile, le.Line, le.Err, len(events))
@@ -143,4 +150,22 @@ func checkMeta(dir string) (results.Meta, error) {
 		Scenario: filepath.Base(filepath.Dir(abs)),
 		Command:  "splitbrain check " + dir,
 	}, err
+}
+
+// kindOf names what a path is, for messages.
+func kindOf(fi os.FileInfo) string {
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return "folder"
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	default:
+		return "special file"
+	}
 }

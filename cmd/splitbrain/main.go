@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/checker"
+	"splitbrain/cluster"
 	"splitbrain/docker"
 	"splitbrain/results"
 	"splitbrain/scenarios"
@@ -234,6 +236,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := sc.Override(f.overrides); err != nil {
 		return exitUsage, &usageError{err.Error()}
 	}
+	if err := checkStore(f.store); err != nil {
+		return exitUsage, err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out, err := runOne(ctx, sc, seed, f, stdout, stderr)
@@ -278,6 +283,9 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 			return exitUsage, &usageError{fmt.Sprintf("%s: %v", p, err)}
 		}
 		scs = append(scs, sc)
+	}
+	if err := checkStore(f.store); err != nil {
+		return exitUsage, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -498,6 +506,11 @@ func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags) string {
 // backendReady fails before anything of a run is made when the backend
 // cannot work here: for docker, when no engine answers.
 func backendReady(ctx context.Context, backend string) error {
+	// Both backends need it: the local one runs it, the Docker one builds
+	// its image from it (and the storage node runs locally).
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return cluster.ErrNoRedisServer
+	}
 	if backend != scenarios.BackendDocker {
 		return nil
 	}

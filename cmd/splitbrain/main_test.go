@@ -37,6 +37,11 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	if args, ok := netnsLauncher(); ok {
+		// This process is the launcher of TestPortExhaustion, in a network
+		// namespace of its own: set it up and become the binary.
+		return launchInNetns(args)
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		fmt.Fprintln(os.Stderr, "cmd/splitbrain tests need redis-server in PATH (apt-get install -y redis-server)")
 		return 1
@@ -599,8 +604,11 @@ func TestInterrupt(t *testing.T) {
 	if v, _ := readResult(t, dir); v != "unknown" && v != "invalid" {
 		t.Errorf("result.json verdict %q after Ctrl-C", v)
 	}
-	if logs, _ := os.ReadDir(filepath.Join(dir, "logs")); len(logs) != 5 {
-		t.Errorf("logs/ holds %d files, want 5 node logs", len(logs))
+	if logs, _ := filepath.Glob(filepath.Join(dir, "logs", "n*.log")); len(logs) != 5 {
+		t.Errorf("logs/ holds %d node logs, want 5", len(logs))
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "logs", "harness.log")); err != nil || !strings.Contains(string(b), "wait 1m0s") {
+		t.Errorf("logs/harness.log (%v) lacks the step the run was interrupted in:\n%s", err, b)
 	}
 	e.checkClean()
 }
@@ -652,6 +660,11 @@ func TestKilledHarnessIsReaped(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join(store, "long-wait", "2*"))
 	if len(dirs) != 1 {
 		t.Fatalf("killed run dirs: %v, want one", dirs)
+	}
+	// The harness's own log was written as it went: it shows where the
+	// run was when it was killed.
+	if b, err := os.ReadFile(filepath.Join(dirs[0], "logs", "harness.log")); err != nil || !strings.Contains(string(b), "wait 1m0s") {
+		t.Errorf("the killed run's logs/harness.log (%v) does not show where it stopped:\n%s", err, b)
 	}
 	chk := e.run("check", dirs[0], "--json")
 	if chk.code != 2 && chk.code != 1 {

@@ -1,0 +1,218 @@
+package main_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// netnsEnv carries, to a re-executed test binary, the ephemeral port range
+// to set in its new network namespace before it executes the splitbrain
+// binary with the rest of its arguments.
+const netnsEnv = "SPLITBRAIN_TEST_NETNS_PORTS"
+
+func netnsLauncher() (args []string, ok bool) {
+	if os.Getenv(netnsEnv) == "" {
+		return nil, false
+	}
+	// The launcher is started as "testbinary -- splitbrain args...".
+	for i, a := range os.Args {
+		if a == "--" {
+			return os.Args[i+1:], true
+		}
+	}
+	return nil, true
+}
+
+// launchInNetns brings up the loopback of this process's fresh network
+// namespace, narrows its ephemeral port range and executes args.
+func launchInNetns(args []string) int {
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "netns launcher: %v\n", err)
+		return 3
+	}
+	if len(args) == 0 {
+		return fail(fmt.Errorf("no command after --"))
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		return fail(err)
+	}
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fail(err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fail(fmt.Errorf("reading lo's flags: %w", err))
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fail(fmt.Errorf("bringing lo up: %w", err))
+	}
+	unix.Close(fd)
+	ports := os.Getenv(netnsEnv)
+	if err := os.WriteFile("/proc/sys/net/ipv4/ip_local_port_range", []byte(ports), 0); err != nil {
+		return fail(fmt.Errorf("setting the port range: %w", err))
+	}
+	env := make([]string, 0, len(os.Environ()))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, netnsEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return fail(syscall.Exec(args[0], args, env))
+}
+
+// A machine whose loopback has no port left cannot run a scenario: the run
+// says so in words (which range, what would help), is judged unknown, and
+// leaves nothing behind. Each case runs in a network namespace of its own
+// (root only) with a narrow ephemeral range, so nothing else on the machine
+// is touched: six ports run out while the nodes start, twelve while the
+// clients' proxies start.
+func TestPortExhaustion(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a network namespace (the project's machines and CI run as root)")
+	}
+	t.Parallel()
+	for _, tc := range []struct {
+		name, ports, want string
+	}{
+		{"nodes", "40000 40005", "node n"},
+		{"proxies", "40000 40011", "net: proxy for"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			store := filepath.Join(t.TempDir(), "runs")
+			self, err := os.Executable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := e.command(t.Context(), "run", "clock-jump", "--seed", "1", "--store", store)
+			cmd.Path = self
+			cmd.Args = append([]string{self, "-test.run=^$", "--", binary}, cmd.Args[1:]...)
+			cmd.Env = append(cmd.Env, netnsEnv+"="+tc.ports)
+			cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err = cmd.Run()
+			t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				t.Fatal(err)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 255 {
+				t.Errorf("exit code %d, want 255 (the harness could not run)", code)
+			}
+			for _, want := range []string{tc.want, "no free loopback port", "ip_local_port_range"} {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr lacks %q", want)
+				}
+			}
+			dirs, _ := filepath.Glob(filepath.Join(store, "clock-jump", "2*"))
+			if len(dirs) != 1 {
+				t.Fatalf("run dirs %v, want one", dirs)
+			}
+			if verdict, reason := readVerdict(t, dirs[0]); verdict != "unknown" || !strings.Contains(reason, "no free loopback port") {
+				t.Errorf("result.json: %s (%s), want unknown naming the missing port", verdict, reason)
+			}
+			e.checkClean()
+		})
+	}
+}
+
+func readVerdict(t *testing.T, dir string) (verdict, reason string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Result struct{ Verdict, Reason string }
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatalf("result.json: %v", err)
+	}
+	return rec.Result.Verdict, rec.Result.Reason
+}
+
+// A store the runs cannot be written to is a bad --store, found before any
+// node starts; a run folder whose history is not a file is not a run folder.
+func TestUnwritableStore(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "a-file")
+	writeFile(t, file, "not a folder\n")
+	notHistory := t.TempDir()
+	if err := os.Mkdir(filepath.Join(notHistory, "history.jsonl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"run, store is a file", []string{"run", "clock-jump", "--store", file}, []string{`--store "` + file + `" is a file`}},
+		{"suite, store under a file", []string{"suite", "clock-jump", "--store", filepath.Join(file, "runs")},
+			[]string{"cannot make the folder", file + " is a file"}},
+		// /proc takes no files, not even from root.
+		{"run, store not writable", []string{"run", "clock-jump", "--store", "/proc"}, []string{`--store "/proc": cannot write in /proc`}},
+		{"check, history is a folder", []string{"check", notHistory}, []string{"is not a run folder", "history.jsonl is a folder, not a file"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := e.run(tc.args...)
+			if res.code != 254 {
+				t.Errorf("exit code %d, want 254", res.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, res.stderr)
+				}
+			}
+			if strings.Contains(res.stdout, "started") {
+				t.Errorf("a run started:\n%s", res.stdout)
+			}
+		})
+	}
+	e.checkClean()
+	if entries, _ := os.ReadDir(filepath.Join(e.cache, "splitbrain")); len(entries) > 0 {
+		t.Errorf("a bad store touched the cache: %v", entries)
+	}
+}
+
+// Without redis-server a run fails at once, saying what to install, and
+// makes no run folder (there would be nothing to judge in it).
+func TestNoRedisServer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := filepath.Join(t.TempDir(), "runs")
+	for _, args := range [][]string{
+		{"run", "clock-jump", "--store", store},
+		{"suite", "clock-jump", "clock-jump-control", "--store", store},
+		{"run", "clock-jump", "--store", store, "--backend", "docker"},
+	} {
+		cmd := e.command(t.Context(), args...)
+		cmd.Env = append(cmd.Env, "PATH="+t.TempDir())
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 255 || !strings.Contains(stderr.String(), "redis-server not found in PATH: install it (apt-get install -y redis-server)") {
+			t.Errorf("%v: exit %d, stderr %q; want 255 saying what to install", args, code, stderr.String())
+		}
+		if runs, _ := filepath.Glob(filepath.Join(store, "*", "2*")); len(runs) > 0 {
+			t.Errorf("%v: made run folders %v", args, runs)
+		}
+	}
+	e.checkClean()
+}
