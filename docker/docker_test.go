@@ -443,6 +443,8 @@ func TestStartClusterRejectsBadConfig(t *testing.T) {
 		{"no dir", Config{Nodes: 1}, "Dir is empty"},
 		{"bad persistence", Config{Nodes: 1, Dir: "x", Persistence: "rdb"}, `persistence "rdb"`},
 		{"bad run id", Config{Nodes: 1, Dir: "x", RunID: "../x"}, `RunID "../x"`},
+		{"bad node persistence", Config{Nodes: 1, Dir: "x", NodePersistence: map[string]cluster.Persistence{"n1": "rdb"}}, `node n1: persistence "rdb"`},
+		{"persistence of no node", Config{Nodes: 2, Dir: "x", NodePersistence: map[string]cluster.Persistence{"n3": cluster.PersistAOFAlways}}, `node "n3"; this cluster has n1..n2`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
