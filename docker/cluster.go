@@ -64,7 +64,6 @@ type Cluster struct {
 	eng      *Engine
 	runID    string
 	password string
-	persist  cluster.Persistence
 	image    Image
 	labels   map[string]string // on every object of the run
 	netID    string
@@ -147,7 +146,6 @@ func StartCluster(ctx context.Context, eng *Engine, cfg Config) (_ *Cluster, err
 		eng:      eng,
 		runID:    cfg.RunID,
 		password: randomHex(16),
-		persist:  cfg.Persistence,
 		image:    img,
 		labels:   labels,
 		netName:  "splitbrain-" + cfg.RunID,
