@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -39,6 +40,8 @@ type Config struct {
 	// Without persistence the data folder is a tmpfs, which the engine
 	// wipes at every stop; with AOF it is a volume that survives kills.
 	Persistence cluster.Persistence
+	// NodePersistence overrides Persistence for the nodes it names.
+	NodePersistence map[string]cluster.Persistence
 	// RedisServer is the host binary the image is built from; empty means
 	// redis-server in PATH.
 	RedisServer string
@@ -61,14 +64,18 @@ type Cluster struct {
 	eng      *Engine
 	runID    string
 	password string
-	persist  cluster.Persistence
 	image    Image
 	labels   map[string]string // on every object of the run
 	netID    string
 	netName  string
+	subnet   subnet
+	gateway  netip.Addr // where the run's containers reach this host
 	stateDir string
 	logDir   string
 	nodes    []*Node
+
+	extraMu sync.Mutex
+	extra   []*Node // replicas, added by AddReplica
 
 	closeMu sync.Mutex
 	closed  bool
@@ -87,10 +94,16 @@ func StartCluster(ctx context.Context, eng *Engine, cfg Config) (_ *Cluster, err
 	if cfg.Persistence == "" {
 		cfg.Persistence = cluster.PersistNone
 	}
-	switch cfg.Persistence {
-	case cluster.PersistNone, cluster.PersistAOFEverysec, cluster.PersistAOFAlways:
-	default:
+	if !validPersistence(cfg.Persistence) {
 		return nil, fmt.Errorf("docker: persistence %q, want none, aof-everysec or aof-always", cfg.Persistence)
+	}
+	for name, p := range cfg.NodePersistence {
+		if !validPersistence(p) {
+			return nil, fmt.Errorf("docker: node %s: persistence %q, want none, aof-everysec or aof-always", name, p)
+		}
+		if i, err := strconv.Atoi(strings.TrimPrefix(name, "n")); err != nil || !strings.HasPrefix(name, "n") || i < 1 || i > cfg.Nodes {
+			return nil, fmt.Errorf("docker: persistence given for node %q; this cluster has n1..n%d", name, cfg.Nodes)
+		}
 	}
 	if cfg.RunID == "" {
 		cfg.RunID = randomHex(8)
@@ -133,7 +146,6 @@ func StartCluster(ctx context.Context, eng *Engine, cfg Config) (_ *Cluster, err
 		eng:      eng,
 		runID:    cfg.RunID,
 		password: randomHex(16),
-		persist:  cfg.Persistence,
 		image:    img,
 		labels:   labels,
 		netName:  "splitbrain-" + cfg.RunID,
@@ -152,12 +164,21 @@ func StartCluster(ctx context.Context, eng *Engine, cfg Config) (_ *Cluster, err
 	if err != nil {
 		return nil, err
 	}
+	c.subnet = sn
+	if c.gateway, err = netip.ParseAddr(sn.Gateway); err != nil {
+		return nil, fmt.Errorf("docker: network gateway %q: %w", sn.Gateway, err)
+	}
 	ips, err := nodeIPs(sn, cfg.Nodes)
 	if err != nil {
 		return nil, err
 	}
 	for i, ip := range ips {
-		n, err := c.newNode(ctx, fmt.Sprintf("n%d", i+1), ip)
+		name := fmt.Sprintf("n%d", i+1)
+		p := cfg.NodePersistence[name]
+		if p == "" {
+			p = cfg.Persistence
+		}
+		n, err := c.newNode(ctx, name, ip, p)
 		if err != nil {
 			return nil, err
 		}
@@ -250,12 +271,20 @@ func nodeIPs(sn subnet, n int) ([]string, error) {
 	return ips, nil
 }
 
-// Nodes returns the nodes in name order.
+// Nodes returns the lock's nodes, n1..nN, in name order; replicas are not
+// among them.
 func (c *Cluster) Nodes() []*Node { return c.nodes }
 
-// Node returns the node called name.
+// All returns every node: n1..nN, then the replicas in the order added.
+func (c *Cluster) All() []*Node {
+	c.extraMu.Lock()
+	defer c.extraMu.Unlock()
+	return append(append([]*Node(nil), c.nodes...), c.extra...)
+}
+
+// Node returns the node called name, replicas included.
 func (c *Cluster) Node(name string) (*Node, bool) {
-	for _, n := range c.nodes {
+	for _, n := range c.All() {
 		if n.name == name {
 			return n, true
 		}
@@ -286,7 +315,7 @@ func (c *Cluster) Close(ctx context.Context) error {
 	if c.closed {
 		return nil
 	}
-	err := inParallel(c.nodes, func(n *Node) error { return n.close(ctx) })
+	err := inParallel(c.All(), func(n *Node) error { return n.close(ctx) })
 	// By label rather than by the ids we hold: this also catches what a
 	// failed start created before its error.
 	if err := errors.Join(err, c.eng.removeRun(ctx, c.runID)); err != nil {
@@ -350,6 +379,14 @@ func (e *Engine) removeRun(ctx context.Context, runID string) error {
 		errs = append(errs, e.removeNetwork(ctx, o.ID))
 	}
 	return errors.Join(errs...)
+}
+
+func validPersistence(p cluster.Persistence) bool {
+	switch p {
+	case cluster.PersistNone, cluster.PersistAOFEverysec, cluster.PersistAOFAlways:
+		return true
+	}
+	return false
 }
 
 func randomHex(n int) string {

@@ -134,12 +134,12 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
-// TestImageBuildFromNothing builds an image no engine can hold yet: its
-// redis-server carries a few trailing bytes (ignored by the loader) unique to
-// this test, so its hash is new. Removing every splitbrain image instead
-// would pull the shared image from under the tests of other packages that
-// run at the same time.
-func TestImageBuildFromNothing(t *testing.T) {
+// uniqueImageConfig is an ImageConfig whose image no engine holds yet:
+// its redis-server carries a few trailing bytes (ignored by the loader)
+// unique to this test, so its hash is new. It returns the tag the image
+// will have.
+func uniqueImageConfig(t *testing.T, what string) (ImageConfig, string) {
+	t.Helper()
 	eng := engine(t)
 	ctx := testCtx(t)
 	src, err := exec.LookPath("redis-server")
@@ -154,7 +154,7 @@ func TestImageBuildFromNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	unique := filepath.Join(t.TempDir(), "redis-server")
-	bin = append(bin, fmt.Sprintf("splitbrain-image-test-%d-%d", os.Getpid(), time.Now().UnixNano())...)
+	bin = append(bin, fmt.Sprintf("splitbrain-image-test-%s-%d-%d", what, os.Getpid(), time.Now().UnixNano())...)
 	if err := os.WriteFile(unique, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +166,18 @@ func TestImageBuildFromNothing(t *testing.T) {
 	if _, ok, err := eng.imageByRef(ctx, tag); err != nil || ok {
 		t.Fatalf("image %s exists before the build (%v): the test input is not unique", tag, err)
 	}
+	return cfg, tag
+}
+
+// TestImageBuildFromNothing builds an image no engine can hold yet: its
+// redis-server carries a few trailing bytes (ignored by the loader) unique to
+// this test, so its hash is new. Removing every splitbrain image instead
+// would pull the shared image from under the tests of other packages that
+// run at the same time.
+func TestImageBuildFromNothing(t *testing.T) {
+	eng := engine(t)
+	ctx := testCtx(t)
+	cfg, tag := uniqueImageConfig(t, "build")
 	first, err := eng.BuildImage(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -202,6 +214,49 @@ func TestImageBuildFromNothing(t *testing.T) {
 	}
 	if err != nil || !found {
 		t.Errorf("Images = %+v, %v; want it to list %s", imgs, err, first.ID)
+	}
+}
+
+// RemoveImages scoped to one hash removes that image, and only it: a
+// second image this test built and every splitbrain image that was there
+// before (the shared one other packages' tests run on) stay.
+func TestRemoveImagesScoped(t *testing.T) {
+	eng := engine(t)
+	ctx := testCtx(t)
+	before, err := eng.Images(ctx)
+	mustDo(t, "list images", err)
+	var built []Image
+	for _, what := range []string{"remove", "keep"} {
+		cfg, _ := uniqueImageConfig(t, what)
+		im, err := eng.BuildImage(ctx, cfg)
+		mustDo(t, "build "+what, err)
+		built = append(built, im)
+		t.Cleanup(func() {
+			if err := eng.removeImage(context.Background(), im.ID); err != nil {
+				t.Errorf("removing the test image %s: %v", im.Tag, err)
+			}
+		})
+	}
+	doomed, kept := built[0], built[1]
+
+	if _, err := eng.RemoveImages(ctx, ""); err == nil {
+		t.Errorf("RemoveImages with an empty hash: no error")
+	}
+	removed, err := eng.RemoveImages(ctx, doomed.Hash)
+	mustDo(t, "remove", err)
+	if len(removed) != 1 || removed[0] != doomed.Tag {
+		t.Errorf("removed %v, want [%s]", removed, doomed.Tag)
+	}
+	if _, ok, err := eng.imageByRef(ctx, doomed.ID); err != nil || ok {
+		t.Errorf("image %s after its removal: found %v, %v", doomed.Tag, ok, err)
+	}
+	for _, im := range append(before, kept) {
+		if _, ok, err := eng.imageByRef(ctx, im.ID); err != nil || !ok {
+			t.Errorf("image %s (%s) was not to be removed: found %v, %v", im.Tag, im.ID, ok, err)
+		}
+	}
+	if again, err := eng.RemoveImages(ctx, doomed.Hash); err != nil || len(again) != 0 {
+		t.Errorf("removing it again: %v, %v; want nothing removed, no error", again, err)
 	}
 }
 
@@ -443,6 +498,8 @@ func TestStartClusterRejectsBadConfig(t *testing.T) {
 		{"no dir", Config{Nodes: 1}, "Dir is empty"},
 		{"bad persistence", Config{Nodes: 1, Dir: "x", Persistence: "rdb"}, `persistence "rdb"`},
 		{"bad run id", Config{Nodes: 1, Dir: "x", RunID: "../x"}, `RunID "../x"`},
+		{"bad node persistence", Config{Nodes: 1, Dir: "x", NodePersistence: map[string]cluster.Persistence{"n1": "rdb"}}, `node n1: persistence "rdb"`},
+		{"persistence of no node", Config{Nodes: 2, Dir: "x", NodePersistence: map[string]cluster.Persistence{"n3": cluster.PersistAOFAlways}}, `node "n3"; this cluster has n1..n2`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -100,22 +100,46 @@ func (e *Engine) Images(ctx context.Context) ([]Image, error) {
 	}
 	out := make([]Image, 0, len(list))
 	for _, im := range list {
-		tag := ""
-		if len(im.Tags) > 0 {
-			tag = im.Tags[0]
-		}
-		out = append(out, Image{Tag: tag, ID: im.ID, Hash: im.Labels[labelImageHash]})
+		out = append(out, imageOf(im))
 	}
 	return out, nil
 }
 
-// RemoveImages removes every splitbrain Redis image the engine holds and
-// returns their tags (or ids, for untagged ones). An image still used by a
-// container stays and its error is returned.
-func (e *Engine) RemoveImages(ctx context.Context) ([]string, error) {
-	list, err := e.Images(ctx)
-	if err != nil {
-		return nil, err
+func imageOf(im imageInfo) Image {
+	tag := ""
+	if len(im.Tags) > 0 {
+		tag = im.Tags[0]
+	}
+	return Image{Tag: tag, ID: im.ID, Hash: im.Labels[labelImageHash]}
+}
+
+// RemoveImages removes splitbrain's Redis images whose content hash is
+// one of hashes (Image.Hash, the label splitbrain.image-hash) and returns
+// their tags (or ids, for untagged ones); with no hash given it removes
+// every splitbrain Redis image. Other images are never touched. An image
+// still used by a container stays and its error is returned.
+func (e *Engine) RemoveImages(ctx context.Context, hashes ...string) ([]string, error) {
+	var list []Image
+	if len(hashes) == 0 {
+		all, err := e.Images(ctx)
+		if err != nil {
+			return nil, err
+		}
+		list = all
+	}
+	for _, h := range hashes {
+		if h == "" {
+			return nil, errors.New("docker: RemoveImages: an empty hash; give Image.Hash, or no hash to remove every image")
+		}
+		// By label, on the engine's side: the one selector an image of
+		// another program cannot match by accident.
+		found, err := e.listImages(ctx, map[string]string{labelImageHash: h})
+		if err != nil {
+			return nil, err
+		}
+		for _, im := range found {
+			list = append(list, imageOf(im))
+		}
 	}
 	var removed []string
 	var errs []error

@@ -42,21 +42,28 @@ type Node struct {
 	clock    *cluster.ClockFile
 	spec     containerSpec
 	admin    *redis.Client
+	persist  cluster.Persistence
 
 	mu       sync.Mutex
 	id       string // the container; amnesia with a volume replaces it
 	isolated bool
 	closed   bool // log saved, admin client and clock file released
+	// follow is the master a replica replicates from, as the harness
+	// reaches it (a node, or a proxy on this host); empty for a master.
+	follow string
+	// relay carries the replication link to a follow address on this
+	// host, which the container cannot reach itself; nil until needed.
+	relay *relay
 }
 
-func (c *Cluster) newNode(ctx context.Context, name, ip string) (*Node, error) {
+func (c *Cluster) newNode(ctx context.Context, name, ip string, persist cluster.Persistence) (*Node, error) {
 	dir := filepath.Join(c.stateDir, name)
 	// Private to the harness's user: the container's root reads them with
 	// CAP_DAC_OVERRIDE.
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("docker: node %s: %w", name, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "redis.conf"), []byte(redisConfig(c.password, c.persist)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "redis.conf"), []byte(redisConfig(c.password, persist, "")), 0o600); err != nil {
 		return nil, fmt.Errorf("docker: node %s: %w", name, err)
 	}
 	clock, err := cluster.NewClockFile(filepath.Join(dir, "clock"))
@@ -72,6 +79,7 @@ func (c *Cluster) newNode(ctx context.Context, name, ip string) (*Node, error) {
 		stateDir: dir,
 		logPath:  filepath.Join(c.logDir, name+".log"),
 		clock:    clock,
+		persist:  persist,
 		admin: redis.NewClient(&redis.Options{
 			Addr:        addr,
 			Password:    c.password,
@@ -97,7 +105,7 @@ func (c *Cluster) newNode(ctx context.Context, name, ip string) (*Node, error) {
 		Binds:    []bindMount{{Source: dir, Target: imageStateDir}},
 		DataPath: imageDataDir,
 	}
-	if c.persist == cluster.PersistNone {
+	if persist == cluster.PersistNone {
 		n.spec.DataTmpfs = imageDataDir
 	} else {
 		n.spec.DataVolume = n.spec.Name + "-data"
@@ -128,10 +136,14 @@ func (n *Node) create(ctx context.Context) error {
 
 // redisConfig is a node's redis.conf: the settings of cluster's local nodes,
 // adapted to a container (all interfaces of its own network namespace, a
-// fixed port, the log on stdout for the engine to keep).
-func redisConfig(password string, p cluster.Persistence) string {
-	return cluster.RedisConf{Port: redisPort, Bind: "0.0.0.0", Password: password, Dir: imageDataDir, Persistence: p}.String()
+// fixed port, the log on stdout for the engine to keep). replicaOf is the
+// master's address as the container reaches it, empty for a master.
+func redisConfig(password string, p cluster.Persistence, replicaOf string) string {
+	return cluster.RedisConf{Port: redisPort, Bind: "0.0.0.0", Password: password, Dir: imageDataDir, Persistence: p, ReplicaOf: replicaOf}.String()
 }
+
+// Persistence is the node's persistence mode.
+func (n *Node) Persistence() cluster.Persistence { return n.persist }
 
 // Name is the node's name (n1, n2, ...).
 func (n *Node) Name() string { return n.name }
@@ -474,5 +486,9 @@ func (n *Node) close(ctx context.Context) error {
 		return err
 	}
 	n.closed = true
-	return errors.Join(n.admin.Close(), n.clock.Close())
+	var rerr error
+	if n.relay != nil {
+		rerr = n.relay.Close()
+	}
+	return errors.Join(n.admin.Close(), n.clock.Close(), rerr)
 }

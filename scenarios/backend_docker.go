@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
+	"time"
 
-	"splitbrain/cluster"
 	"splitbrain/docker"
 )
 
@@ -21,15 +19,6 @@ type dockerBackend struct {
 }
 
 func startDockerBackend(ctx context.Context, cfg backendConfig) (_ backend, err error) {
-	if len(cfg.sc.Replicas) > 0 {
-		// Checked before anything starts; setUpFaults would fail too, but
-		// only once the containers are up.
-		return nil, fmt.Errorf("%s: cluster.replicas: the docker backend cannot start replicas (nor promote them); use --backend local", cfg.sc.File)
-	}
-	persist, err := dockerPersistence(cfg.sc)
-	if err != nil {
-		return nil, err
-	}
 	eng, err := docker.Connect(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("backend docker: %w", err)
@@ -48,35 +37,12 @@ func startDockerBackend(ctx context.Context, cfg backendConfig) (_ backend, err 
 	if err != nil {
 		return nil, fmt.Errorf("backend docker: reaping leftovers: %w", err)
 	}
-	cl, err := docker.StartCluster(ctx, eng, docker.Config{Nodes: cfg.sc.Nodes, Dir: cfg.dir, CacheDir: cfg.cacheDir, Persistence: persist})
+	cl, err := docker.StartCluster(ctx, eng, docker.Config{Nodes: cfg.sc.Nodes, Dir: cfg.dir, CacheDir: cfg.cacheDir, NodePersistence: cfg.sc.Persistence})
 	if err != nil {
 		return nil, fmt.Errorf("backend docker: %w", err)
 	}
 	cfg.logf("docker: run %s, image %s", cl.RunID(), cl.Image().Tag)
 	return &dockerBackend{eng: eng, cl: cl}, nil
-}
-
-// dockerPersistence is the one persistence mode of the scenario's nodes:
-// a Docker cluster has one for all of them.
-func dockerPersistence(sc *Scenario) (cluster.Persistence, error) {
-	var modes []string
-	for _, p := range sc.Persistence {
-		if p == "" {
-			p = cluster.PersistNone
-		}
-		if !slices.Contains(modes, string(p)) {
-			modes = append(modes, string(p))
-		}
-	}
-	switch len(modes) {
-	case 0:
-		return cluster.PersistNone, nil
-	case 1:
-		return cluster.Persistence(modes[0]), nil
-	}
-	slices.Sort(modes)
-	return "", fmt.Errorf("%s: cluster.persistence: the docker backend runs every node with the same mode, this scenario mixes %s; use one mode or --backend local",
-		sc.File, strings.Join(modes, ", "))
 }
 
 func (b *dockerBackend) Nodes() []backendNode {
@@ -96,6 +62,28 @@ func (b *dockerBackend) Node(name string) (backendNode, bool) {
 }
 
 func (b *dockerBackend) Password() string { return b.cl.Password() }
+
+// AddReplica implements replicaBackend: the replica is one more container
+// on the run's network, with its master's persistence. via is the proxy on
+// this host that the replication link goes through; the container reaches
+// it through a relay on the network's gateway, so the link's faults work
+// as they do locally.
+func (b *dockerBackend) AddReplica(ctx context.Context, name string, master backendNode, via string) (backendNode, error) {
+	m, ok := b.cl.Node(master.Name())
+	if !ok {
+		return nil, fmt.Errorf("replica %s: no master %s", name, master.Name())
+	}
+	rep, err := b.cl.AddReplica(ctx, docker.ReplicaSpec{Name: name, Persistence: m.Persistence(), Master: via})
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := rep.WaitSynced(sctx); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
 
 // Close removes every container, volume and network of the run, then lets
 // go of the engine.

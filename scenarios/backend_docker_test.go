@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"splitbrain/checker"
 	"splitbrain/docker"
@@ -62,30 +66,25 @@ func runOnDocker(t *testing.T, ctx context.Context, name string, seed int64, pro
 	return scenarios.Run(ctx, sc, opts)
 }
 
-// The clock-jump counterexample and its control give the same verdicts on
-// containers as on local processes: the scenario runs unchanged, its link
-// faults through the host's proxies to the containers and its clock jump
-// through the shim file mounted into n3's container. Nothing of either run
-// is left in the engine, and the run records its backend.
-func TestDockerBackendClockJump(t *testing.T) {
-	eng := dockerEngine(t)
-	for _, tc := range []struct {
-		scenario string
-		want     checker.Verdict
-	}{
-		{"clock-jump", checker.Invalid},
-		{"clock-jump-control", checker.Valid},
-	} {
-		t.Run(tc.scenario, func(t *testing.T) {
+// runBuiltinsOnDocker runs built-in scenarios on containers and checks
+// each verdict, that the run records its backend and that nothing of it is
+// left in the engine. It returns each run's progress.
+func runBuiltinsOnDocker(t *testing.T, eng *docker.Engine, seed int64, want map[string]checker.Verdict) map[string]string {
+	t.Helper()
+	names := slices.Sorted(maps.Keys(want))
+	logs := map[string]string{}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
 			var progress lockedBuffer
-			out, err := runOnDocker(t, context.Background(), tc.scenario, 3, &progress)
+			out, err := runOnDocker(t, context.Background(), name, seed, &progress)
+			logs[name] = progress.String()
 			if err != nil {
 				t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 			}
-			if out.Result.Verdict != tc.want || !out.AsExpected {
-				t.Errorf("verdict %s (%s), want %s\nprogress:\n%s", out.Result.Verdict, out.Result.Reason, tc.want, progress.String())
+			if out.Result.Verdict != want[name] || !out.AsExpected {
+				t.Errorf("verdict %s (%s), want %s\nprogress:\n%s", out.Result.Verdict, out.Result.Reason, want[name], progress.String())
 			}
-			if tc.want == checker.Invalid && len(out.Result.Violations) == 0 {
+			if want[name] == checker.Invalid && len(out.Result.Violations) == 0 {
 				t.Errorf("invalid without a violation")
 			}
 			rec, err := results.ReadRecord(out.Dir)
@@ -98,10 +97,161 @@ func TestDockerBackendClockJump(t *testing.T) {
 			if !strings.Contains(progress.String(), "docker: run ") {
 				t.Errorf("progress does not name the docker run:\n%s", progress.String())
 			}
+			assertAllHealed(t, nemesisOps(t, out.Dir), name+" on docker")
 			t.Logf("progress:\n%s", progress.String())
 			assertNothingLeft(t, eng)
 		})
 	}
+	return logs
+}
+
+// The clock-jump counterexample and its control give the same verdicts on
+// containers as on local processes: the scenario runs unchanged, its link
+// faults through the host's proxies to the containers and its clock jump
+// through the shim file mounted into n3's container.
+func TestDockerBackendClockJump(t *testing.T) {
+	eng := dockerEngine(t)
+	runBuiltinsOnDocker(t, eng, 3, map[string]checker.Verdict{
+		"clock-jump":         checker.Invalid,
+		"clock-jump-control": checker.Valid,
+	})
+}
+
+// The failover counterexample runs unchanged on containers: r1 is a
+// container replicating from n1 through the harness's proxy (reached
+// through the relay on the run's gateway), the replication cut drops the
+// stream, n1 is killed, r1 is promoted and grants c2 the lock c1 holds.
+func TestDockerBackendFailover(t *testing.T) {
+	eng := dockerEngine(t)
+	logs := runBuiltinsOnDocker(t, eng, 5, map[string]checker.Verdict{"failover": checker.Invalid})
+	for _, want := range []string{"a replica of n1 through 127.0.0.1:", "r1 ✂ n1", "r1 promoted"} {
+		if !strings.Contains(logs["failover"], want) {
+			t.Errorf("failover's progress lacks %q", want)
+		}
+	}
+}
+
+// A persistence mode per node on containers: n3 on appendfsync always
+// keeps c1's key across its crash and the run is safe; without
+// persistence n3 forgets it and c2 gets the lock too.
+func TestDockerBackendMixedPersistence(t *testing.T) {
+	eng := dockerEngine(t)
+	runBuiltinsOnDocker(t, eng, 5, map[string]checker.Verdict{
+		"restart-amnesia-aof-always": checker.Valid,
+		"restart-amnesia":            checker.Invalid,
+	})
+}
+
+// On containers, the replication fault cuts replication for real: a write
+// acknowledged by n1 during the cut reaches no replica (WAIT counts none,
+// r1 lacks it), the heal brings it over, a promotion makes the clients'
+// n1 links reach r1 as a master, and its heal makes r1 follow n1 again.
+func TestDockerReplicationLinkFault(t *testing.T) {
+	eng := dockerEngine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl, err := docker.StartCluster(ctx, eng, docker.Config{Nodes: 1, Dir: t.TempDir(), CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cl.Close(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		assertNothingLeft(t, eng)
+	}()
+	n1, _ := cl.Node("n1")
+	links, err := nemesis.NewNet([]string{"c1"}, []nemesis.Endpoint{{Name: "n1", Addr: n1.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer links.Close()
+	via, err := links.AddLink("r1", nemesis.Endpoint{Name: "n1", Addr: n1.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := cl.AddReplica(ctx, docker.ReplicaSpec{Name: "r1", Master: via})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := n1.Admin()
+	if err := m.Set(ctx, "replicated", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Do(ctx, "wait", 1, 30000).Int(); err != nil || got != 1 {
+		t.Fatalf("WAIT 1 before the cut: %d, %v", got, err)
+	}
+
+	rec := &faultLog{}
+	nem := nemesis.New(rec)
+	cutID, err := nem.Start(ctx, nemesis.Cut{Net: links, Links: []history.Link{{Client: "r1", Node: "n1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Set(ctx, "during", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Do(ctx, "wait", 1, 300).Int(); err != nil || got != 0 {
+		t.Errorf("WAIT 1 during the cut: %d replicas, %v; want 0", got, err)
+	}
+	if err := r1.Admin().Get(ctx, "during").Err(); !errors.Is(err, redis.Nil) {
+		t.Errorf("r1 has the write made during the cut: %v", err)
+	}
+	if err := nem.Stop(ctx, cutID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Do(ctx, "wait", 1, 60000).Int(); err != nil || got != 1 {
+		t.Errorf("WAIT 1 after the heal: %d, %v; want r1 back", got, err)
+	}
+	if v, err := r1.Admin().Get(ctx, "during").Result(); err != nil || v != "v" {
+		t.Errorf("r1 after the heal: GET = %q, %v; want the write", v, err)
+	}
+
+	// Promotion: c1's n1 link now reaches r1, a master.
+	if _, err := nem.Start(ctx, nemesis.Promote{Net: links, Replica: r1, Links: []history.Link{{Client: "c1", Node: "n1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	addr, err := links.Addr("c1", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := redis.NewClient(&redis.Options{Addr: addr, Password: cl.Password(), MaxRetries: -1})
+	defer c1.Close()
+	info, err := c1.Info(ctx, "replication").Result()
+	if err != nil || !strings.Contains(info, "role:master") || !strings.Contains(info, "connected_slaves:0") {
+		t.Errorf("c1's n1 link after the promotion: %v\n%s", err, info)
+	}
+	if err := c1.Set(ctx, "on-r1", "v", 0).Err(); err != nil {
+		t.Errorf("SET through c1's link on the promoted r1: %v", err)
+	}
+	if err := nem.HealAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r1.ReplicaOf() != via {
+		t.Errorf("after heal r1 follows %q, want %s", r1.ReplicaOf(), via)
+	}
+	if err := r1.WaitSynced(ctx); err != nil {
+		t.Fatalf("r1 does not follow n1 again: %v", err)
+	}
+	if err := r1.Admin().Get(ctx, "on-r1").Err(); !errors.Is(err, redis.Nil) {
+		t.Errorf("r1 kept its own write after following n1 again: %v", err)
+	}
+}
+
+// faultLog records the nemesis's events for TestDockerReplicationLinkFault.
+type faultLog struct {
+	mu     sync.Mutex
+	events []history.Event
+}
+
+func (l *faultLog) Record(e history.Event) history.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+	return e
 }
 
 // The node faults of a scenario go through the engine on Docker: kill and
@@ -180,49 +330,6 @@ func TestDockerBackendInterruptedRunLeavesNothing(t *testing.T) {
 	}
 	t.Logf("verdict %s (%s)\nprogress:\n%s", out.Result.Verdict, out.Result.Reason, progress.String())
 	assertNothingLeft(t, eng)
-}
-
-// What only the local backend has (replicas, a persistence mode per node)
-// fails a docker run before anything is started, naming the file, the
-// field and the way out, rather than running a different scenario.
-func TestDockerBackendRejectsWhatItLacks(t *testing.T) {
-	for _, tc := range []struct {
-		name, cluster string
-		want          []string
-	}{
-		{"mixed persistence", "persistence: {default: none, n3: aof-always}",
-			[]string{"cluster.persistence", "aof-always, none", "--backend local"}},
-		{"replicas", "replicas: [n1]",
-			[]string{"cluster.replicas", "cannot start replicas", "--backend local"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			sc, err := scenarios.Parse([]byte(`name: lacking
-expect: safe
-cluster:
-  nodes: 3
-  `+tc.cluster+`
-lock:
-  kind: redlock
-  ttl: 2s
-workload:
-  clients: 1
-steps:
-  - acquire: {client: c1}
-`), "lacking.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: scenarios.BackendDocker})
-			if err == nil {
-				t.Fatal("docker run: no error")
-			}
-			for _, want := range append([]string{"lacking.yaml"}, tc.want...) {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q lacks %q", err, want)
-				}
-			}
-		})
-	}
 }
 
 // An unknown backend is an error naming the valid ones.
