@@ -5,23 +5,31 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/shopspring/decimal"
 
 	"splitbrain/history"
 )
 
-// BankResult is the outcome of the bank check: the total is conserved and
-// no balance is negative, in every read and after every applied transfer,
-// in exact decimal arithmetic.
+// BankResult is the outcome of the bank check: every critical section was
+// an atomic read-then-write (no transfer computed from stale balances was
+// applied), and the total is conserved and no balance is negative, in every
+// read and after every applied transfer, in exact decimal arithmetic.
 type BankResult struct {
 	Verdict Verdict   `json:"verdict"`
 	Reason  string    `json:"reason"`
 	Keys    []BankKey `json:"keys"`
 	// BadReads counts reads that saw a wrong total or a negative balance.
 	BadReads int `json:"bad_reads"`
-	// Violations lists the first transfer that broke each bank and the bad
-	// reads (at most MaxViolations).
+	// Violations lists the first transfer that broke each bank's total
+	// and the bad reads (at most MaxViolations).
 	Violations []BankViolation `json:"violations,omitempty"`
+	// Ops is the number of porcupine operations checked.
+	Ops int `json:"ops"`
+	// LostTransfers counts the applied transfers that a stale transfer
+	// undid; Lost lists the stale transfers (at most MaxViolations).
+	LostTransfers int            `json:"lost_transfers"`
+	Lost          []LostTransfer `json:"lost,omitempty"`
 }
 
 // BankKey summarises one bank.
@@ -94,12 +102,16 @@ func (b balances) show(accts ...string) string {
 	return strings.Join(parts, ", ")
 }
 
-func checkBank(a *analysis, rs []*resource) *BankResult {
+func checkBank(a *analysis, rs []*resource, cfg *config) (*BankResult, func([]FaultWindow) *visualization) {
 	res := &BankResult{}
-	var problems, valid []string
-	res.Verdict, problems, valid = eachKey(rs, func(r *resource) (Verdict, string) { return bankKey(a, r, res) })
-	switch res.Verdict {
-	case Invalid:
+	money, moneyUnknown, valid := eachKey(rs, func(r *resource) (Verdict, string) { return bankKey(a, r, res) })
+	atomic, atomicUnknown, outcome, pieces := bankAtomic(a, rs, cfg, res)
+
+	var invalid []string
+	if atomic == Invalid {
+		invalid = append(invalid, lostTransfersReason(res, outcome))
+	}
+	if money == Invalid {
 		var texts []string
 		for _, v := range res.Violations {
 			if v.Kind == "transfer" {
@@ -109,16 +121,99 @@ func checkBank(a *analysis, rs []*resource) *BankResult {
 		if len(texts) == 0 {
 			texts = append(texts, res.Violations[0].Text)
 		}
-		res.Reason = fmt.Sprintf("money not conserved (%d bad read(s)): %s", res.BadReads, joinFirst(texts, 2))
+		invalid = append(invalid, fmt.Sprintf("money not conserved (%d bad read(s)): %s", res.BadReads, joinFirst(texts, 2)))
+	}
+	res.Verdict = verdictOf(money, atomic)
+	switch res.Verdict {
+	case Invalid:
+		res.Reason = strings.Join(invalid, "; ")
 	case Unknown:
-		res.Reason = "the bank cannot be judged: " + joinFirst(problems, 3)
+		res.Reason = "the bank cannot be judged: " + joinFirst(append(moneyUnknown, atomicUnknown...), 3)
 	default:
-		res.Reason = strings.Join(valid, "; ")
+		res.Reason = strings.Join(valid, "; ") + "; every transfer was an atomic read-then-write, none lost"
 	}
 	if len(res.Violations) > MaxViolations {
 		res.Violations = res.Violations[:MaxViolations]
 	}
-	return res
+	if len(res.Lost) > MaxViolations {
+		res.Lost = res.Lost[:MaxViolations]
+	}
+	if atomic != Invalid {
+		return res, nil
+	}
+	timeout, lost := cfg.timeout, res.Lost
+	return res, func(faults []FaultWindow) *visualization {
+		return failingWindow(BankModel(), pieces, bankHoldsLost(lost), faults, timeout)
+	}
+}
+
+// bankAtomic checks every bank's critical sections with porcupine and finds
+// the stale transfers in the storage's order; it returns the verdict, why
+// it is unknown, porcupine's outcome and the pieces it checked.
+func bankAtomic(a *analysis, rs []*resource, cfg *config, res *BankResult) (Verdict, []string, porcupine.CheckResult, [][]porcupine.Operation) {
+	clients := map[string]int{}
+	for i, c := range a.clients {
+		clients[c] = i
+	}
+	clients[history.ProcessFinal] = len(a.clients)
+	var pieces, batches [][]porcupine.Operation
+	var problems []string
+	for _, r := range rs {
+		var ib history.Balances
+		if r.init.ev.Decode(&ib) != nil {
+			continue // bankKey says why
+		}
+		init, err := parseBalances(ib)
+		if err != nil {
+			continue
+		}
+		be, err := decodeBank(a, r, init)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("bank %q: its critical sections cannot be checked: %v", r.key, err))
+			continue
+		}
+		ops := bankOps(a, r, be, clients)
+		res.Ops += len(ops)
+		kp := bankPieces(ops, bankAfter(r, be), r.init.ack.Seq, r.key)
+		pieces = append(pieces, kp...)
+		// Pieces of different banks overlap in time: batch per key.
+		batches = append(batches, batch(kp, batchOps)...)
+		lost := bankReplay(a, r, be)
+		for _, l := range lost {
+			res.LostTransfers += l.Count
+		}
+		res.Lost = append(res.Lost, lost...)
+	}
+	outcome := porcupine.Ok
+	if len(pieces) > 0 {
+		model := BankModel()
+		model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return batches }
+		outcome = porcupine.CheckOperationsTimeout(model, nil, cfg.timeout)
+	}
+	switch {
+	case outcome == porcupine.Illegal || len(res.Lost) > 0:
+		return Invalid, nil, outcome, pieces
+	case len(problems) > 0:
+		return Unknown, problems, outcome, pieces
+	case outcome == porcupine.Unknown:
+		return Unknown, []string{fmt.Sprintf("porcupine did not finish checking the bank's critical sections within %s", cfg.timeout)}, outcome, pieces
+	}
+	return Valid, nil, outcome, pieces
+}
+
+func lostTransfersReason(res *BankResult, outcome porcupine.CheckResult) string {
+	if len(res.Lost) == 0 {
+		return "lost transfers: porcupine found no order of the critical sections in which each read-then-transfer was atomic"
+	}
+	texts := make([]string, len(res.Lost))
+	for i, l := range res.Lost {
+		texts[i] = l.Text
+	}
+	s := fmt.Sprintf("%d transfer(s) lost: %s", res.LostTransfers, joinFirst(texts, 3))
+	if outcome != porcupine.Illegal {
+		s += fmt.Sprintf(" (porcupine: %s)", strings.ToLower(string(outcome)))
+	}
+	return s
 }
 
 // bankKey checks one bank and adds its violations to res.

@@ -318,8 +318,8 @@ func combine(props []Property) (Verdict, string) {
 }
 
 // pickVisualization chooses the failing window to show: P1's if the lock
-// broke its promise, else the counter's, else P2's overlap (which explains a
-// bank or set violation, or decides a lock-only run).
+// broke its promise, else the counter's or the bank's, else P2's overlap
+// (which explains a set violation, or decides a lock-only run).
 func pickVisualization(cfg *config, res *Result, p1, p2 intervalCheck, rc resourceChecks) (string, *visualization) {
 	if res.Verdict != Invalid {
 		return "", nil
@@ -331,6 +331,11 @@ func pickVisualization(cfg *config, res *Result, p1, p2 intervalCheck, rc resour
 	}
 	if rc.counterViz != nil {
 		return PropCounter, rc.counterViz(res.Faults)
+	}
+	if rc.bankViz != nil {
+		if v := rc.bankViz(res.Faults); v != nil {
+			return PropBank, v
+		}
 	}
 	if p2.res.Verdict == Invalid {
 		if v := p2.window(cfg, res); v != nil {

@@ -351,7 +351,7 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 	}
 	timeout := cfg.timeout
 	return res, func(faults []FaultWindow) *visualization {
-		return counterWindow(model, pieces, res.Lost, faults, timeout)
+		return failingWindow(model, pieces, func(p []porcupine.Operation) bool { return pieceHoldsLost(p, res.Lost) }, faults, timeout)
 	}
 }
 
@@ -484,12 +484,12 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 // them, and the first failing pieces explain the failure.
 const maxWindowOps = 2000
 
-// counterWindow visualizes the pieces porcupine rejects, or those holding a
-// stale write, with their times halved back.
-func counterWindow(model porcupine.Model, pieces [][]porcupine.Operation, lost []LostUpdate, faults []FaultWindow, timeout time.Duration) *visualization {
+// failingWindow visualizes the pieces holding a stale write (holds), or if
+// none those porcupine rejects, with their times halved back.
+func failingWindow(model porcupine.Model, pieces [][]porcupine.Operation, holds func([]porcupine.Operation) bool, faults []FaultWindow, timeout time.Duration) *visualization {
 	var failing [][]porcupine.Operation
 	for _, p := range pieces {
-		if pieceHoldsLost(p, lost) {
+		if holds(p) {
 			failing = append(failing, p)
 		}
 	}

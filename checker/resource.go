@@ -230,7 +230,9 @@ type resourceChecks struct {
 	fencing *FencingResult
 	// counterViz draws the counter's failing window, when it has one.
 	counterViz func([]FaultWindow) *visualization
-	notes      []string
+	// bankViz draws the bank's failing window, when it has one.
+	bankViz func([]FaultWindow) *visualization
+	notes   []string
 }
 
 // any reports whether a resource was checked.
@@ -277,7 +279,7 @@ func checkResources(a *analysis, cfg *config) resourceChecks {
 		rc.counter, rc.counterViz = checkCounter(a, rs, cfg)
 	}
 	if rs := byKind[kindBank]; len(rs) > 0 {
-		rc.bank = checkBank(a, rs)
+		rc.bank, rc.bankViz = checkBank(a, rs, cfg)
 	}
 	if rs := byKind[kindSet]; len(rs) > 0 {
 		rc.set = checkSet(a, rs)

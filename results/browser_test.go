@@ -398,3 +398,52 @@ func TestHostileTextShownAsTextInBrowser(t *testing.T) {
 		t.Errorf("re-run command %q", got.Command)
 	}
 }
+
+// The report of Kleppmann's figure 1 on real Redis: its Properties table
+// shows each property with its verdict in the page's verdict colours, and
+// the counter's lost update among its numbers.
+func TestPauseReportPropertiesInBrowser(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b := browser(t, ctx)
+	sc, err := scenarios.Load("pause-critical-section")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.Counter == nil || out.Result.Counter.Verdict != checker.Invalid {
+		t.Fatalf("pause-critical-section: counter %+v, want a lost update (the scenario's own tests judge the run)", out.Result.Counter)
+	}
+	p := open(t, ctx, b, filepath.Join(out.Dir, results.ReportFile), 1200, 1120, true)
+	var rows []struct{ Name, Verdict, Color, Numbers string }
+	if err := p.Eval(ctx, `[...document.querySelectorAll("#properties tr.property")].map(r => ({
+	  Name: r.querySelector(".property-name").textContent,
+	  Verdict: r.querySelector(".property-verdict").firstChild.textContent,
+	  Color: getComputedStyle(r.querySelector(".property-verdict")).color,
+	  Numbers: r.querySelector(".property-numbers").innerText}))`, &rows); err != nil {
+		t.Fatal(err)
+	}
+	colors := map[string]string{"valid": "rgb(26, 127, 55)", "invalid": red}
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r.Name] = r.Verdict
+		if r.Color != colors[r.Verdict] {
+			t.Errorf("%s: verdict %s in %s, want %s", r.Name, r.Verdict, r.Color, colors[r.Verdict])
+		}
+		if r.Name == checker.PropCounter && !strings.Contains(r.Numbers, "lost update") {
+			t.Errorf("counter numbers %q lack the lost updates", r.Numbers)
+		}
+	}
+	for _, want := range []string{checker.PropLeaseLock, checker.PropCriticalSection, checker.PropCounter} {
+		if _, ok := got[want]; !ok {
+			t.Errorf("no row for %s in %v", want, got)
+		}
+	}
+	if got[checker.PropCounter] != "invalid" || got[checker.PropCriticalSection] != "invalid" {
+		t.Errorf("rows %v: want the counter and P2 invalid", got)
+	}
+	screenshot(t, ctx, p, "pause-critical-section-properties.png", ".run-header", "#properties")
+}

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -537,5 +538,191 @@ func TestHarnessOpsAreNotFindings(t *testing.T) {
 				t.Errorf("c1's unlocked write not flagged: %q", r.finding)
 			}
 		}
+	}
+}
+
+// stalePause is Kleppmann's figure 1 on a resource, as the workload records
+// it: c1 reads, pauses past its lease; c2 takes the lock and writes; c1
+// writes from its stale read. Fenced, the tokens are 1 and 2 and the
+// storage rejects c1's write.
+func stalePause(kind string, fenced bool) []history.Event {
+	b := &historytest.Builder{}
+	val := func(v any) historytest.Mod { return func(e *history.Event) { e.Value = history.MustValue(v) } }
+	tok := func(t int64) historytest.Mod {
+		return func(e *history.Event) {
+			if fenced {
+				e.Token = &t
+			}
+		}
+	}
+	ack := func(seq int64) historytest.Mod { return val(history.Ack{Seq: seq}) }
+	var init, read0, c2w, c1w, final any
+	switch kind {
+	case "counter":
+		init, read0, c2w, c1w, final = 0, 0, 1, 1, 1
+	case "bank":
+		all := history.Balances{"a1": "100.00", "a2": "100.00"}
+		init, read0 = all, all
+		c2w = history.TransferValue{From: "a1", To: "a2", Amount: "30.00", Balances: history.Balances{"a1": "70.00", "a2": "130.00"}}
+		c1w = history.TransferValue{From: "a2", To: "a1", Amount: "10.00", Balances: history.Balances{"a1": "110.00", "a2": "90.00"}}
+		final = history.Balances{"a1": "110.00", "a2": "90.00"}
+		if fenced {
+			final = history.Balances{"a1": "70.00", "a2": "130.00"}
+		}
+	case "set":
+		init, read0, c2w, c1w = []int64{}, history.SetRead{}, 21, 11
+		final = history.SetRead{Size: 1, Elements: []int64{11}}
+		if fenced {
+			final = history.SetRead{Size: 1, Elements: []int64{21}}
+		}
+	}
+	f := map[string]history.Func{"counter": history.Write, "bank": history.Transfer, "set": history.Add}[kind]
+	b.Add(history.ProcessInit, history.Invoke, history.Write, "k", 0, val(init))
+	b.Add(history.ProcessInit, history.OK, history.Write, "k", 0.001, ack(1))
+	b.Add("c1", history.Invoke, history.Acquire, "k", 0.01)
+	b.Add("c1", history.OK, history.Acquire, "k", 0.02, historytest.Deadline(1), historytest.Value("v1"), tok(1))
+	b.Add("c1", history.Invoke, history.Read, "k", 0.03)
+	b.Add("c1", history.OK, history.Read, "k", 0.04, val(read0))
+	b.Add("c2", history.Invoke, history.Acquire, "k", 1.1)
+	b.Add("c2", history.OK, history.Acquire, "k", 1.11, historytest.Deadline(2.1), historytest.Value("v2"), tok(2))
+	b.Add("c2", history.Invoke, history.Read, "k", 1.12)
+	b.Add("c2", history.OK, history.Read, "k", 1.13, val(read0))
+	b.Add("c2", history.Invoke, f, "k", 1.14, val(c2w), tok(2))
+	b.Add("c2", history.OK, f, "k", 1.15, ack(2), tok(2))
+	b.Release("c2", "k", 1.16, 1.17)
+	b.Add("c1", history.Invoke, f, "k", 1.5, val(c1w), tok(1))
+	if fenced {
+		hi := int64(2)
+		b.Add("c1", history.Fail, f, "k", 1.51, val(history.Ack{Highest: &hi}), tok(1),
+			historytest.Err("write rejected by fencing: token 1 is below 2, the highest the storage has accepted"))
+	} else {
+		b.Add("c1", history.OK, f, "k", 1.51, ack(3))
+	}
+	b.Add("c1", history.Invoke, history.Release, "k", 1.52, historytest.Value("v1"))
+	b.Add("c1", history.Fail, history.Release, "k", 1.53, historytest.Value("v1"))
+	b.Add(history.ProcessFinal, history.Invoke, history.Read, "k", 2.5)
+	b.Add(history.ProcessFinal, history.OK, history.Read, "k", 2.51, val(final))
+	return b.Events()
+}
+
+// propertyCells reads the Properties table back: property name → its
+// verdict cell's class and text, its numbers and its reason.
+func propertyCells(t *testing.T, page string) map[string][4]string {
+	t.Helper()
+	sec := regexp.MustCompile(`(?s)<section class="properties" id="properties">(.*?)</section>`).FindStringSubmatch(page)
+	if sec == nil {
+		t.Fatal("no Properties section")
+	}
+	row := regexp.MustCompile(`(?s)<td class="property-name">(.*?)</td>\s*<td class="property-verdict (v-[a-z]+)">(.*?)</td>\s*<td class="property-numbers">(.*?)</td>\s*<td class="property-reason">(.*?)</td>`)
+	out := map[string][4]string{}
+	for _, m := range row.FindAllStringSubmatch(sec[1], -1) {
+		out[html.UnescapeString(m[1])] = [4]string{m[2], m[3], m[4], html.UnescapeString(m[5])}
+	}
+	return out
+}
+
+func TestReportListsEveryProperty(t *testing.T) {
+	type want struct {
+		class   string
+		numbers []string
+	}
+	for _, tc := range []struct {
+		name   string
+		events []history.Event
+		props  map[string]want
+	}{
+		{"counter", stalePause("counter", false), map[string]want{
+			checker.PropLeaseLock:       {"v-valid", []string{"0 overlaps"}},
+			checker.PropCriticalSection: {"v-invalid", []string{"1 overlapping critical section"}},
+			checker.PropCounter:         {"v-invalid", []string{"1 lost update", "2 applied writes"}},
+		}},
+		{"counter fenced", stalePause("counter", true), map[string]want{
+			checker.PropLeaseLock:       {"v-valid", nil},
+			checker.PropCriticalSection: {"v-invalid", []string{"1 overlapping critical section"}},
+			checker.PropCounter:         {"v-valid", []string{"0 lost updates", "1 rejected write"}},
+			checker.PropFencing:         {"v-valid", []string{"0 token regressions", "1 rejected write", "1 accepted write"}},
+		}},
+		{"bank", stalePause("bank", false), map[string]want{
+			checker.PropBank: {"v-invalid", []string{"1 lost transfer", "2 applied writes"}},
+		}},
+		{"bank fenced", stalePause("bank", true), map[string]want{
+			checker.PropBank:    {"v-valid", []string{"0 lost transfers", "1 rejected write"}},
+			checker.PropFencing: {"v-valid", []string{"1 rejected write"}},
+		}},
+		{"set", stalePause("set", false), map[string]want{
+			checker.PropSet: {"v-invalid", []string{"1 lost add", "2 acknowledged adds"}},
+		}},
+		{"set fenced", stalePause("set", true), map[string]want{
+			checker.PropSet:     {"v-valid", []string{"0 lost adds", "1 rejected add"}},
+			checker.PropFencing: {"v-valid", []string{"1 rejected write"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			res := checker.Check(tc.events)
+			if err := Write(dir, meta("pause-critical-section", "any"), tc.events, res); err != nil {
+				t.Fatal(err)
+			}
+			cells := propertyCells(t, readFile(t, filepath.Join(dir, ReportFile)))
+			if len(cells) != len(res.Properties) {
+				t.Errorf("%d property rows, want one per property of the result (%d)", len(cells), len(res.Properties))
+			}
+			for _, p := range res.Properties {
+				c, ok := cells[p.Name]
+				if !ok {
+					t.Errorf("no row for %s", p.Name)
+					continue
+				}
+				if c[0] != "v-"+string(p.Verdict) || !strings.HasPrefix(c[1], string(p.Verdict)) {
+					t.Errorf("%s: verdict cell %q %q, want %s", p.Name, c[0], c[1], p.Verdict)
+				}
+				if c[3] != p.Reason {
+					t.Errorf("%s: reason %q, want %q", p.Name, c[3], p.Reason)
+				}
+				if !p.Decides && !strings.Contains(c[1], "does not decide") {
+					t.Errorf("%s does not decide, the row does not say so", p.Name)
+				}
+			}
+			for name, w := range tc.props {
+				c, ok := cells[name]
+				if !ok {
+					t.Errorf("no row for %s", name)
+					continue
+				}
+				if c[0] != w.class {
+					t.Errorf("%s: class %s, want %s (reason %s)", name, c[0], w.class, c[3])
+				}
+				for _, n := range w.numbers {
+					if !strings.Contains(c[2], n) {
+						t.Errorf("%s: numbers %q lack %q", name, c[2], n)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A result read back from result.json carries reasons built from history
+// text: the Properties table shows them as text.
+func TestPropertiesEscapeHostileText(t *testing.T) {
+	dir := t.TempDir()
+	events := evilHistory()
+	res := checker.Check(events)
+	res.Properties = append(res.Properties, checker.Property{Name: evilKind, Verdict: checker.Verdict(evilKind), Reason: evilErr, Decides: true})
+	if err := Write(dir, evilMeta(), events, res); err != nil {
+		t.Fatal(err)
+	}
+	page := readFile(t, filepath.Join(dir, ReportFile))
+	assertEscaped(t, page, 1)
+	cells := propertyCells(t, page)
+	c, ok := cells[evilKind]
+	if !ok {
+		t.Fatalf("the hostile property's row is missing: %v", cells)
+	}
+	if c[0] != "v-unknown" || c[3] != evilErr {
+		t.Errorf("hostile row %q: want an unknown verdict and the reason as text", c)
+	}
+	if p1 := cells[checker.PropLeaseLock]; p1[0] != "v-invalid" || !strings.Contains(p1[2], "1 overlap") {
+		t.Errorf("P1 row %q: want invalid with its overlap counted", p1)
 	}
 }

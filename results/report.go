@@ -72,6 +72,8 @@ type reportView struct {
 	ClientOps   int
 	Files       []fileLink
 	Violations  []violationView
+	// Properties are the checker's verdicts one property at a time.
+	Properties []propertyRow
 	// MoreViolations is how many overlaps result.json counts beyond those
 	// listed.
 	MoreViolations int
@@ -120,6 +122,7 @@ func renderReport(w io.Writer, dir string, rec Record, events []history.Event) e
 		NodeCount:   len(rec.Meta.Nodes),
 		ClientCount: len(rec.Meta.Clients),
 		Files:       fileLinks(dir, rec),
+		Properties:  propertyRows(res),
 	}
 	if !rec.Meta.Started.IsZero() {
 		v.Started = rec.Meta.Started.UTC().Format("2006-01-02 15:04:05 MST")
