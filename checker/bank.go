@@ -188,7 +188,7 @@ func bankAtomic(a *analysis, rs []*resource, cfg *config, res *BankResult) (Verd
 	if len(pieces) > 0 {
 		model := BankModel()
 		model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return batches }
-		outcome = porcupine.CheckOperationsTimeout(model, nil, cfg.timeout)
+		outcome, _ = cfg.check(model, nil, cfg.timeout)
 	}
 	switch {
 	case outcome == porcupine.Illegal || len(res.Lost) > 0:

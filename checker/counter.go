@@ -324,7 +324,7 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 	model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return batches }
 	outcome := porcupine.Ok
 	if len(pieces) > 0 {
-		outcome = porcupine.CheckOperationsTimeout(model, nil, cfg.timeout)
+		outcome, _ = cfg.check(model, nil, cfg.timeout)
 	}
 	stale := len(res.Lost)
 	switch {
