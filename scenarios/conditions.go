@@ -1,14 +1,13 @@
 package scenarios
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"splitbrain/redlock"
 	"splitbrain/workload"
 )
 
@@ -152,22 +151,41 @@ func (r *runner) waitUntil(ctx context.Context, st Step, key string) error {
 	}
 }
 
-// answers reports whether node answers a PING from the harness, over a
-// connection of its own (not through the clients' proxies, which faults
-// may cut: the question is whether the node is up, not reachable).
+// answers reports whether node answers an authenticated PING from the
+// harness, over a connection of its own (not through the clients' proxies,
+// which faults may cut: the question is whether the node is up, not
+// whether it is reachable). It speaks RESP itself rather than through
+// go-redis, which logs every refused dial, twenty times a second here.
 func (r *runner) answers(ctx context.Context, name string) bool {
 	n, err := r.node(name)
 	if err != nil {
 		return false
 	}
-	opts := redlock.ClientOptions(n.Addr(), r.cluster.Password())
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = pingTimeout, pingTimeout, pingTimeout
-	opts.PoolSize = 1
-	c := redis.NewClient(opts)
-	defer c.Close()
-	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	return c.Ping(pctx).Err() == nil
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", n.Addr())
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	pw := r.cluster.Password()
+	var req string
+	if pw != "" {
+		req = fmt.Sprintf("*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(pw), pw)
+	}
+	if _, err := conn.Write([]byte(req + "*1\r\n$4\r\nPING\r\n")); err != nil {
+		return false
+	}
+	rd := bufio.NewReader(conn)
+	if pw != "" {
+		if line, err := rd.ReadString('\n'); err != nil || line != "+OK\r\n" {
+			return false
+		}
+	}
+	line, err := rd.ReadString('\n')
+	return err == nil && line == "+PONG\r\n"
 }
 
 func sleep(ctx context.Context, d time.Duration) {
