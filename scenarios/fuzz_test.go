@@ -52,7 +52,7 @@ func FuzzParse(f *testing.F) {
 			if (st.Until == UntilUp || st.Until == UntilDown) && st.Node == "" || st.Until == UntilExpired && st.Client == "" {
 				t.Fatalf("wait %+v has no target", st)
 			}
-						if st.Span.Max < st.Span.Min {
+			if st.Span.Max < st.Span.Min {
 				t.Fatalf("step %+v has an inverted range", st)
 			}
 		}
