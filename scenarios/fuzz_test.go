@@ -18,6 +18,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(good))
 	f.Add([]byte(good + "  - clock: {node: n2, jump: -2s..3s}\n  - wait: 1s\n  - heal: all\n"))
+	f.Add([]byte(good + "  - extend: {client: c1, expect: extended}\n  - wait: {until: expired, client: c1, timeout: 3s}\n" +
+		"  - wait: {until: down, node: n2}\n  - acquire: {client: c2, expect: refused}\n"))
+	f.Add([]byte(strings.Replace(generated, "{ttl: 1s}", "{ttl: 1s, retries: 3, extend: on}", 1)))
 	f.Add([]byte("name: [unclosed\n"))
 	f.Add([]byte("steps:\n  - {}\n  - []\n  - cut: 7\n"))
 	f.Add([]byte(""))
@@ -45,6 +48,9 @@ func FuzzParse(f *testing.F) {
 		for _, st := range sc.Steps {
 			if st.Client != "" && !known[st.Client] {
 				t.Fatalf("step %+v names unknown client", st)
+			}
+			if (st.Until == UntilUp || st.Until == UntilDown) && st.Node == "" || st.Until == UntilExpired && st.Client == "" {
+				t.Fatalf("wait %+v has no target", st)
 			}
 			if st.Span.Max < st.Span.Min {
 				t.Fatalf("step %+v has an inverted range", st)

@@ -36,8 +36,8 @@ type RunOptions struct {
 	Command string
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
-	// Backend is where the nodes run: "local" (the default when empty) or
-	// "docker".
+	// Backend is where the nodes run: "local" or "docker"; empty means the
+	// scenario file's cluster.backend, and local if it names none.
 	Backend string
 }
 
@@ -103,15 +103,32 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), streamNemesis)),
 		wlRand:  rand.New(rand.NewPCG(uint64(opts.Seed), streamWorkload)),
 	}
-	runErr := r.setUp(ctx, dir, opts.CacheDir, opts.Backend)
+	backend := opts.Backend
+	if backend == "" {
+		backend = sc.Backend
+	}
+	runErr := r.setUp(ctx, dir, opts.CacheDir, backend)
 	if runErr == nil {
 		runErr = r.play(ctx)
+	}
+	// A step that did not go as scripted is an outcome of the run, not a
+	// failure of the harness: no error, but no valid verdict either.
+	var notAsScripted *ExpectError
+	if errors.As(runErr, &notAsScripted) {
+		runErr = nil
+		if ctx.Err() == nil {
+			// An acquire cut short by Ctrl-C is refused too; that run
+			// was interrupted, not played otherwise than scripted.
+			logf("the run did not go as scripted: %v", notAsScripted)
+		}
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	cleanErr := r.tearDown(cctx)
 	cancel()
 	incomplete := ""
 	switch {
+	case notAsScripted != nil && ctx.Err() == nil:
+		incomplete = "the run did not go as scripted: " + notAsScripted.Error()
 	case runErr != nil:
 		incomplete = "the run failed: " + runErr.Error()
 	case ctx.Err() != nil:
@@ -152,7 +169,7 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		Duration:    time.Since(started),
 		Expect:      string(sc.Expect),
 		Command:     cmd,
-		Backend:     backendName(opts.Backend),
+		Backend:     backendName(backend),
 	}
 	writeErr := results.Write(dir, meta, events, res)
 	out := &Outcome{Dir: dir, Result: res, AsExpected: results.AsExpected(meta.Expect, res.Verdict)}
@@ -204,9 +221,11 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		names = append(names, ep.Name)
 	}
 	if r.sc.Lock.Kind == LockRedsync {
-		return workload.NewRedsync(conns, r.sc.Lock.NodeTimeout), nil
+		rs := workload.NewRedsync(conns, r.sc.Lock.NodeTimeout)
+		rs.Tries = r.sc.Lock.Retries
+		return rs, nil
 	}
-	opts := redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout, Hooks: r.hooks(client)}
+	opts := redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout, Hooks: r.hooks(client), MaxTries: r.sc.Lock.Retries}
 	switch r.sc.Lock.Kind {
 	case LockNaive:
 		opts.SkipElapsedCheck = true
@@ -219,7 +238,7 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 	if err != nil {
 		return nil, fmt.Errorf("client %s: %w", client, err)
 	}
-	return &workload.Redlock{Locker: l, Nodes: names}, nil
+	return &workload.Redlock{Locker: l, Nodes: names, Retry: r.sc.Lock.Retries > 1}, nil
 }
 
 func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error {
@@ -276,6 +295,11 @@ func (r *runner) playSteps(ctx context.Context, from, to int) error {
 			return nil
 		}
 		if err := r.step(ctx, st); err != nil {
+			var ee *ExpectError
+			if errors.As(err, &ee) {
+				ee.Step, ee.File = i+1, r.sc.File
+				return ee
+			}
 			return fmt.Errorf("%s:%d: step %d (%s): %w", r.sc.File, st.Line, i+1, st.Kind, err)
 		}
 	}
@@ -310,13 +334,9 @@ func (r *runner) step(ctx context.Context, st Step) error {
 		_, err = r.nem.Start(ctx, f)
 		return err
 	case StepAcquire:
-		c := r.clients[st.Client]
-		if err := c.Acquire(ctx, key, r.sc.Lock.TTL); err != nil {
-			r.logf("%s acquire %q: not acquired: %v", st.Client, key, firstLine(err))
-		} else {
-			r.logf("%s acquire %q: acquired", st.Client, key)
-		}
-		return nil
+		return r.acquire(ctx, st, key)
+	case StepExtend:
+		return r.extend(ctx, st, key)
 	case StepRelease:
 		c := r.clients[st.Client]
 		if !c.Holds(key) {
@@ -330,14 +350,12 @@ func (r *runner) step(ctx context.Context, st Step) error {
 		}
 		return nil
 	case StepWait:
+		if st.Until != "" {
+			return r.waitUntil(ctx, st, key)
+		}
 		d := st.Span.Draw(r.wlRand)
 		r.logf("wait %v", d)
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-		}
+		sleep(ctx, d)
 		return nil
 	default:
 		return r.faultStep(ctx, st)

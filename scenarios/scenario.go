@@ -54,6 +54,10 @@ type Scenario struct {
 	// Replicas names the nodes that get an asynchronous replica; nK's
 	// replica is rK.
 	Replicas []string
+	// Backend is the file's cluster.backend (BackendLocal or
+	// BackendDocker), empty when the file leaves it to the caller;
+	// RunOptions.Backend, when set, wins.
+	Backend string
 }
 
 // Lock kinds: our Redlock and its variants, and go-redsync/redsync.
@@ -75,6 +79,12 @@ type Lock struct {
 	TTL         time.Duration
 	Key         string
 	NodeTimeout time.Duration // zero: the library's default
+	// Retries is how many attempts one acquire makes (redlock's MaxTries,
+	// redsync's tries); 0 means one, as 1 does.
+	Retries int
+	// Extend makes a generated workload's clients extend their lease once
+	// in each critical section, before the write (see workload.Config).
+	Extend bool
 }
 
 // StepKind names what a step does.
@@ -86,6 +96,7 @@ const (
 	StepClock   StepKind = "clock"
 	StepAcquire StepKind = "acquire"
 	StepRelease StepKind = "release"
+	StepExtend  StepKind = "extend"
 	StepWait    StepKind = "wait"
 	// Fault steps, run by faults.go.
 	StepNet         StepKind = "net"
@@ -109,7 +120,15 @@ type Step struct {
 	Client string   // cut, acquire, release
 	Nodes  []string // cut
 	Node   string   // clock
-	Key    string   // acquire, release
+	Key    string   // acquire, release, extend, wait until expired
+	// Expect is the outcome a scripted acquire (acquired, refused) or
+	// extend (extended, refused) must have for the run to go as scripted;
+	// empty: any.
+	Expect string
+	// Until is the condition a wait step waits for (expired, up, down);
+	// empty: the wait is Span. Timeout bounds it; zero: the default.
+	Until   string
+	Timeout time.Duration
 	// Span is the clock jump (clock) or the pause (wait); a range is drawn
 	// from the run's seed.
 	Span Span
@@ -204,6 +223,7 @@ type clusterSpec struct {
 	Nodes       yaml.Node `yaml:"nodes"`
 	Persistence yaml.Node `yaml:"persistence"`
 	Replicas    yaml.Node `yaml:"replicas"`
+	Backend     yaml.Node `yaml:"backend"`
 }
 
 type lockSpec struct {
@@ -211,6 +231,8 @@ type lockSpec struct {
 	TTL         yaml.Node `yaml:"ttl"`
 	Key         string    `yaml:"key"`
 	NodeTimeout yaml.Node `yaml:"node_timeout"`
+	Retries     yaml.Node `yaml:"retries"`
+	Extend      yaml.Node `yaml:"extend"`
 }
 
 type workloadSpec struct {
@@ -225,8 +247,8 @@ type workloadSpec struct {
 // sections lists the fields of each mapping, for "unknown field" errors.
 var sections = map[string]struct{ name, fields string }{
 	"fileSpec":     {"the top level", "name, description, expect, cluster, lock, workload, steps"},
-	"clusterSpec":  {"cluster", "nodes, persistence, replicas"},
-	"lockSpec":     {"lock", "kind, ttl, key, node_timeout"},
+	"clusterSpec":  {"cluster", "nodes, persistence, replicas, backend"},
+	"lockSpec":     {"lock", "kind, ttl, key, node_timeout, retries, extend"},
 	"workloadSpec": {"workload", "clients, kind, keys, duration, think, fencing"},
 }
 
@@ -335,6 +357,7 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 		sc.Lock.Key = "lock"
 	}
 	sc.Workload = p.workload(&s.Workload, len(s.Steps) > 0)
+	p.moreOptions(s, sc)
 	p.storage = sc.Workload.HasResource()
 	if len(s.Steps) == 0 && sc.Workload.Kind == WorkloadSteps {
 		p.fail(nil, "steps", "missing: a scenario needs at least one step, or a generated workload (workload.kind mutex, counter, bank or set)")
@@ -342,9 +365,9 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 	for i := range s.Steps {
 		if st, ok := p.step(&s.Steps[i], i); ok {
 			sc.Steps = append(sc.Steps, st)
-			if sc.Workload.Kind != WorkloadSteps && (st.Kind == StepAcquire || st.Kind == StepRelease) {
+			if sc.Workload.Kind != WorkloadSteps && drivesClient(st) {
 				p.fail(&s.Steps[i], fmt.Sprintf("steps[%d].%s", i, st.Kind),
-					"not allowed with workload.kind %s: the generator drives the clients; its steps may only cut, heal, jump clocks and wait", sc.Workload.Kind)
+					"not allowed with workload.kind %s: the generator drives the clients; its steps may inject faults and wait for a time, or until a node is up or down", sc.Workload.Kind)
 			}
 		}
 	}
@@ -424,8 +447,10 @@ func (p *parser) span(n *yaml.Node, field string, allowNegative bool) (Span, boo
 var stepFields = map[StepKind]string{
 	StepCut:     "client, nodes",
 	StepClock:   "node, jump",
-	StepAcquire: "client, key",
+	StepAcquire: "client, key, expect",
 	StepRelease: "client, key",
+	StepExtend:  "client, key, expect",
+	StepWait:    "until, client, key, node, timeout",
 	// Fault steps: faultsteps.go.
 	StepNet:         "client, nodes, fault, direction, delay, for",
 	StepReplication: "node, fault, direction, delay, for",
@@ -443,7 +468,7 @@ var stepFields = map[StepKind]string{
 
 func (p *parser) step(n *yaml.Node, i int) (Step, bool) {
 	field := fmt.Sprintf("steps[%d]", i)
-	kinds := "cut, heal, clock, acquire, release, wait, net, replication, partition, strobe, clock-reset, pause, resume, kill, stop, restart, promote, random"
+	kinds := "cut, heal, clock, acquire, release, extend, wait, net, replication, partition, strobe, clock-reset, pause, resume, kill, stop, restart, promote, random"
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
 		p.fail(n, field, "want a mapping with exactly one of %s", kinds)
 		return Step{}, false
@@ -453,13 +478,16 @@ func (p *parser) step(n *yaml.Node, i int) (Step, bool) {
 	field += "." + key.Value
 	switch st.Kind {
 	case StepWait:
+		if val.Kind == yaml.MappingNode {
+			break
+		}
 		var ok bool
-		st.Span, ok = p.span(val, field, false)
+		st.Span, ok = p.waitSpan(val, field)
 		return st, ok
 	case StepHeal:
 		st.Heal = p.enum(val, field, "", "links", "clocks", "nodes", "clients", "failover", "all")
 		return st, st.Heal != ""
-	case StepCut, StepClock, StepAcquire, StepRelease:
+	case StepCut, StepClock, StepAcquire, StepRelease, StepExtend:
 	case StepNet, StepReplication, StepPartition, StepStrobe, StepClockReset, StepPause, StepResume,
 		StepKill, StepStop, StepRestart, StepPromote, StepRandom:
 	default:
@@ -508,11 +536,14 @@ func (p *parser) step(n *yaml.Node, i int) (Step, bool) {
 				ok = false
 			}
 		}
-	case StepAcquire, StepRelease:
+	case StepAcquire, StepRelease, StepExtend:
 		st.Client = p.client(need("client"), field+".client")
 		if v := seen["key"]; v != nil {
 			st.Key = v.Value
 		}
+		ok = p.expectOutcome(&st, seen["expect"], field+".expect") && ok
+	case StepWait:
+		ok = p.waitUntil(&st, val, field, seen, need) && ok
 	default:
 		ok = p.faultStep(&st, val, field, seen, need) && ok
 	}

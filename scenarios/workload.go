@@ -81,6 +81,7 @@ func (r *runner) workloadConfig() workload.Config {
 		TTL:      r.sc.Lock.TTL,
 		Duration: w.Duration,
 		Think:    w.Think.Draw,
+		Extend:   r.sc.Lock.Extend,
 	}
 }
 

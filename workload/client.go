@@ -42,7 +42,18 @@ func (c *Client) Name() string { return c.name }
 // Holds reports whether the client believes it holds key.
 func (c *Client) Holds(key string) bool { return c.leases[key] != nil }
 
-// Acquire makes one lock attempt on key and records it. A lost attempt is
+// Deadline is when the validity of the client's lease on key ends, on the
+// monotonic clock; ok is false when it holds none.
+func (c *Client) Deadline(key string) (deadline time.Time, ok bool) {
+	l := c.leases[key]
+	if l == nil {
+		return time.Time{}, false
+	}
+	return l.Deadline, true
+}
+
+// Acquire takes key with one call of the lock's Acquire (one attempt, or
+// as many as the lock is set to retry) and records it. A lost attempt is
 // recorded as fail; an attempt whose outcome the client cannot know (it did
 // not even get to run) as info, after which the client continues as a new
 // process, as in Jepsen. The returned error is for the caller's log only: a

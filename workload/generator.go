@@ -28,6 +28,11 @@ type Config struct {
 	Think func(*rand.Rand) time.Duration
 	// Accounts is the number of bank accounts; 0 means 3.
 	Accounts int
+	// Extend makes every critical section extend its lease by TTL once,
+	// after the think time and before the write (mutex: halfway through
+	// the hold). A refused or unknown extension ends the critical section
+	// without the write, as a client that checks its extension would.
+	Extend bool
 }
 
 // defaultAccounts is 3 because then any two transfers share an account: two
@@ -135,19 +140,27 @@ func (w *Worker) loop(ctx, stop context.Context, cfg Config, until time.Time, id
 			continue
 		}
 		think := cfg.Think(w.Rand)
+		// keep runs between the think time and the write; false ends the
+		// critical section there.
+		keep := func() bool {
+			return !cfg.Extend || w.Client.Extend(ctx, key, cfg.TTL) == nil
+		}
 		var err error
 		switch cfg.Kind {
 		case Mutex:
-			sleep(ctx, think)
+			sleep(ctx, think/2)
+			if keep() {
+				sleep(ctx, think-think/2)
+			}
 		case Counter:
-			err = w.counter(ctx, key, think)
+			err = w.counter(ctx, key, think, keep)
 		case Bank:
-			err = w.transfer(ctx, key, think)
+			err = w.transfer(ctx, key, think, keep)
 		case Set:
 			added++
 			// Unique across clients: the client's number in the high
 			// digits.
-			err = w.add(ctx, key, think, id*1_000_000_000+added)
+			err = w.add(ctx, key, think, keep, id*1_000_000_000+added)
 		default:
 			err = fmt.Errorf("workload: unknown kind %q", cfg.Kind)
 		}
@@ -159,23 +172,28 @@ func (w *Worker) loop(ctx, stop context.Context, cfg Config, until time.Time, id
 	return nil
 }
 
-func (w *Worker) counter(ctx context.Context, key string, think time.Duration) error {
+func (w *Worker) counter(ctx context.Context, key string, think time.Duration, keep func() bool) error {
 	v, err := w.Client.ReadCounter(ctx, w.Storage, key)
 	if err != nil {
 		return err
 	}
 	sleep(ctx, think)
+	if !keep() {
+		return nil
+	}
 	return w.Client.WriteCounter(ctx, w.Storage, key, v+1)
 }
 
-func (w *Worker) transfer(ctx context.Context, key string, think time.Duration) error {
+func (w *Worker) transfer(ctx context.Context, key string, think time.Duration, keep func() bool) error {
 	b, err := w.Client.ReadBalances(ctx, w.Storage, key)
 	if err != nil {
 		return err
 	}
 	sleep(ctx, think)
+	// Drawn before keep, so that the seed's draws do not depend on
+	// whether an extension succeeded.
 	from, to, amount, ok := drawTransfer(w.Rand, b)
-	if !ok {
+	if !ok || !keep() {
 		return nil
 	}
 	return w.Client.Transfer(ctx, w.Storage, key, b, from, to, amount)
@@ -207,12 +225,15 @@ func drawTransfer(r *rand.Rand, b map[string]decimal.Decimal) (from, to string, 
 	return "", "", decimal.Zero, false
 }
 
-func (w *Worker) add(ctx context.Context, key string, think time.Duration, elem int64) error {
+func (w *Worker) add(ctx context.Context, key string, think time.Duration, keep func() bool, elem int64) error {
 	s, err := w.Client.ReadSet(ctx, w.Storage, key)
 	if err != nil {
 		return err
 	}
 	sleep(ctx, think)
+	if !keep() {
+		return nil
+	}
 	return w.Client.AddToSet(ctx, w.Storage, key, s, elem)
 }
 

@@ -14,7 +14,8 @@ import (
 // so that the history can tell a lost attempt (fail) from an unknown
 // outcome (info).
 type Lock interface {
-	// Acquire makes one attempt to take key for ttl.
+	// Acquire tries to take key for ttl: one attempt, unless the lock
+	// was set up to retry.
 	Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error)
 	// Release gives the lease up.
 	Release(ctx context.Context, lease *Lease) error
@@ -52,11 +53,18 @@ type Redlock struct {
 	Locker *redlock.Locker
 	// Nodes names the Locker's nodes in its order.
 	Nodes []string
+	// Retry makes Acquire wait and retry with Locker.Lock, up to the
+	// Locker's Options.MaxTries attempts, instead of TryLock's one.
+	Retry bool
 }
 
 // Acquire implements Lock.
 func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
-	l, err := r.Locker.TryLock(ctx, key, ttl)
+	try := r.Locker.TryLock
+	if r.Retry {
+		try = r.Locker.Lock
+	}
+	l, err := try(ctx, key, ttl)
 	if err != nil {
 		if errors.Is(err, redlock.ErrNotAcquired) {
 			return nil, errors.Join(ErrNotAcquired, err)

@@ -13,12 +13,16 @@ import (
 
 // Redsync adapts go-redsync/redsync v4, the Go Redlock most users run, to
 // Lock, so that any scenario can run against it as it is: its own
-// algorithm, drift (1%), retries (none: the workload makes one attempt)
-// and its per-node timeout (TimeoutFactor·TTL), set here to match ours.
+// algorithm, drift (1%), retries (none unless Tries says: by default the
+// workload makes one attempt) and its per-node timeout (TimeoutFactor·TTL),
+// set here to match ours.
 // It hands out no fencing tokens and does not say which nodes granted.
 type Redsync struct {
 	rs          *redsync.Redsync
 	nodeTimeout time.Duration
+	// Tries is how many attempts Acquire makes (redsync's WithTries, with
+	// its own random delay between them); 0 or 1 means one.
+	Tries int
 }
 
 // NewRedsync returns redsync over clients (one per node, in node order;
@@ -36,7 +40,7 @@ func NewRedsync(clients []*redis.Client, nodeTimeout time.Duration) *Redsync {
 // mutex is redsync's handle on key; with value set, it takes over a lease
 // acquired earlier (redsync's WithValue).
 func (r *Redsync) mutex(key string, ttl time.Duration, value string) *redsync.Mutex {
-	opts := []redsync.Option{redsync.WithExpiry(ttl), redsync.WithTries(1)}
+	opts := []redsync.Option{redsync.WithExpiry(ttl), redsync.WithTries(max(r.Tries, 1))}
 	if r.nodeTimeout > 0 {
 		opts = append(opts, redsync.WithTimeoutFactor(float64(r.nodeTimeout)/float64(ttl)))
 	}
@@ -50,7 +54,7 @@ func (r *Redsync) mutex(key string, ttl time.Duration, value string) *redsync.Mu
 // rolls back and reports no lease whatever the cause.
 func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
 	m := r.mutex(key, ttl, "")
-	if err := m.TryLockContext(ctx); err != nil {
+	if err := m.LockContext(ctx); err != nil {
 		return nil, errors.Join(ErrNotAcquired, err)
 	}
 	return &Lease{Key: key, Value: m.Value(), Deadline: m.Until(), impl: m}, nil

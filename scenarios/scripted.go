@@ -1,0 +1,134 @@
+package scenarios
+
+import (
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// This file parses what a scenario file adds to the lock and the script
+// beyond the basics: cluster.backend, lock.retries and lock.extend, the
+// expected outcomes of scripted acquires and extends, and waits for a
+// condition. conditions.go runs them.
+
+// Outcomes of a scripted acquire or extend, as `expect:` names them.
+const (
+	OutcomeAcquired = "acquired"
+	OutcomeExtended = "extended"
+	OutcomeRefused  = "refused"
+)
+
+// Conditions a wait step can wait for.
+const (
+	UntilExpired = "expired" // the client's lease validity deadline has passed
+	UntilUp      = "up"      // the node answers PING
+	UntilDown    = "down"    // the node does not answer (killed, stopped or paused)
+)
+
+// DefaultWaitTimeout bounds a wait for a condition that gives no timeout;
+// a wait until a lease expired gets the lock's TTL on top.
+const DefaultWaitTimeout = 5 * time.Second
+
+// maxRetries bounds lock.retries: far more than any scenario needs, few
+// enough that a typo cannot keep a client trying for minutes.
+const maxRetries = 100
+
+// moreOptions parses cluster.backend, lock.retries and lock.extend; the
+// workload must have been parsed (extend is for generated workloads).
+func (p *parser) moreOptions(s *fileSpec, sc *Scenario) {
+	if s.Cluster.Backend.Kind != 0 {
+		sc.Backend = p.enum(&s.Cluster.Backend, "cluster.backend", "", Backends...)
+	}
+	if n := &s.Lock.Retries; n.Kind != 0 {
+		sc.Lock.Retries = p.count(n, "lock.retries", 0, 0, maxRetries)
+	}
+	if n := &s.Lock.Extend; n.Kind != 0 {
+		switch v := strings.ToLower(n.Value); {
+		case n.Kind == yaml.ScalarNode && (v == "on" || v == "true"):
+			sc.Lock.Extend = true
+		case n.Kind == yaml.ScalarNode && (v == "off" || v == "false"):
+		default:
+			p.fail(n, "lock.extend", "%q is not valid; want on (each critical section extends its lease once, before its write) or off", n.Value)
+			return
+		}
+		if sc.Lock.Extend && !sc.Workload.Generated() {
+			p.fail(n, "lock.extend", "only for a generated workload (workload.kind %s); a scripted scenario extends with a step such as - extend: {client: c1}", generatorKinds)
+		}
+	}
+}
+
+// expectOutcome parses the expect field of an acquire or extend step.
+func (p *parser) expectOutcome(st *Step, n *yaml.Node, field string) bool {
+	if n == nil {
+		return true
+	}
+	success := OutcomeAcquired
+	if st.Kind == StepExtend {
+		success = OutcomeExtended
+	}
+	st.Expect = p.enum(n, field, "", success, OutcomeRefused)
+	return st.Expect != ""
+}
+
+// waitSpan parses a wait for a time, "1s" or "1s..3s"; its error also
+// names the other form, a wait for a condition.
+func (p *parser) waitSpan(n *yaml.Node, field string) (Span, bool) {
+	sp, ok := p.span(n, field, false)
+	if !ok {
+		e := p.errs[len(p.errs)-1]
+		e.Msg += ", or a condition such as {until: expired, client: c1}, {until: up, node: n3} or {until: down, node: n3}"
+	}
+	return sp, ok
+}
+
+// waitUntil parses a wait for a condition: {until: expired, client: c1},
+// {until: up, node: n3} or {until: down, node: n3}, each with an optional
+// timeout.
+func (p *parser) waitUntil(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) bool {
+	before := len(p.errs)
+	v := need("until")
+	if v == nil {
+		return false
+	}
+	st.Until = p.enum(v, field+".until", "", UntilExpired, UntilUp, UntilDown)
+	only := func(name, why string) {
+		if n := seen[name]; n != nil {
+			p.fail(n, field+"."+name, "not used by until %s: %s", st.Until, why)
+		}
+	}
+	switch st.Until {
+	case UntilExpired:
+		if seen["client"] == nil {
+			p.fail(val, field+".client", "missing: until expired waits for this client's lease to run out")
+		}
+		st.Client = p.client(seen["client"], field+".client")
+		if k := seen["key"]; k != nil {
+			st.Key = k.Value
+		}
+		only("node", "it waits for a client's lease, given as client")
+	case UntilUp, UntilDown:
+		if seen["node"] == nil {
+			p.fail(val, field+".node", "missing: until %s waits for this node", st.Until)
+		}
+		st.Node = p.node(seen["node"], field+".node")
+		only("client", "it waits for a node, given as node")
+		only("key", "it waits for a node, given as node")
+	}
+	if n := seen["timeout"]; n != nil {
+		st.Timeout = p.duration(n, field+".timeout", 0, time.Millisecond)
+	}
+	return len(p.errs) == before
+}
+
+// drivesClient reports whether st makes a client act on the lock, which
+// only a scripted workload may do: a generator drives its clients alone.
+func drivesClient(st Step) bool {
+	switch st.Kind {
+	case StepAcquire, StepRelease, StepExtend:
+		return true
+	case StepWait:
+		return st.Until == UntilExpired
+	}
+	return false
+}

@@ -1,0 +1,198 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const generated = `name: g
+expect: safe
+cluster: {nodes: 3}
+lock: {ttl: 1s}
+workload: {kind: counter, clients: 2, duration: 1s}
+`
+
+func TestParseNewFields(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		check      func(*Scenario) string
+	}{
+		{"backend docker", strings.Replace(good, "{nodes: 3}", "{nodes: 3, backend: docker}", 1), func(sc *Scenario) string {
+			if sc.Backend != BackendDocker {
+				return "backend " + sc.Backend
+			}
+			return ""
+		}},
+		{"backend absent", good, func(sc *Scenario) string {
+			if sc.Backend != "" {
+				return "backend " + sc.Backend + ", want empty (the caller's choice)"
+			}
+			return ""
+		}},
+		{"retries", strings.Replace(good, "{ttl: 1s}", "{ttl: 1s, retries: 5}", 1), func(sc *Scenario) string {
+			if sc.Lock.Retries != 5 {
+				return "retries not 5"
+			}
+			return ""
+		}},
+		{"extend on", strings.Replace(generated, "{ttl: 1s}", "{ttl: 1s, extend: on}", 1), func(sc *Scenario) string {
+			if !sc.Lock.Extend {
+				return "extend off"
+			}
+			return ""
+		}},
+		{"extend off", strings.Replace(generated, "{ttl: 1s}", "{ttl: 1s, extend: off}", 1), func(sc *Scenario) string {
+			if sc.Lock.Extend {
+				return "extend on"
+			}
+			return ""
+		}},
+		{"steps", good + `  - acquire: {client: c2, key: k, expect: refused}
+  - extend: {client: c1, expect: extended}
+  - extend: {client: c1, key: k}
+  - wait: {until: expired, client: c1, key: k, timeout: 3s}
+  - wait: {until: down, node: n2}
+  - wait: {until: up, node: n2, timeout: 10s}
+  - wait: 1s..2s
+`, func(sc *Scenario) string {
+			want := []Step{
+				{Kind: StepAcquire, Client: "c1"},
+				{Kind: StepAcquire, Client: "c2", Key: "k", Expect: OutcomeRefused},
+				{Kind: StepExtend, Client: "c1", Expect: OutcomeExtended},
+				{Kind: StepExtend, Client: "c1", Key: "k"},
+				{Kind: StepWait, Until: UntilExpired, Client: "c1", Key: "k", Timeout: 3 * time.Second},
+				{Kind: StepWait, Until: UntilDown, Node: "n2"},
+				{Kind: StepWait, Until: UntilUp, Node: "n2", Timeout: 10 * time.Second},
+				{Kind: StepWait, Span: Span{time.Second, 2 * time.Second}},
+			}
+			if len(sc.Steps) != len(want) {
+				return "wrong number of steps"
+			}
+			for i, w := range want {
+				g := sc.Steps[i]
+				if g.Kind != w.Kind || g.Client != w.Client || g.Key != w.Key || g.Expect != w.Expect ||
+					g.Until != w.Until || g.Node != w.Node || g.Timeout != w.Timeout || g.Span != w.Span {
+					return "step " + string(rune('0'+i)) + " parsed wrong"
+				}
+			}
+			return ""
+		}},
+		{"wait until up in a generated workload", generated + "steps:\n  - wait: {until: up, node: n1}\n", func(sc *Scenario) string {
+			if len(sc.Steps) != 1 || sc.Steps[0].Until != UntilUp {
+				return "wait until up not parsed"
+			}
+			return ""
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := Parse([]byte(tc.yaml), "f.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := tc.check(sc); msg != "" {
+				t.Errorf("%s: %+v", msg, sc)
+			}
+		})
+	}
+}
+
+func TestParseNewFieldsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"bad backend", strings.Replace(good, "{nodes: 3}", "{nodes: 3, backend: kubernetes}", 1),
+			[]string{"f.yaml:3", "cluster.backend", `"kubernetes"`, "local, docker"}},
+		{"unknown cluster field lists backend", strings.Replace(good, "{nodes: 3}", "{nodes: 3, backnd: docker}", 1),
+			[]string{"f.yaml:3", "backnd", "nodes, persistence, replicas, backend"}},
+		{"negative retries", strings.Replace(good, "{ttl: 1s}", "{ttl: 1s, retries: -1}", 1),
+			[]string{"f.yaml:4", "lock.retries", `"-1"`, "0 to 100"}},
+		{"retries not a number", strings.Replace(good, "{ttl: 1s}", "{ttl: 1s, retries: many}", 1),
+			[]string{"f.yaml:4", "lock.retries", "whole number"}},
+		{"unknown lock field lists the new ones", strings.Replace(good, "{ttl: 1s}", "{ttl: 1s, retry: 3}", 1),
+			[]string{"f.yaml:4", "retry", "node_timeout, retries, extend"}},
+		{"bad extend", strings.Replace(generated, "{ttl: 1s}", "{ttl: 1s, extend: twice}", 1),
+			[]string{"f.yaml:4", "lock.extend", `"twice"`, "on", "off"}},
+		{"extend as a list", strings.Replace(generated, "{ttl: 1s}", "{ttl: 1s, extend: [on]}", 1),
+			[]string{"f.yaml:4", "lock.extend", "want on"}},
+		{"extend with steps", strings.Replace(good, "{ttl: 1s}", "{ttl: 1s, extend: on}", 1),
+			[]string{"f.yaml:4", "lock.extend", "only for a generated workload", "- extend: {client: c1}"}},
+		{"bad acquire expect", good + "  - acquire: {client: c2, expect: extended}\n",
+			[]string{"f.yaml:8", "steps[1].acquire.expect", `"extended"`, "acquired, refused"}},
+		{"bad extend expect", good + "  - extend: {client: c1, expect: acquired}\n",
+			[]string{"f.yaml:8", "steps[1].extend.expect", `"acquired"`, "extended, refused"}},
+		{"release has no expect", good + "  - release: {client: c1, expect: released}\n",
+			[]string{"f.yaml:8", "steps[1].release.expect", "valid fields: client, key"}},
+		{"extend of an unknown client", good + "  - extend: {client: c9}\n",
+			[]string{"f.yaml:8", "steps[1].extend.client", `"c9"`, "c1, c2"}},
+		{"extend without client", good + "  - extend: {expect: extended}\n",
+			[]string{"f.yaml:8", "steps[1].extend.client", "missing"}},
+		{"extend in a generated workload", generated + "steps:\n  - extend: {client: c1}\n",
+			[]string{"f.yaml:7", "steps[0].extend", "not allowed with workload.kind counter"}},
+		{"wait until expired in a generated workload", generated + "steps:\n  - wait: {until: expired, client: c1}\n",
+			[]string{"f.yaml:7", "steps[0].wait", "not allowed with workload.kind counter"}},
+		{"bad wait condition", good + "  - wait: {until: ready, node: n1}\n",
+			[]string{"f.yaml:8", "steps[1].wait.until", `"ready"`, "expired, up, down"}},
+		{"wait without until", good + "  - wait: {node: n1}\n",
+			[]string{"f.yaml:8", "steps[1].wait.until", "missing"}},
+		{"wait until up without node", good + "  - wait: {until: up}\n",
+			[]string{"f.yaml:8", "steps[1].wait.node", "missing"}},
+		{"wait until down of an unknown node", good + "  - wait: {until: down, node: n7}\n",
+			[]string{"f.yaml:8", "steps[1].wait.node", `"n7"`, "n1, n2, n3"}},
+		{"wait until expired without client", good + "  - wait: {until: expired}\n",
+			[]string{"f.yaml:8", "steps[1].wait.client", "missing"}},
+		{"wait until expired with a node", good + "  - wait: {until: expired, client: c1, node: n1}\n",
+			[]string{"f.yaml:8", "steps[1].wait.node", "not used by until expired"}},
+		{"wait until up with a client", good + "  - wait: {until: up, node: n1, client: c1}\n",
+			[]string{"f.yaml:8", "steps[1].wait.client", "not used by until up"}},
+		{"bad wait timeout", good + "  - wait: {until: up, node: n1, timeout: soon}\n",
+			[]string{"f.yaml:8", "steps[1].wait.timeout", `"soon"`, "such as 1500ms"}},
+		{"unknown wait field", good + "  - wait: {until: up, node: n1, for: 1s}\n",
+			[]string{"f.yaml:8", "steps[1].wait.for", "valid fields: until, client, key, node, timeout"}},
+		{"bad wait duration names both forms", good + "  - wait: later\n",
+			[]string{"f.yaml:8", "steps[1].wait", "3s..6s", "{until: expired, client: c1}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), "f.yaml")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// Every built-in that scripts its acquires says what each must do: a
+// scripted counterexample judged after an acquire went the other way would
+// be judged on a story that did not happen.
+func TestBuiltinScriptedAcquiresExpect(t *testing.T) {
+	for _, name := range Builtin() {
+		sc, err := Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, st := range sc.Steps {
+			if st.Kind == StepAcquire && st.Expect == "" {
+				t.Errorf("%s: step %d (acquire %s) has no expect", name, i+1, st.Client)
+			}
+		}
+	}
+}
+
+func TestExpectErrorNamesTheStep(t *testing.T) {
+	e := &ExpectError{Step: 5, Kind: StepAcquire, Client: "c2", Want: OutcomeAcquired, Got: OutcomeRefused,
+		Cause: errString("redlock: lock \"lock\" not acquired\nn1: timeout")}
+	want := `step 5 (acquire c2): expected acquired, was refused: redlock: lock "lock" not acquired`
+	if e.Error() != want {
+		t.Errorf("got %q, want %q", e.Error(), want)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
