@@ -169,7 +169,8 @@ func (p *parser) linkFault(st *Step, seen map[string]*yaml.Node, field string) {
 	v := seen["delay"]
 	switch {
 	case st.Fault == "delay" && v == nil:
-		p.fail(nil, field+".delay", "missing: fault delay needs how long bytes are held, such as delay: 90s")
+		// Named at the line that asked for the delay.
+		p.fail(seen["fault"], field+".delay", "missing: fault delay needs how long bytes are held, such as delay: 90s")
 	case st.Fault != "delay" && v != nil:
 		p.fail(v, field+".delay", "only for fault: delay")
 	case v != nil:

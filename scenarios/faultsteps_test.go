@@ -122,7 +122,7 @@ func TestParseFaultStepErrors(t *testing.T) {
 		{"replica of unknown node", head("{nodes: 3, replicas: [n9]}") + "  - wait: 1s\n", []string{"f.yaml:3", "cluster.replicas", `"n9"`}},
 		{"replicas not a list", head("{nodes: 3, replicas: n1}") + "  - wait: 1s\n", []string{"cluster.replicas", "[n1]"}},
 		{"unknown net fault", faultsHead + "  - net: {client: c1, nodes: [n1], fault: explode}\n", []string{"f.yaml:7", "steps[0].net.fault", "drop, reset, refuse, delay"}},
-		{"delay without time", faultsHead + "  - net: {client: c1, nodes: [n1], fault: delay}\n", []string{"steps[0].net.delay", "missing"}},
+		{"delay without time", faultsHead + "  - net: {client: c1, nodes: [n1], fault: delay}\n", []string{"f.yaml:7", "steps[0].net.delay", "missing"}},
 		{"time without delay", faultsHead + "  - net: {client: c1, nodes: [n1], delay: 2s}\n", []string{"steps[0].net.delay", "only for fault: delay"}},
 		{"delay too long", faultsHead + "  - net: {client: c1, nodes: [n1], fault: delay, delay: 3h}\n", []string{"steps[0].net.delay", "1ms to 1h0m0s"}},
 		{"refuse with direction", faultsHead + "  - net: {client: c1, nodes: [n1], fault: refuse, direction: to-node}\n", []string{"steps[0].net.direction", "no direction"}},
