@@ -182,7 +182,7 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		names = append(names, ep.Name)
 	}
 	if r.sc.Lock.Kind == LockRedsync {
-		return workload.NewRedsync(conns, r.sc.Lock.NodeTimeout), nil
+		return r.gatedRedsync(client, conns), nil
 	}
 	opts := redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout, Hooks: r.hooks(client)}
 	switch r.sc.Lock.Kind {
