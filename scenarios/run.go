@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,8 +34,12 @@ type RunOptions struct {
 	// Command re-runs this exact run; empty means
 	// "splitbrain run <name> --seed <seed>".
 	Command string
-	// Progress receives one line per step; nil discards them.
+	// Progress receives one line per step, and a generated workload's
+	// progress every ProgressEvery; nil discards them.
 	Progress io.Writer
+	// ProgressEvery is how often a generated workload reports; zero means
+	// DefaultProgressEvery, negative never.
+	ProgressEvery time.Duration
 	// Backend is where the nodes run: "local" (the default when empty) or
 	// "docker".
 	Backend string
@@ -77,13 +82,17 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Steps and the workload's progress log from their own goroutines.
+	var logMu sync.Mutex
 	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
 		if opts.Progress != nil {
 			fmt.Fprintf(opts.Progress, "%7.3fs  %s\n", time.Duration(rec.Now()).Seconds(), fmt.Sprintf(format, args...))
 		}
 	}
 
-	r := &runner{sc: sc, rec: rec, logf: logf, seed: opts.Seed,
+	r := &runner{sc: sc, rec: rec, logf: logf, seed: opts.Seed, progressEvery: opts.ProgressEvery,
 		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), streamNemesis)),
 		wlRand:  rand.New(rand.NewPCG(uint64(opts.Seed), streamWorkload)),
 	}
@@ -144,6 +153,8 @@ type runner struct {
 	nemRand *rand.Rand
 	wlRand  *rand.Rand
 	seed    int64
+	// progressEvery: see RunOptions.ProgressEvery.
+	progressEvery time.Duration
 
 	cluster backend
 	net     *nemesis.Net
