@@ -107,7 +107,7 @@ func TestSuiteAll(t *testing.T) {
 	e := newEnv(t)
 	store := filepath.Join(t.TempDir(), "runs")
 	started := time.Now()
-	res := e.runFor(20*time.Minute, "suite", "--all", "--seed", "5", "--store", store, "--json")
+	res := e.runFor(9*time.Minute, "suite", "--all", "--seed", "5", "--store", store, "--json")
 	t.Logf("suite --all took %v", time.Since(started).Round(time.Second))
 	if res.code != 0 {
 		t.Errorf("exit code %d, want 0", res.code)
