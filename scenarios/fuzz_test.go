@@ -41,6 +41,9 @@ func FuzzParse(f *testing.F) {
 		if sc.Nodes < 1 || len(sc.Clients) < 1 || sc.Lock.TTL <= 0 || len(sc.Steps) == 0 && !sc.Workload.Generated() {
 			t.Fatalf("accepted an unplayable scenario: %+v", sc)
 		}
+		if len(sc.Locks) == 0 || sc.Lock.Kind != sc.Locks[0] || len(sc.Plays()) != len(sc.Locks) {
+			t.Fatalf("locks %v, kind %s: want at least one, the kind the first, a play per lock", sc.Locks, sc.Lock.Kind)
+		}
 		known := map[string]bool{}
 		for _, c := range sc.Clients {
 			known[c] = true

@@ -86,3 +86,62 @@ func TestScenarioAgainstEveryLock(t *testing.T) {
 		})
 	}
 }
+
+// lock.kind may list several kinds: the scenario is played once per kind.
+// A bad list is an error naming the file, the line and the field.
+func TestLockKindLists(t *testing.T) {
+	const file = `name: kinds
+expect: any
+cluster: {nodes: 5}
+lock: {kind: %s, ttl: 1s}
+workload: {clients: 1, kind: %w}
+`
+	parse := func(kinds, wl string) (*scenarios.Scenario, error) {
+		return scenarios.Parse([]byte(strings.NewReplacer("%s", kinds, "%w", wl).Replace(file)), "kinds.yaml")
+	}
+	sc, err := parse("[redlock, redsync]", "counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(sc.Locks, ",") != "redlock,redsync" || sc.Lock.Kind != "redlock" {
+		t.Fatalf("locks %v, kind %s; want redlock,redsync and redlock first", sc.Locks, sc.Lock.Kind)
+	}
+	plays := sc.Plays()
+	if len(plays) != 2 || plays[0].Lock.Kind != "redlock" || plays[1].Lock.Kind != "redsync" ||
+		len(plays[1].Locks) != 1 || sc.Lock.Kind != "redlock" {
+		t.Errorf("plays %+v: want one per kind, each with its kind alone, the scenario unchanged", plays)
+	}
+	if sc, err := parse("redsync", "counter"); err != nil || len(sc.Plays()) != 1 || sc.Plays()[0].Lock.Kind != "redsync" {
+		t.Errorf("one kind: %v, want one play of redsync", err)
+	}
+
+	for _, tc := range []struct{ kinds, want string }{
+		{"[]", "kinds.yaml:4: lock.kind: empty list; want one or more of redlock, single, naive"},
+		{"[redlock, zookeeper]", `kinds.yaml:4: lock.kind[1]: "zookeeper" is not valid; want one of redlock`},
+		{"[redsync, redsync]", "kinds.yaml:4: lock.kind[1]: redsync is listed twice"},
+		{"[[redlock]]", `kinds.yaml:4: lock.kind[0]: "" is not valid`},
+	} {
+		if _, err := parse(tc.kinds, "counter"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("kind %s: error %v, want %q", tc.kinds, err, tc.want)
+		}
+	}
+
+	// --lock replaces the list.
+	sc, _ = parse("[redlock, redsync]", "counter")
+	if err := sc.Override(scenarios.Overrides{Lock: "naive"}); err != nil || len(sc.Plays()) != 1 || sc.Plays()[0].Lock.Kind != "naive" {
+		t.Errorf("--lock naive: %v, plays %v; want one play of naive", err, sc.Locks)
+	}
+	// With fencing on, every kind must hand out tokens, listed or given.
+	sc, _ = parse("[fenced-simple, redsync]", "counter, fencing: on")
+	if err := sc.Override(scenarios.Overrides{}); err == nil || !strings.Contains(err.Error(), "kinds.yaml: lock.kind redsync") ||
+		!strings.Contains(err.Error(), "needs a lock with tokens") {
+		t.Errorf("fencing with redsync listed: %v, want an error naming lock.kind redsync", err)
+	}
+	if err := sc.Override(scenarios.Overrides{Lock: "fenced-two-round"}); err != nil {
+		t.Errorf("--lock fenced-two-round on a fenced scenario: %v", err)
+	}
+	sc, _ = parse("[fenced-simple, fenced-two-round]", "counter, fencing: on")
+	if err := sc.Override(scenarios.Overrides{Lock: "redlock"}); err == nil || !strings.Contains(err.Error(), "--lock redlock") {
+		t.Errorf("--lock redlock on a fenced scenario: %v, want an error naming --lock redlock", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,8 +35,12 @@ type RunOptions struct {
 	// Command re-runs this exact run; empty means
 	// "splitbrain run <name> --seed <seed>".
 	Command string
-	// Progress receives one line per step; nil discards them.
+	// Progress receives one line per step, and a generated workload's
+	// progress every ProgressEvery; nil discards them.
 	Progress io.Writer
+	// ProgressEvery is how often a generated workload reports; zero means
+	// DefaultProgressEvery, negative never.
+	ProgressEvery time.Duration
 	// Backend is where the nodes run: "local" or "docker"; empty means the
 	// scenario file's cluster.backend, and local if it names none.
 	Backend string
@@ -86,8 +91,12 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		return nil, err
 	}
 	defer hlog.Close()
+	// Steps and the workload's progress log from their own goroutines.
+	var logMu sync.Mutex
 	logf := func(format string, args ...any) {
 		line := fmt.Sprintf("%7.3fs  %s\n", time.Duration(rec.Now()).Seconds(), fmt.Sprintf(format, args...))
+		logMu.Lock()
+		defer logMu.Unlock()
 		_, _ = io.WriteString(hlog, line)
 		if opts.Progress != nil {
 			_, _ = io.WriteString(opts.Progress, line)
@@ -95,11 +104,13 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 	}
 	// Lines the caller prints itself go to the log only.
 	hlogf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
 		_, _ = fmt.Fprintf(hlog, "%7.3fs  %s\n", time.Duration(rec.Now()).Seconds(), fmt.Sprintf(format, args...))
 	}
 	hlogf("scenario %s (%s), lock %s, backend %s, seed %d", sc.Name, sc.File, sc.Lock.Kind, backendName(opts.Backend), opts.Seed)
 
-	r := &runner{sc: sc, rec: rec, logf: logf, seed: opts.Seed,
+	r := &runner{sc: sc, rec: rec, logf: logf, seed: opts.Seed, progressEvery: opts.ProgressEvery,
 		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), streamNemesis)),
 		wlRand:  rand.New(rand.NewPCG(uint64(opts.Seed), streamWorkload)),
 	}
@@ -183,6 +194,8 @@ type runner struct {
 	nemRand *rand.Rand
 	wlRand  *rand.Rand
 	seed    int64
+	// progressEvery: see RunOptions.ProgressEvery.
+	progressEvery time.Duration
 
 	cluster backend
 	net     *nemesis.Net
@@ -221,9 +234,7 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		names = append(names, ep.Name)
 	}
 	if r.sc.Lock.Kind == LockRedsync {
-		rs := workload.NewRedsync(conns, r.sc.Lock.NodeTimeout)
-		rs.Tries = r.sc.Lock.Retries
-		return rs, nil
+		return r.gatedRedsync(client, conns), nil
 	}
 	opts := redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout, Hooks: r.hooks(client), MaxTries: r.sc.Lock.Retries}
 	switch r.sc.Lock.Kind {

@@ -58,6 +58,9 @@ type Scenario struct {
 	// BackendDocker), empty when the file leaves it to the caller;
 	// RunOptions.Backend, when set, wins.
 	Backend string
+	// Locks are the lock kinds the scenario is played against, once
+	// each (see Plays); Lock.Kind is the first.
+	Locks []string
 }
 
 // Lock kinds: our Redlock and its variants, and go-redsync/redsync.
@@ -346,7 +349,8 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 		sc.Clients = append(sc.Clients, name)
 		p.cls[name] = true
 	}
-	sc.Lock.Kind = p.enum(&s.Lock.Kind, "lock.kind", LockRedlock, LockKinds...)
+	sc.Locks = p.lockKinds(&s.Lock.Kind)
+	sc.Lock.Kind = sc.Locks[0]
 	sc.Lock.TTL = p.duration(&s.Lock.TTL, "lock.ttl", 2*time.Second, time.Millisecond)
 	sc.Lock.NodeTimeout = p.duration(&s.Lock.NodeTimeout, "lock.node_timeout", 0, time.Millisecond)
 	if sc.Lock.NodeTimeout >= sc.Lock.TTL && sc.Lock.TTL > 0 {
@@ -372,6 +376,55 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 		}
 	}
 	return sc
+}
+
+// lockKinds parses lock.kind: one kind, or a list of kinds to play the
+// scenario against one after another.
+func (p *parser) lockKinds(n *yaml.Node) []string {
+	const field = "lock.kind"
+	if n.Kind != yaml.SequenceNode {
+		return []string{p.enum(n, field, LockRedlock, LockKinds...)}
+	}
+	if len(n.Content) == 0 {
+		p.fail(n, field, "empty list; want one or more of %s, such as [redlock, redsync]", strings.Join(LockKinds, ", "))
+		return []string{LockRedlock}
+	}
+	var out []string
+	for i, v := range n.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		k := p.enum(v, f, "", LockKinds...)
+		switch {
+		case k == "":
+		case slices.Contains(out, k):
+			p.fail(v, f, "%s is listed twice; each kind is played once", k)
+		default:
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return []string{LockRedlock}
+	}
+	return out
+}
+
+// Fenced reports whether lock kind k hands out fencing tokens.
+func Fenced(k string) bool { return k == LockFencedSimple || k == LockFencedTwoRound }
+
+// Plays returns the scenario once per lock kind it lists, each a copy
+// with that kind alone: what one run plays.
+func (sc *Scenario) Plays() []*Scenario {
+	out := make([]*Scenario, len(sc.Locks))
+	for i, k := range sc.Locks {
+		c := *sc
+		c.Lock.Kind = k
+		c.Locks = []string{k}
+		out[i] = &c
+	}
+	if len(out) == 0 {
+		// Built in Go rather than parsed: Lock.Kind is the one kind.
+		out = append(out, sc)
+	}
+	return out
 }
 
 func (p *parser) enum(n *yaml.Node, field, def string, valid ...string) string {
@@ -620,7 +673,7 @@ func Load(nameOrPath string) (*Scenario, error) {
 // Overrides changes a loaded scenario from the command line; zero fields
 // keep the file's values.
 type Overrides struct {
-	Lock     string        // a lock kind (LockKinds)
+	Lock     string        // a lock kind (LockKinds), in place of the file's list
 	Clients  int           // number of clients, c1..cN
 	Duration time.Duration // a generated workload's duration
 }
@@ -632,11 +685,20 @@ func (sc *Scenario) Override(o Overrides) error {
 		if !slices.Contains(LockKinds, o.Lock) {
 			return fmt.Errorf("--lock %q: want one of %s", o.Lock, strings.Join(LockKinds, ", "))
 		}
-		if sc.Workload.Fencing && o.Lock != LockFencedSimple && o.Lock != LockFencedTwoRound {
-			return fmt.Errorf("--lock %s: %s fences its storage and needs a lock with tokens: %s or %s",
-				o.Lock, sc.Name, LockFencedSimple, LockFencedTwoRound)
-		}
 		sc.Lock.Kind = o.Lock
+		sc.Locks = []string{o.Lock}
+	}
+	// Every play must be able to fence: a lock without tokens cannot
+	// write to a fenced storage at all.
+	for _, k := range sc.Locks {
+		if sc.Workload.Fencing && !Fenced(k) {
+			flag := "--lock " + k
+			if o.Lock == "" {
+				flag = fmt.Sprintf("%s: lock.kind %s", sc.File, k)
+			}
+			return fmt.Errorf("%s: %s fences its storage and needs a lock with tokens: %s or %s",
+				flag, sc.Name, LockFencedSimple, LockFencedTwoRound)
+		}
 	}
 	if o.Clients != 0 {
 		if o.Clients < 1 || o.Clients > 64 {

@@ -125,9 +125,11 @@ func (r *runner) playGenerated(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	var wlErr, stepErr error
+	stopProgress := r.startProgress(w.Duration)
 	wg.Go(func() { wlErr = workload.Run(ctx, cfg, workers) })
 	wg.Go(func() { stepErr = r.playSteps(ctx, lead, len(r.sc.Steps)) })
 	wg.Wait()
+	stopProgress()
 	r.logf("workload %s done", w.Kind)
 	if err := errors.Join(wlErr, stepErr); err != nil {
 		return err

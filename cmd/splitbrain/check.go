@@ -26,6 +26,14 @@ Flags:
   --timeout D  bound on each porcupine search (default 30s); running out
                makes the verdict unknown
   --json       print the outcome as JSON
+  -h, --help   this help
+
+Examples:
+  splitbrain check store/clock-jump/latest
+  splitbrain check store/random-all-counter/latest --timeout 2m --json
+
+Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 internal
+error.
 `
 
 // checkSummary is check's --json output.

@@ -2,7 +2,8 @@
 // whether mutual exclusion held.
 //
 // Exit codes follow Jepsen: 0 valid, 1 invalid, 2 unknown, 254 bad
-// arguments, 255 internal error.
+// arguments, 255 internal error; a run of several plays (one per lock a
+// scenario lists) exits with the worst of them.
 package main
 
 import (
@@ -55,25 +56,19 @@ Usage:
                                         exit 0 when the local backend can run
   splitbrain serve [--store DIR] [--addr 127.0.0.1:8040]  browse the runs over HTTP
 
-Flags of run and suite:
-  --seed N        seed of the workload's and the nemesis's random draws
-                  (default: a fresh random seed, printed and stored)
-  --store DIR     where runs are written (default: store)
-  --backend NAME  where the Redis nodes run: local (default), or docker
-                  (containers of an image built here from redis-server)
-  --json          print the outcome as JSON instead of text
-  --lock KIND     the lock under test instead of the scenario's: redlock, single,
-                  naive, fenced-simple, fenced-two-round or redsync
-  --clients N     the number of clients instead of the scenario's
-  --time D        how long a generated workload runs, such as 10s (suite: the
-                  scenarios with a generated workload; scripted ones keep theirs)
+  splitbrain help COMMAND               a command's flags and examples (or COMMAND --help)
 
+Flags of run and suite:
+` + runFlagsHelp + `
 Examples:
   splitbrain suite                      the built-in suite and its safety matrix
   splitbrain run clock-jump --seed 7    reproduce one counterexample
   splitbrain run my-schedule.yaml --lock redsync --time 30s
 
-Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 internal error.
+Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 internal
+error. A scenario listing several locks is played once per lock: run exits
+255 if a play hit an internal error, else 1 if one is invalid, else 2 if one
+is unknown, else 0; suite exits 0 only if every run met its expectation.
 `
 
 func main() {
@@ -99,6 +94,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var code int
 	var err error
+	if _, known := commandUsage[args[0]]; known && wantsHelp(args[1:]) {
+		args = []string{"help", args[0]}
+	}
 	switch args[0] {
 	case "list":
 		code, err = cmdList(args[1:], stdout)
@@ -113,8 +111,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "serve":
 		code, err = cmdServe(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitValid
+		if len(args) > 2 {
+			err = &usageError{fmt.Sprintf("help takes at most one command, got %q", strings.Join(args[1:], " "))}
+			break
+		}
+		err = printHelp(stdout, strings.Join(args[1:], ""))
 	default:
 		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, check, serve or doctor", args[0])}
 	}
@@ -141,7 +142,7 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		if err != nil {
 			return exitInternal, err
 		}
-		fmt.Fprintf(stdout, "%-30s expect %-9s %s\n", name, sc.Expect, firstSentence(sc.Description))
+		fmt.Fprintf(stdout, "%-30s expect %-9s %-17s %s\n", name, sc.Expect, strings.Join(sc.Locks, ","), firstSentence(sc.Description))
 	}
 	return exitValid, nil
 }
@@ -182,7 +183,8 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.seed, "seed", "", "")
 	fs.StringVar(&f.store, "store", "store", "")
-	fs.StringVar(&f.backend, "backend", "local", "")
+	// Empty: the scenario file's cluster.backend, else local.
+	fs.StringVar(&f.backend, "backend", "", "")
 	fs.BoolVar(&f.json, "json", false, "")
 	if name == "suite" {
 		fs.BoolVar(&f.all, "all", false, "")
@@ -210,7 +212,7 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 	case given["time"] && o.Duration < time.Millisecond:
 		return f, nil, 0, &usageError{fmt.Sprintf("--time %v: want a duration of at least 1ms such as 10s", o.Duration)}
 	}
-	if !slices.Contains(scenarios.Backends, f.backend) {
+	if f.backend != "" && !slices.Contains(scenarios.Backends, f.backend) {
 		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: want one of %s", f.backend, strings.Join(scenarios.Backends, ", "))}
 	}
 	if f.store == "" {
@@ -241,17 +243,51 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out, err := runOne(ctx, sc, seed, f, stdout, stderr)
-	if out == nil {
-		return exitInternal, err
+	plays := sc.Plays()
+	var rows []runSummary
+	var codes []int
+	for i, play := range plays {
+		if ctx.Err() != nil {
+			// Ctrl-C: the plays not started have no verdict.
+			codes = append(codes, exitUnknown)
+			break
+		}
+		if i > 0 && !f.json {
+			fmt.Fprintln(stdout)
+		}
+		out, err := runOne(ctx, play, seed, f, len(plays) > 1, stdout, stderr)
+		if out == nil {
+			// No run folder was made (no engine, no redis-server): the
+			// next lock would fail the same way.
+			return exitInternal, err
+		}
+		switch {
+		case err != nil && out.Result.Verdict != checker.Invalid:
+			codes = append(codes, exitInternal)
+		default:
+			codes = append(codes, out.Result.Verdict.ExitCode())
+		}
+		rows = append(rows, summarize(play, seed, out))
 	}
 	if f.json {
-		writeJSON(stdout, summarize(sc, seed, out))
+		if len(plays) == 1 && len(rows) == 1 {
+			writeJSON(stdout, rows[0])
+		} else {
+			writeJSON(stdout, rows)
+		}
 	}
-	if err != nil && out.Result.Verdict != checker.Invalid {
-		return exitInternal, nil
+	return worstExit(codes), nil
+}
+
+// worstExit combines the exit codes of several plays: an internal error
+// above all, then invalid, then unknown; 0 only when every play is valid.
+func worstExit(codes []int) int {
+	for _, c := range []int{exitInternal, exitInvalid, exitUnknown} {
+		if slices.Contains(codes, c) {
+			return c
+		}
 	}
-	return out.Result.Verdict.ExitCode(), nil
+	return exitValid
 }
 
 func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
@@ -267,7 +303,11 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	// Load and check every scenario first: a bad file or flag should not
 	// be found only after minutes of runs.
-	var scs []*scenarios.Scenario
+	type suitePlay struct {
+		sc    *scenarios.Scenario
+		multi bool // one of several plays of its scenario
+	}
+	var scs []suitePlay
 	for _, p := range pos {
 		sc, err := loadScenario(p)
 		if err != nil {
@@ -282,7 +322,9 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 		if err := sc.Override(o); err != nil {
 			return exitUsage, &usageError{fmt.Sprintf("%s: %v", p, err)}
 		}
-		scs = append(scs, sc)
+		for _, play := range sc.Plays() {
+			scs = append(scs, suitePlay{play, len(sc.Locks) > 1})
+		}
 	}
 	if err := checkStore(f.store); err != nil {
 		return exitUsage, err
@@ -292,16 +334,16 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	started := time.Now()
 	var rows []runSummary
 	code := exitValid
-	for _, sc := range scs {
+	for _, p := range scs {
 		if ctx.Err() != nil {
 			code = exitUnknown
 			break
 		}
-		out, err := runOne(ctx, sc, seed, f, stdout, stderr)
+		out, err := runOne(ctx, p.sc, seed, f, p.multi, stdout, stderr)
 		if out == nil {
 			return exitInternal, err
 		}
-		row := summarize(sc, seed, out)
+		row := summarize(p.sc, seed, out)
 		rows = append(rows, row)
 		if !row.AsExpected && code == exitValid {
 			code = exitInvalid
@@ -325,7 +367,8 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 			met++
 		}
 	}
-	fmt.Fprintf(stdout, "%d of %d scenarios met their expectation (seed %d)\n", met, len(scs), seed)
+	fmt.Fprintf(stdout, "%d of %d runs met their expectation (%d scenarios, seed %d, %v)\n",
+		met, len(scs), len(pos), seed, time.Since(started).Round(time.Second))
 	fmt.Fprintf(stdout, "safety matrix: %s\n", matrix)
 	return code, nil
 }
@@ -423,21 +466,28 @@ func loadScenario(nameOrPath string) (*scenarios.Scenario, error) {
 
 // runOne runs one scenario and prints its progress and verdict (text mode)
 // or only its progress, to stderr (JSON mode).
-func runOne(ctx context.Context, sc *scenarios.Scenario, seed int64, f runFlags, stdout, stderr io.Writer) (*scenarios.Outcome, error) {
+// multi says the scenario is one of several plays (one per lock): the
+// rerun command then names its lock.
+func runOne(ctx context.Context, sc *scenarios.Scenario, seed int64, f runFlags, multi bool, stdout, stderr io.Writer) (*scenarios.Outcome, error) {
 	progress := stderr
 	if !f.json {
 		progress = stdout
 	}
-	if err := backendReady(ctx, f.backend); err != nil {
+	backend := effectiveBackend(sc, f)
+	if err := backendReady(ctx, backend); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "splitbrain: scenario %s, seed %d\n", sc.Name, seed)
+	if multi {
+		fmt.Fprintf(progress, "splitbrain: scenario %s against %s, seed %d\n", sc.Name, sc.Lock.Kind, seed)
+	} else {
+		fmt.Fprintf(progress, "splitbrain: scenario %s, seed %d\n", sc.Name, seed)
+	}
 	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{
 		Seed:     seed,
 		Store:    f.store,
-		Command:  rerunCommand(sc, seed, f),
+		Command:  rerunCommand(sc, seed, f, multi),
 		Progress: progress,
-		Backend:  f.backend,
+		Backend:  backend,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "splitbrain: %v\n", err)
@@ -487,20 +537,36 @@ func printVerdict(w io.Writer, sc *scenarios.Scenario, out *scenarios.Outcome) {
 	}
 }
 
-func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags) string {
+func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags, multi bool) string {
 	name := sc.Name
 	if !strings.HasPrefix(sc.File, "builtin/") {
 		name = sc.File
 	}
 	parts := []string{"splitbrain", "run", name, "--seed", strconv.FormatInt(seed, 10)}
 	parts = append(parts, f.set...)
+	if multi && f.overrides.Lock == "" {
+		// This play alone, not every lock the scenario lists.
+		parts = append(parts, "--lock", sc.Lock.Kind)
+	}
 	if f.store != "store" {
 		parts = append(parts, "--store", f.store)
 	}
-	if f.backend != scenarios.BackendLocal {
-		parts = append(parts, "--backend", f.backend)
+	if b := effectiveBackend(sc, f); b != scenarios.BackendLocal {
+		parts = append(parts, "--backend", b)
 	}
 	return strings.Join(parts, " ")
+}
+
+// effectiveBackend is where sc's nodes run: --backend, else the file's
+// cluster.backend, else local.
+func effectiveBackend(sc *scenarios.Scenario, f runFlags) string {
+	switch {
+	case f.backend != "":
+		return f.backend
+	case sc.Backend != "":
+		return sc.Backend
+	}
+	return scenarios.BackendLocal
 }
 
 // backendReady fails before anything of a run is made when the backend

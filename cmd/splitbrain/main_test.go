@@ -115,7 +115,13 @@ type result struct {
 // run runs the binary to completion.
 func (e *env) run(args ...string) result {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	return e.runFor(45*time.Second, args...)
+}
+
+// runFor runs the binary to completion, killing it after timeout.
+func (e *env) runFor(timeout time.Duration, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := e.command(ctx, args...)
 	var stdout, stderr bytes.Buffer
@@ -397,6 +403,20 @@ steps:
   - wait: 1s
 `)
 	missing := filepath.Join(scenarioDir, "missing.yaml")
+	lockList := func(name, kinds, fencing string) string {
+		path := filepath.Join(scenarioDir, name+".yaml")
+		writeFile(t, path, `name: `+name+`
+expect: any
+cluster: {nodes: 3}
+lock: {kind: `+kinds+`, ttl: 1s}
+workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
+`)
+		return path
+	}
+	emptyList := lockList("empty-list", "[]", "")
+	unknownInList := lockList("unknown-in-list", "[redlock, zookeeper]", "")
+	twiceInList := lockList("twice-in-list", "[redsync, redlock, redsync]", "")
+	unfencedInList := lockList("unfenced-in-list", "[fenced-simple, redsync]", ", fencing: on")
 
 	tests := []struct {
 		name string
@@ -425,6 +445,14 @@ steps:
 		{"unknown lock", []string{"run", "clock-jump", "--lock", "zookeeper"}, []string{`--lock "zookeeper"`, "redlock, single, naive, fenced-simple, fenced-two-round, redsync"}},
 		{"lock without tokens on a fenced scenario", []string{"suite", "pause-critical-section-fenced", "--lock", "redlock"},
 			[]string{"pause-critical-section-fenced", "--lock redlock", "needs a lock with tokens"}},
+		{"empty lock list", []string{"run", emptyList}, []string{emptyList + ":4: lock.kind: empty list", "redlock, single, naive"}},
+		{"unknown lock in a list", []string{"suite", unknownInList}, []string{unknownInList + `:4: lock.kind[1]: "zookeeper" is not valid`, "fenced-two-round, redsync"}},
+		{"lock listed twice", []string{"run", twiceInList}, []string{twiceInList + ":4: lock.kind[2]: redsync is listed twice"}},
+		{"listed lock without tokens on a fenced scenario", []string{"run", unfencedInList},
+			[]string{unfencedInList + ": lock.kind redsync", "needs a lock with tokens"}},
+		{"listed lock without tokens in a suite", []string{"suite", "random-all-counter", unfencedInList},
+			[]string{"lock.kind redsync", "needs a lock with tokens"}},
+		{"help for an unknown command", []string{"help", "frobnicate"}, []string{`help "frobnicate": no such command`}},
 		{"no clients", []string{"run", "clock-jump", "--clients", "0"}, []string{"--clients 0", "from 1 to 64"}},
 		{"clients not a number", []string{"run", "clock-jump", "--clients", "two"}, []string{"-clients"}},
 		{"fewer clients than the steps use", []string{"run", "clock-jump", "--clients", "1"},

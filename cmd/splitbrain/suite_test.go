@@ -47,7 +47,7 @@ func TestSuiteWritesTheMatrix(t *testing.T) {
 		"SCENARIO", "naive",
 		"clock-jump-control", "valid ok",
 		"wrong-expectation", "invalid NO",
-		"1 of 2 scenarios met their expectation (seed 3)",
+		"1 of 2 runs met their expectation (2 scenarios, seed 3,",
 		"safety matrix: " + filepath.Join(store, results.MatrixFile),
 	} {
 		if !strings.Contains(res.stdout, want) {
@@ -90,7 +90,7 @@ func TestSuiteMeetsItsExpectations(t *testing.T) {
 	if res.code != 0 {
 		t.Errorf("exit code %d, want 0", res.code)
 	}
-	if !strings.Contains(res.stdout, "1 of 1 scenarios met their expectation") {
+	if !strings.Contains(res.stdout, "1 of 1 runs met their expectation") {
 		t.Errorf("output does not count the met expectation")
 	}
 	if _, err := os.Stat(filepath.Join(store, results.MatrixJSON)); err != nil {

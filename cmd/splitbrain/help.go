@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+)
+
+// runFlagsHelp describes the flags run and suite share.
+const runFlagsHelp = `  --seed N        seed of the workload's and the nemesis's random draws
+                  (default: a fresh random seed, printed and stored); every
+                  play of a scenario uses the same seed, so the same faults
+  --store DIR     where runs are written (default: store)
+  --backend NAME  where the Redis nodes run: local or docker (containers of
+                  an image built here from redis-server); default: the
+                  scenario's cluster.backend, else local
+  --json          print the outcome as JSON instead of text; progress goes
+                  to stderr
+  --lock KIND     play only against this lock, instead of the kind or kinds
+                  the scenario lists: redlock, single, naive, fenced-simple,
+                  fenced-two-round or redsync
+  --clients N     the number of clients instead of the scenario's (1-64)
+  --time D        how long a generated workload runs, such as 10s
+  -h, --help      this help
+`
+
+const runUsage = `Usage: splitbrain run SCENARIO [flags]
+
+Runs one scenario, a built-in name (splitbrain list) or a .yaml file, and
+prints its seed, its progress, its verdict and the path of its report. A
+scenario whose lock.kind lists several locks (kind: [redlock, redsync]) is
+played once per lock, one after another, each play its own run folder and
+report, each verdict printed.
+
+Flags:
+` + runFlagsHelp + `
+Examples:
+  splitbrain run clock-jump                    Kleppmann's clock jump, a fresh seed
+  splitbrain run clock-jump --seed 7           replay the run of seed 7 exactly
+  splitbrain run random-all-counter --seed 5   Jepsen's combined nemesis, against redlock, then redsync
+  splitbrain run random-all-counter --lock redsync --time 30s
+  splitbrain run my-scenario.yaml --backend docker
+  splitbrain run clock-jump --json             one JSON object; several plays: a JSON array of them
+
+Exit codes: 255 if a play hit an internal error, else 1 if a verdict is
+invalid, else 2 if one is unknown, else 0 (every verdict valid); 254 bad
+arguments. The verdict decides, not the expectation: use suite for that.
+`
+
+const suiteUsage = `Usage: splitbrain suite [SCENARIOS...|--all] [flags]
+
+Runs scenarios (built-in names or .yaml files; default and --all: every
+built-in), each once per lock it lists, and writes the safety matrix:
+STORE/matrix.html and STORE/matrix.json, a row per scenario, a column per
+lock, each cell the verdict linked to the run's report. Prints the matrix
+as a table. --time changes only the scenarios with a generated workload.
+
+Flags:
+  --all           every built-in scenario (the default when none is named)
+` + runFlagsHelp + `
+Examples:
+  splitbrain suite --store /tmp/runs                 the built-in suite and its matrix
+  splitbrain suite --all --seed 5                    the same, reproducibly
+  splitbrain suite clock-jump failover --lock redsync
+  splitbrain suite a.yaml b.yaml --json              matrix path and every run as JSON
+
+Exit codes: 0 when every run met its scenario's expectation (expect any
+accepts valid and invalid, never unknown), 1 otherwise, 254 bad arguments,
+255 internal error.
+`
+
+const listUsage = `Usage: splitbrain list
+
+Lists the built-in scenarios: name, expectation, the locks each is played
+against, and the first sentence of its description.
+
+Example:
+  splitbrain list
+`
+
+const doctorUsage = `Usage: splitbrain doctor
+
+Checks what the local backend (redis-server, cc) and the Docker backend
+(engine, ldd, image) need, and says what is missing. Exits 0 when the local
+backend can run, 1 otherwise.
+
+Example:
+  splitbrain doctor
+`
+
+const serveUsage = `Usage: splitbrain serve [--store DIR] [--addr HOST:PORT]
+
+Serves the store's runs, reports and safety matrix over HTTP, read-only,
+until Ctrl-C.
+
+Flags:
+  --store DIR       the folder of runs (default: store)
+  --addr HOST:PORT  where to listen (default: 127.0.0.1:8040, this machine only)
+  -h, --help        this help
+
+Examples:
+  splitbrain serve
+  splitbrain serve --store /tmp/runs --addr 127.0.0.1:9000
+`
+
+// commandUsage is each command's --help.
+var commandUsage = map[string]string{
+	"list":   listUsage,
+	"run":    runUsage,
+	"suite":  suiteUsage,
+	"check":  checkUsage,
+	"doctor": doctorUsage,
+	"serve":  serveUsage,
+}
+
+// wantsHelp reports whether args ask for help: -h, -help or --help
+// anywhere before a "--".
+func wantsHelp(args []string) bool {
+	end := slices.Index(args, "--")
+	if end < 0 {
+		end = len(args)
+	}
+	return slices.ContainsFunc(args[:end], func(a string) bool { return a == "-h" || a == "-help" || a == "--help" })
+}
+
+// printHelp prints the usage of command, or the general usage.
+func printHelp(w io.Writer, command string) error {
+	if command == "" {
+		fmt.Fprint(w, usage)
+		return nil
+	}
+	u, ok := commandUsage[command]
+	if !ok {
+		return &usageError{fmt.Sprintf("help %q: no such command; want list, run, suite, check, serve or doctor", command)}
+	}
+	fmt.Fprint(w, u)
+	return nil
+}

@@ -1,0 +1,172 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"splitbrain/results"
+	"splitbrain/scenarios"
+)
+
+// clockJumpTwoLocks is Kleppmann's clock jump played against our Redlock
+// (split by the jump: invalid) and the single-instance lock (which a
+// partition of the lock nodes cannot split: valid).
+const clockJumpTwoLocks = `name: clock-jump-two-locks
+expect: any
+cluster: {nodes: 5}
+lock: {kind: [redlock, single], ttl: 2s, node_timeout: 250ms}
+workload: {clients: 2}
+steps:
+  - cut: {client: c1, nodes: [n4, n5]}
+  - acquire: {client: c1}
+  - heal: links
+  - clock: {node: n3, jump: 5s}
+  - cut: {client: c2, nodes: [n1, n2]}
+  - acquire: {client: c2}
+  - heal: links
+  - release: {client: c1}
+  - release: {client: c2}
+`
+
+// run plays a scenario once per lock it lists, each its own run folder
+// and verdict, and exits with the worst verdict; --lock plays one.
+func TestRunPlaysEveryLock(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := filepath.Join(t.TempDir(), "runs")
+	file := filepath.Join(t.TempDir(), "two.yaml")
+	writeFile(t, file, clockJumpTwoLocks)
+
+	res := e.run("run", file, "--seed", "4", "--store", store)
+	if res.code != 1 {
+		t.Errorf("exit code %d, want 1 (one play invalid, one valid)", res.code)
+	}
+	for _, want := range []string{
+		"scenario clock-jump-two-locks against redlock, seed 4", "scenario clock-jump-two-locks against single, seed 4",
+		"verdict: INVALID", "verdict: VALID",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	if strings.Index(res.stdout, "against redlock") > strings.Index(res.stdout, "against single") {
+		t.Error("plays not in the order the file lists the locks")
+	}
+	var dirs []string
+	for _, line := range strings.Split(res.stdout, "\n") {
+		if r, ok := strings.CutPrefix(line, "report: "); ok {
+			dirs = append(dirs, checkRunDir(t, r, store))
+		}
+	}
+	if len(dirs) != 2 || dirs[0] == dirs[1] {
+		t.Fatalf("run folders %v, want two", dirs)
+	}
+	for i, lock := range []string{"redlock", "single"} {
+		data, err := os.ReadFile(filepath.Join(dirs[i], results.ResultFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each play's rerun command replays that play alone.
+		if !strings.Contains(string(data), `"lock": "`+lock+`"`) || !strings.Contains(string(data), "--seed 4 --lock "+lock) {
+			t.Errorf("play %d: result.json does not name lock %s and its rerun command:\n%s", i, lock, data)
+		}
+	}
+
+	res = e.run("run", file, "--seed", "4", "--store", store, "--json")
+	var rows []struct {
+		Scenario, Lock, Verdict string
+		Report                  string
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &rows); err != nil {
+		t.Fatalf("--json with two plays: not a JSON array: %v\n%s", err, res.stdout)
+	}
+	if res.code != 1 || len(rows) != 2 || rows[0].Lock != "redlock" || rows[0].Verdict != "invalid" ||
+		rows[1].Lock != "single" || rows[1].Verdict != "valid" {
+		t.Errorf("--json: exit %d, rows %+v", res.code, rows)
+	}
+
+	res = e.run("run", file, "--seed", "4", "--store", store, "--lock", "single")
+	if res.code != 0 || strings.Contains(res.stdout, "against") || strings.Count(res.stdout, "verdict:") != 1 {
+		t.Errorf("--lock single: exit %d, want 0 and one play:\n%s", res.code, res.stdout)
+	}
+	e.checkClean()
+}
+
+// The whole built-in suite, as CI runs it: every verdict meets its
+// expectation, and the matrix has a cell per built-in and lock it lists,
+// each linked to a report that exists. Its length is logged, not asserted.
+func TestSuiteAll(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the whole suite takes minutes; -short skips it")
+	}
+	e := newEnv(t)
+	store := filepath.Join(t.TempDir(), "runs")
+	started := time.Now()
+	res := e.runFor(9*time.Minute, "suite", "--all", "--seed", "5", "--store", store, "--json")
+	t.Logf("suite --all took %v", time.Since(started).Round(time.Second))
+	if res.code != 0 {
+		t.Errorf("exit code %d, want 0", res.code)
+	}
+	var out struct {
+		Matrix string `json:"matrix"`
+		Runs   []struct {
+			Scenario, Lock string
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+		t.Fatalf("stdout is not the suite's JSON: %v", err)
+	}
+	m, err := results.ReadMatrix(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Seed != 5 || out.Matrix != filepath.Join(store, results.MatrixFile) {
+		t.Errorf("matrix seed %d, path %s", m.Seed, out.Matrix)
+	}
+	want := map[[2]string]bool{}
+	for _, name := range scenarios.Builtin() {
+		sc, err := scenarios.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lock := range sc.Locks {
+			want[[2]string{name, lock}] = true
+		}
+		if !slices.Contains(m.Scenarios, name) {
+			t.Errorf("matrix has no row %s", name)
+		}
+	}
+	got := map[[2]string]bool{}
+	for _, c := range m.Cells {
+		key := [2]string{c.Scenario, c.Lock}
+		if !want[key] || got[key] {
+			t.Errorf("cell %s/%s: not a built-in's lock, or twice", c.Scenario, c.Lock)
+		}
+		got[key] = true
+		if !c.AsExpected {
+			t.Errorf("cell %s/%s: verdict %s, expected %s (%s)", c.Scenario, c.Lock, c.Verdict, c.Expect, c.Reason)
+		}
+		if _, err := os.Stat(filepath.Join(store, filepath.FromSlash(c.Report))); err != nil {
+			t.Errorf("cell %s/%s: report: %v", c.Scenario, c.Lock, err)
+		}
+	}
+	for key := range want {
+		if !got[key] {
+			t.Errorf("no cell for %s against %s", key[0], key[1])
+		}
+	}
+	if len(out.Runs) != len(want) {
+		t.Errorf("%d runs in the JSON, want %d", len(out.Runs), len(want))
+	}
+	for _, f := range []string{results.MatrixFile, results.MatrixJSON} {
+		if _, err := os.Stat(filepath.Join(store, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	e.checkClean()
+}

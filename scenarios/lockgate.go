@@ -1,0 +1,91 @@
+package scenarios
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"splitbrain/nemesis"
+	"splitbrain/workload"
+)
+
+// Client pauses stop a client at its gate at the lock's hook points. Our
+// lock calls the gate from its own hooks (see hooks); a third-party lock
+// has none, so for redsync the harness places the same three points
+// around its calls, without changing redsync:
+//
+//   - after-replies: a go-redis hook on each of the client's node
+//     connections stops the client once a SET NX reply has arrived, while
+//     redsync still waits for the other nodes and has not computed its
+//     validity yet — the pause counts into its elapsed time, as in ours;
+//   - after-acquire: after redsync returned a lease, before the client
+//     records it and enters its critical section;
+//   - before-release: before redsync is asked to release.
+
+// gatedRedsync is redsync over conns with client's gate at the three
+// points.
+func (r *runner) gatedRedsync(client string, conns []*redis.Client) workload.Lock {
+	g := r.faults.gates[client]
+	for _, c := range conns {
+		c.AddHook(setNXHook{gate: g})
+	}
+	rs := workload.NewRedsync(conns, r.sc.Lock.NodeTimeout)
+	rs.Tries = r.sc.Lock.Retries
+	return gatedLock{Lock: rs, gate: g}
+}
+
+// gatedLock calls its gate after a granted acquire and before a release.
+type gatedLock struct {
+	workload.Lock
+	gate *nemesis.ClientGate
+}
+
+// callerKey carries the context of the caller of Acquire down to the
+// go-redis hook: the lock wraps each node's request in a context that
+// ends at its per-node timeout, which must not end a pause; the caller's
+// ends with the run.
+type callerKey struct{}
+
+func (g gatedLock) Acquire(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
+	lease, err := g.Lock.Acquire(context.WithValue(ctx, callerKey{}, ctx), key, ttl)
+	if err == nil {
+		g.gate.At(ctx, nemesis.AfterAcquire)
+	}
+	return lease, err
+}
+
+func (g gatedLock) Release(ctx context.Context, lease *workload.Lease) error {
+	g.gate.At(ctx, nemesis.BeforeRelease)
+	return g.Lock.Release(ctx, lease)
+}
+
+// setNXHook stops the client at after-replies once a lock attempt's SET NX
+// has its reply (or its error).
+type setNXHook struct{ gate *nemesis.ClientGate }
+
+func (setNXHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (setNXHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h setNXHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if caller, ok := ctx.Value(callerKey{}).(context.Context); ok && isSetNX(cmd) {
+			h.gate.At(caller, nemesis.AfterReplies)
+		}
+		return err
+	}
+}
+
+func isSetNX(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if cmd.Name() != "set" || len(args) == 0 {
+		return false
+	}
+	last, ok := args[len(args)-1].(string)
+	return ok && strings.EqualFold(last, "nx")
+}
