@@ -719,15 +719,12 @@ func bankHoldsLost(lost []LostTransfer) func([]porcupine.Operation) bool {
 			return false
 		}
 		in, _ := p[0].Input.(BankInput)
-		from, to := p[0].Call, p[0].Return
-		for _, op := range p {
-			from, to = min(from, op.Call), max(to, op.Return)
-		}
-		for _, l := range lost {
-			if l.Key == in.Key && 2*l.Transfer.End >= from && 2*l.Transfer.Invoke <= to {
-				return true
+		return spansWrite(p, func(yield func(Write) bool) {
+			for _, l := range lost {
+				if l.Key == in.Key && !yield(l.Transfer) {
+					return
+				}
 			}
-		}
-		return false
+		})
 	}
 }

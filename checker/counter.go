@@ -3,6 +3,7 @@ package checker
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math"
 	"sort"
 	"strings"
@@ -530,12 +531,28 @@ func pieceHoldsLost(p []porcupine.Operation, lost []LostUpdate) bool {
 		return false
 	}
 	in, _ := p[0].Input.(CounterInput)
+	return spansWrite(p, func(yield func(Write) bool) {
+		for _, l := range lost {
+			if l.Key == in.Key && !yield(l.Write) {
+				return
+			}
+		}
+	})
+}
+
+// spansWrite reports whether the piece p spans one of writes: whether the
+// time from its first call to its last return meets the write's (porcupine
+// times are twice the history's, see the pieces).
+func spansWrite(p []porcupine.Operation, writes iter.Seq[Write]) bool {
+	if len(p) == 0 {
+		return false
+	}
 	from, to := p[0].Call, p[0].Return
 	for _, op := range p {
 		from, to = min(from, op.Call), max(to, op.Return)
 	}
-	for _, l := range lost {
-		if l.Key == in.Key && 2*l.Write.End >= from && 2*l.Write.Invoke <= to {
+	for w := range writes {
+		if 2*w.End >= from && 2*w.Invoke <= to {
 			return true
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -232,8 +231,7 @@ func (n *Node) Promote(ctx context.Context) (string, error) {
 // Follow makes the node a replica of the master at addr (host:port): it
 // drops its own data and syncs from that master. A restart keeps following.
 func (n *Node) Follow(ctx context.Context, addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("node %s: follow %q: want host:port: %w", n.name, addr, err)
 	}
 	n.mu.Lock()
@@ -242,32 +240,10 @@ func (n *Node) Follow(ctx context.Context, addr string) error {
 	if n.proc == nil || n.proc.exited() {
 		return nil // the config written at the next start follows addr
 	}
-	if err := n.admin.ConfigSet(ctx, "masterauth", n.cluster.password).Err(); err != nil {
-		return fmt.Errorf("node %s: follow: %w", n.name, err)
-	}
-	if err := n.admin.Do(ctx, "replicaof", host, port).Err(); err != nil {
-		return fmt.Errorf("node %s: REPLICAOF %s %s: %w", n.name, host, port, err)
-	}
-	return nil
+	return FollowMaster(ctx, n.admin, n.name, n.cluster.password, addr)
 }
 
-// WaitSynced waits until the replica's link to its master is up, its sync
-// finished and, under AOF, the rewrite that follows a sync is done: until
-// then Redis keeps no AOF a restart could load, and a replica killed early
-// comes back empty whatever appendfsync says.
+// WaitSynced waits until the replica is in sync (see WaitReplicaSynced).
 func (n *Node) WaitSynced(ctx context.Context) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		info, err := n.Admin().Info(ctx, "replication", "persistence").Result()
-		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") &&
-			strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("node %s: replica not in sync: %w (last INFO error: %v)", n.name, ctx.Err(), err)
-		case <-tick.C:
-		}
-	}
+	return WaitReplicaSynced(ctx, n.Admin(), n.name)
 }

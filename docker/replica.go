@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"time"
 
 	"splitbrain/cluster"
 )
@@ -205,34 +203,11 @@ func (n *Node) Follow(ctx context.Context, addr string) error {
 	if !st.Running {
 		return nil // its next start reads the config just written
 	}
-	host, port, _ := net.SplitHostPort(up)
-	if err := n.admin.ConfigSet(ctx, "masterauth", n.cluster.password).Err(); err != nil {
-		return fmt.Errorf("node %s: follow: %w", n.name, err)
-	}
-	if err := n.admin.Do(ctx, "replicaof", host, port).Err(); err != nil {
-		return fmt.Errorf("node %s: REPLICAOF %s %s: %w", n.name, host, port, err)
-	}
-	return nil
+	return cluster.FollowMaster(ctx, n.admin, n.name, n.cluster.password, up)
 }
 
-// WaitSynced waits until the replica's link to its master is up, its sync
-// finished and, under AOF, the rewrite that follows a sync is done (until
-// then a restart would find no AOF to load).
+// WaitSynced waits until the replica is in sync (see
+// cluster.WaitReplicaSynced).
 func (n *Node) WaitSynced(ctx context.Context) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ictx, cancel := context.WithTimeout(ctx, time.Second)
-		info, err := n.admin.Info(ictx, "replication", "persistence").Result()
-		cancel()
-		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") &&
-			strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("node %s: replica not in sync: %w (last INFO error: %v)", n.name, ctx.Err(), err)
-		case <-tick.C:
-		}
-	}
+	return cluster.WaitReplicaSynced(ctx, n.admin, n.name)
 }

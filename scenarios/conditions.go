@@ -127,7 +127,7 @@ func (r *runner) waitUntil(ctx context.Context, st Step, key string) error {
 				st.Client, key, left.Round(time.Millisecond), timeout, ErrWaitTimeout)
 		}
 		r.logf("wait until %s's lease on %q expired: %v", st.Client, key, max(left, 0).Round(time.Millisecond))
-		sleep(ctx, left)
+		workload.Sleep(ctx, left)
 		return nil
 	}
 	if timeout == 0 {
@@ -147,7 +147,7 @@ func (r *runner) waitUntil(ctx context.Context, st Step, key string) error {
 		if time.Since(start) >= timeout {
 			return fmt.Errorf("wait until %s %s: not %s after %v: %w", st.Until, st.Node, st.Until, timeout, ErrWaitTimeout)
 		}
-		sleep(ctx, pollEvery)
+		workload.Sleep(ctx, pollEvery)
 	}
 }
 
@@ -186,16 +186,4 @@ func (r *runner) answers(ctx context.Context, name string) bool {
 	}
 	line, err := rd.ReadString('\n')
 	return err == nil && line == "+PONG\r\n"
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

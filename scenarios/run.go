@@ -366,7 +366,7 @@ func (r *runner) step(ctx context.Context, st Step) error {
 		}
 		d := st.Span.Draw(r.wlRand)
 		r.logf("wait %v", d)
-		sleep(ctx, d)
+		workload.Sleep(ctx, d)
 		return nil
 	default:
 		return r.faultStep(ctx, st)

@@ -136,7 +136,7 @@ func (w *Worker) loop(ctx, stop context.Context, cfg Config, until time.Time, id
 	for stop.Err() == nil && time.Now().Before(until) {
 		key := cfg.Keys[w.Rand.IntN(len(cfg.Keys))]
 		if err := w.Client.Acquire(ctx, key, cfg.TTL); err != nil {
-			sleep(stop, backoffMin+time.Duration(w.Rand.Int64N(int64(backoffMax-backoffMin))))
+			Sleep(stop, backoffMin+time.Duration(w.Rand.Int64N(int64(backoffMax-backoffMin))))
 			continue
 		}
 		think := cfg.Think(w.Rand)
@@ -148,9 +148,9 @@ func (w *Worker) loop(ctx, stop context.Context, cfg Config, until time.Time, id
 		var err error
 		switch cfg.Kind {
 		case Mutex:
-			sleep(ctx, think/2)
+			Sleep(ctx, think/2)
 			if keep() {
-				sleep(ctx, think-think/2)
+				Sleep(ctx, think-think/2)
 			}
 		case Counter:
 			err = w.counter(ctx, key, think, keep)
@@ -177,7 +177,7 @@ func (w *Worker) counter(ctx context.Context, key string, think time.Duration, k
 	if err != nil {
 		return err
 	}
-	sleep(ctx, think)
+	Sleep(ctx, think)
 	if !keep() {
 		return nil
 	}
@@ -189,7 +189,7 @@ func (w *Worker) transfer(ctx context.Context, key string, think time.Duration, 
 	if err != nil {
 		return err
 	}
-	sleep(ctx, think)
+	Sleep(ctx, think)
 	// Drawn before keep, so that the seed's draws do not depend on
 	// whether an extension succeeded.
 	from, to, amount, ok := drawTransfer(w.Rand, b)
@@ -230,14 +230,15 @@ func (w *Worker) add(ctx context.Context, key string, think time.Duration, keep 
 	if err != nil {
 		return err
 	}
-	sleep(ctx, think)
+	Sleep(ctx, think)
 	if !keep() {
 		return nil
 	}
 	return w.Client.AddToSet(ctx, w.Storage, key, s, elem)
 }
 
-func sleep(ctx context.Context, d time.Duration) {
+// Sleep waits d, or until ctx ends, whichever comes first.
+func Sleep(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
 	}

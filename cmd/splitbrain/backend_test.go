@@ -185,3 +185,48 @@ func TestKilledDockerHarnessIsReaped(t *testing.T) {
 	assertRunRemoved(t, eng, res.stdout)
 	e.checkClean()
 }
+
+// A scenario file's cluster.backend is where it runs when --backend is not
+// given, and --backend overrides it.
+func TestScenarioFileChoosesTheBackend(t *testing.T) {
+	t.Parallel()
+	eng := testDocker(t)
+	e := newEnv(t)
+	store := filepath.Join(t.TempDir(), "runs")
+	file := filepath.Join(t.TempDir(), "on-docker.yaml")
+	writeFile(t, file, `name: on-docker
+expect: safe
+cluster: {nodes: 3, backend: docker}
+lock: {kind: redlock, ttl: 2s, node_timeout: 250ms}
+workload: {clients: 1}
+steps:
+  - acquire: {client: c1, expect: acquired}
+  - release: {client: c1}
+`)
+	for _, tc := range []struct {
+		args    []string
+		backend string
+	}{
+		{nil, "docker"},
+		{[]string{"--backend", "local"}, "local"},
+	} {
+		res := e.run(append([]string{"run", file, "--seed", "1", "--store", store}, tc.args...)...)
+		if res.code != 0 {
+			t.Errorf("%v: exit code %d, want 0", tc.args, res.code)
+		}
+		if want := "nodes (" + tc.backend + ")"; !strings.Contains(res.stdout, want) {
+			t.Errorf("%v: output lacks %q", tc.args, want)
+		}
+		data, err := os.ReadFile(filepath.Join(checkRunDir(t, reportPath(t, res.stdout), store), "result.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `"backend": "` + tc.backend + `"`; !bytes.Contains(data, []byte(want)) {
+			t.Errorf("%v: result.json lacks %s", tc.args, want)
+		}
+		if tc.backend == "docker" {
+			assertRunRemoved(t, eng, res.stdout)
+		}
+	}
+	e.checkClean()
+}

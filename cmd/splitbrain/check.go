@@ -50,8 +50,8 @@ type checkSummary struct {
 func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	flags := flag.NewFlagSet("check", flag.ContinueOnError)
 	flags.SetOutput(io.Discard)
-	timeout := flags.Duration("timeout", checker.DefaultTimeout, "")
-	asJSON := flags.Bool("json", false, "")
+	timeout := flags.Duration("timeout", checker.DefaultTimeout, "a duration such as 30s (0: no bound)")
+	asJSON := flags.Bool("json", false, "no value (or =true, =false)")
 	help := flags.Bool("help", false, "")
 	pos, err := parseInterleaved(flags, args)
 	if err != nil {

@@ -139,7 +139,8 @@ func TestCheckBadArguments(t *testing.T) {
 		{[]string{"check"}, "one run folder"},
 		{[]string{"check", "a", "b"}, "one run folder"},
 		{[]string{"check", t.TempDir()}, "is not a run folder"},
-		{[]string{"check", "x", "--timeout", "soon"}, "timeout"},
+		{[]string{"check", "x", "--timeout", "soon"}, "--timeout wants a duration"},
+		{[]string{"check", "x", "--json=maybe"}, "--json wants no value"},
 		{[]string{"check", "x", "--timeout", "-1s"}, "--timeout -1s"},
 	} {
 		res := e.run(tc.args...)

@@ -153,7 +153,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, &usageError{err.Error()}
+			return nil, &usageError{explainFlagError(fs, err)}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -181,17 +181,17 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 	var f runFlags
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.seed, "seed", "", "")
-	fs.StringVar(&f.store, "store", "store", "")
+	fs.StringVar(&f.seed, "seed", "", "a whole number such as 42")
+	fs.StringVar(&f.store, "store", "store", "a folder for the runs, such as store")
 	// Empty: the scenario file's cluster.backend, else local.
-	fs.StringVar(&f.backend, "backend", "", "")
-	fs.BoolVar(&f.json, "json", false, "")
+	fs.StringVar(&f.backend, "backend", "", "local or docker")
+	fs.BoolVar(&f.json, "json", false, "no value (or =true, =false)")
 	if name == "suite" {
-		fs.BoolVar(&f.all, "all", false, "")
+		fs.BoolVar(&f.all, "all", false, "no value (or =true, =false)")
 	}
-	fs.StringVar(&f.overrides.Lock, "lock", "", "")
-	fs.IntVar(&f.overrides.Clients, "clients", 0, "")
-	fs.DurationVar(&f.overrides.Duration, "time", 0, "")
+	fs.StringVar(&f.overrides.Lock, "lock", "", "one of "+strings.Join(scenarios.LockKinds, ", "))
+	fs.IntVar(&f.overrides.Clients, "clients", 0, "a whole number from 1 to 64")
+	fs.DurationVar(&f.overrides.Duration, "time", 0, "a duration such as 10s or 1m30s")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return f, nil, 0, err

@@ -30,8 +30,8 @@ func parseServeFlags(args []string) (serveFlags, error) {
 	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.store, "store", "store", "")
-	fs.StringVar(&f.addr, "addr", defaultServeAddr, "")
+	fs.StringVar(&f.store, "store", "store", "a folder of runs, such as store")
+	fs.StringVar(&f.addr, "addr", defaultServeAddr, "host:port such as "+defaultServeAddr)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return f, err

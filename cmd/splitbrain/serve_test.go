@@ -55,7 +55,7 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--store", filepath.Join(store, "missing")}, "is not a folder of runs"},
 		{[]string{"--store", store, "--addr", "8040"}, "want host:port"},
 		{[]string{"--store", store, "extra"}, "serve takes no arguments"},
-		{[]string{"--bogus"}, "flag provided but not defined"},
+		{[]string{"--bogus"}, "flags of serve: --addr, --store"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(append([]string{"serve"}, tt.args...), &stdout, &stderr)
