@@ -22,6 +22,11 @@ const (
 	AfterAcquire Point = "after-acquire"
 	// BeforeRelease: the caller asked to release, no node contacted yet.
 	BeforeRelease Point = "before-release"
+	// BeforeWrite: not the lock's but the workload's: the client has read
+	// the protected resource under its lease and is about to write back
+	// what it computed — Kleppmann's figure 1, the pause that turns an
+	// expired lease into a lost update.
+	BeforeWrite Point = "before-write"
 	// AnyPoint: whichever hook point the client reaches next.
 	AnyPoint Point = "any"
 )
@@ -29,10 +34,14 @@ const (
 // HookPoints are the lock's hook points, for drawing one at random.
 var HookPoints = []Point{AfterReplies, AfterAcquire, BeforeRelease}
 
+// ResourcePoints are the hook points of a client that also writes a
+// protected resource: the lock's, and BeforeWrite.
+var ResourcePoints = []Point{AfterReplies, AfterAcquire, BeforeWrite, BeforeRelease}
+
 // ValidPoint reports whether p names a hook point or AnyPoint.
 func ValidPoint(p Point) bool {
 	switch p {
-	case AfterReplies, AfterAcquire, BeforeRelease, AnyPoint:
+	case AfterReplies, AfterAcquire, BeforeWrite, BeforeRelease, AnyPoint:
 		return true
 	}
 	return false
@@ -124,7 +133,7 @@ func (g *ClientGate) WaitBlocked(ctx context.Context) error {
 // arm sets a pause at p and returns what lifts it.
 func (g *ClientGate) arm(p Point) (func(), error) {
 	if !ValidPoint(p) {
-		return nil, fmt.Errorf("client pause: point %q, want after-replies, after-acquire, before-release or any", p)
+		return nil, fmt.Errorf("client pause: point %q, want after-replies, after-acquire, before-write, before-release or any", p)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -54,6 +54,10 @@ type ScheduleSpec struct {
 	Total time.Duration
 	// MaxClock bounds clock offsets; zero means 10 s.
 	MaxClock time.Duration
+	// Points are where a client pause may stop a client, drawn with
+	// AnyPoint; empty means HookPoints (a client that writes a resource:
+	// ResourcePoints).
+	Points []Point
 }
 
 // Validate checks the spec; Plan calls it.
@@ -65,6 +69,11 @@ func (s ScheduleSpec) Validate() error {
 	for _, k := range s.Kinds {
 		if !slices.Contains(RandomKinds, k) {
 			errs = append(errs, fmt.Errorf("fault kind %q; want one of %s", k, strings.Join(RandomKinds, ", ")))
+		}
+	}
+	for _, p := range s.Points {
+		if !ValidPoint(p) || p == AnyPoint {
+			errs = append(errs, fmt.Errorf("client pause point %q; want some of after-replies, after-acquire, before-write, before-release", p))
 		}
 	}
 	for _, t := range s.Targets {
@@ -180,7 +189,11 @@ func Plan(spec ScheduleSpec, clients, nodes []string, r *rand.Rand) ([]Op, error
 			op.Graceful = r.IntN(3) == 0
 		case RandomClientPause:
 			op.Clients = pick(r, clients, op.Target)
-			points := append(slices.Clone(HookPoints), AnyPoint)
+			points := spec.Points
+			if len(points) == 0 {
+				points = HookPoints
+			}
+			points = append(slices.Clone(points), AnyPoint)
 			op.Point = points[r.IntN(len(points))]
 		}
 		ops = append(ops, op)

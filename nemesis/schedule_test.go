@@ -36,6 +36,8 @@ func TestScheduleSpecValidate(t *testing.T) {
 		{"min above max", func(s *nemesis.ScheduleSpec) { s.MinFor = time.Second }, "0 < min ≤ max"},
 		{"overlapping", func(s *nemesis.ScheduleSpec) { s.MaxFor = time.Second }, "must not overlap"},
 		{"too short", func(s *nemesis.ScheduleSpec) { s.Total = time.Millisecond }, "shorter than one fault"},
+		{"unknown pause point", func(s *nemesis.ScheduleSpec) { s.Points = []nemesis.Point{"lunch"} }, `point "lunch"`},
+		{"any as a pause point", func(s *nemesis.ScheduleSpec) { s.Points = []nemesis.Point{nemesis.AnyPoint} }, `point "any"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := spec()
@@ -215,5 +217,37 @@ func TestRunScheduleStopsWithContext(t *testing.T) {
 	}
 	if cl.Nodes()[0].Paused() {
 		t.Error("paused after HealAll")
+	}
+}
+
+// Client pauses are drawn from the spec's points (and any), the lock's hook
+// points when it names none.
+func TestPlanDrawsPausePoints(t *testing.T) {
+	for _, tc := range []struct {
+		points []nemesis.Point
+		want   []nemesis.Point
+	}{
+		{nil, append(slices.Clone(nemesis.HookPoints), nemesis.AnyPoint)},
+		{nemesis.ResourcePoints, append(slices.Clone(nemesis.ResourcePoints), nemesis.AnyPoint)},
+	} {
+		s := spec()
+		s.Kinds = []string{nemesis.RandomClientPause}
+		s.Points = tc.points
+		drawn := map[nemesis.Point]bool{}
+		for seed := range uint64(20) {
+			ops, err := nemesis.Plan(s, []string{"c1", "c2"}, five, rand.New(rand.NewPCG(seed, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range ops {
+				if !slices.Contains(tc.want, op.Point) {
+					t.Errorf("points %v: drew %q", tc.points, op.Point)
+				}
+				drawn[op.Point] = true
+			}
+		}
+		if len(drawn) != len(tc.want) {
+			t.Errorf("points %v: 20 seeds drew %v, want each of %v", tc.points, drawn, tc.want)
+		}
 	}
 }

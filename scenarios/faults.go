@@ -117,7 +117,8 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 		if st.Client != "" {
 			at := nemesis.Point(st.Point)
 			if st.Point == "random" {
-				at = nemesis.HookPoints[r.nemRand.IntN(len(nemesis.HookPoints))]
+				points := r.pausePoints()
+				at = points[r.nemRand.IntN(len(points))]
 			}
 			return r.start(ctx, st, nemesis.ClientPause{Gate: r.faults.gates[st.Client], At: at})
 		}
@@ -255,7 +256,9 @@ func (r *runner) partition(ctx context.Context, st Step) error {
 // random plays a random schedule drawn from the run's seed; the step ends
 // when the schedule does.
 func (r *runner) random(ctx context.Context, st Step) error {
-	ops, err := nemesis.Plan(st.Schedule, r.sc.Clients, r.nodeNames(), r.nemRand)
+	spec := st.Schedule
+	spec.Points = r.pausePoints()
+	ops, err := nemesis.Plan(spec, r.sc.Clients, r.nodeNames(), r.nemRand)
 	if err != nil {
 		return err
 	}
@@ -265,4 +268,13 @@ func (r *runner) random(ctx context.Context, st Step) error {
 	}
 	r.logf("random schedule: %d faults over %v", len(ops), st.Schedule.Total)
 	return r.nem.RunSchedule(ctx, ops, env, func(op nemesis.Op) { r.logf("random: %s", op) })
+}
+
+// pausePoints are where this run's clients can be paused: the lock's hook
+// points, and before the write when the workload writes the storage.
+func (r *runner) pausePoints() []nemesis.Point {
+	if r.sc.Workload.HasResource() {
+		return nemesis.ResourcePoints
+	}
+	return nemesis.HookPoints
 }

@@ -250,9 +250,12 @@ func (p *parser) pauseTarget(st *Step, val *yaml.Node, field string, seen map[st
 	if st.Kind == StepResume {
 		return
 	}
-	points := []string{string(nemesis.AfterReplies), string(nemesis.AfterAcquire), string(nemesis.BeforeRelease), string(nemesis.AnyPoint), "random"}
+	points := []string{string(nemesis.AfterReplies), string(nemesis.AfterAcquire), string(nemesis.BeforeWrite), string(nemesis.BeforeRelease), string(nemesis.AnyPoint), "random"}
 	if v := seen["at"]; v != nil {
 		st.Point = p.enum(v, field+".at", "", points...)
+		if st.Point == string(nemesis.BeforeWrite) && !p.storage {
+			p.fail(v, field+".at", "before-write is where a client writes the storage, which only the counter, bank and set workloads do; use one of them, or another point")
+		}
 	} else {
 		p.fail(val, field+".at", "missing: where the client stops, one of %s", strings.Join(points, ", "))
 	}

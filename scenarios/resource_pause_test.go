@@ -50,49 +50,63 @@ func TestPauseInCriticalSectionOnEveryResource(t *testing.T) {
 			return true, res.Set.Verdict, res.Set.Reason, res.Set.LostCount
 		}},
 	} {
-		for _, fenced := range []bool{false, true} {
-			name := "pause-critical-section"
-			if fenced {
-				name += "-fenced"
+		// The built-ins pause c1 right after the grant, before its read;
+		// before-write pauses it between its read and its write, as in
+		// Kleppmann's figure.
+		for _, at := range []string{"after-acquire", "before-write"} {
+			for _, fenced := range []bool{false, true} {
+				name := "pause-critical-section"
+				if fenced {
+					name += "-fenced"
+				}
+				t.Run(tc.kind+"/"+name+"/"+at, func(t *testing.T) {
+					sc, err := scenarios.Load(name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sc.Workload.Kind = tc.kind
+					paused := false
+					for i, st := range sc.Steps {
+						if st.Kind == scenarios.StepPause && st.Client == "c1" {
+							sc.Steps[i].Point, paused = at, true
+						}
+					}
+					if !paused {
+						t.Fatalf("%s has no pause of c1 to move to %s", name, at)
+					}
+					out := runScenario(t, context.Background(), sc, 1)
+					res := out.Result
+					found, v, reason, lost := tc.check(res)
+					if !found {
+						t.Fatalf("no %s check in the result (verdict %s: %s)", tc.kind, res.Verdict, res.Reason)
+					}
+					t.Logf("%s: %s %s (%s)", tc.kind, name, v, reason)
+					if !fenced {
+						if v != checker.Invalid || lost == 0 {
+							t.Errorf("%s check %s with %d lost (%s), want invalid with something lost", tc.kind, v, lost, reason)
+						}
+						if !containsAny(reason, tc.named) {
+							t.Errorf("%s reason %q names none of %q", tc.kind, reason, tc.named)
+						}
+						if res.Verdict != checker.Invalid || !out.AsExpected {
+							t.Errorf("verdict %s (%s), want invalid", res.Verdict, res.Reason)
+						}
+						return
+					}
+					if v != checker.Valid || lost != 0 {
+						t.Errorf("%s check %s with %d lost (%s), want valid", tc.kind, v, lost, reason)
+					}
+					if res.Verdict != checker.Valid || !out.AsExpected {
+						t.Errorf("verdict %s (%s), want valid", res.Verdict, res.Reason)
+					}
+					if res.Fencing == nil || res.Fencing.Verdict != checker.Valid || res.Fencing.Rejected == 0 {
+						t.Errorf("fencing = %+v, want a stale write rejected", res.Fencing)
+					}
+					if n := rejectedWrites(t, out.Dir); n == 0 {
+						t.Error("the history holds no write the storage rejected")
+					}
+				})
 			}
-			t.Run(tc.kind+"/"+name, func(t *testing.T) {
-				sc, err := scenarios.Load(name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				sc.Workload.Kind = tc.kind
-				out := runScenario(t, context.Background(), sc, 1)
-				res := out.Result
-				found, v, reason, lost := tc.check(res)
-				if !found {
-					t.Fatalf("no %s check in the result (verdict %s: %s)", tc.kind, res.Verdict, res.Reason)
-				}
-				t.Logf("%s: %s %s (%s)", tc.kind, name, v, reason)
-				if !fenced {
-					if v != checker.Invalid || lost == 0 {
-						t.Errorf("%s check %s with %d lost (%s), want invalid with something lost", tc.kind, v, lost, reason)
-					}
-					if !containsAny(reason, tc.named) {
-						t.Errorf("%s reason %q names none of %q", tc.kind, reason, tc.named)
-					}
-					if res.Verdict != checker.Invalid || !out.AsExpected {
-						t.Errorf("verdict %s (%s), want invalid", res.Verdict, res.Reason)
-					}
-					return
-				}
-				if v != checker.Valid || lost != 0 {
-					t.Errorf("%s check %s with %d lost (%s), want valid", tc.kind, v, lost, reason)
-				}
-				if res.Verdict != checker.Valid || !out.AsExpected {
-					t.Errorf("verdict %s (%s), want valid", res.Verdict, res.Reason)
-				}
-				if res.Fencing == nil || res.Fencing.Verdict != checker.Valid || res.Fencing.Rejected == 0 {
-					t.Errorf("fencing = %+v, want a stale write rejected", res.Fencing)
-				}
-				if n := rejectedWrites(t, out.Dir); n == 0 {
-					t.Error("the history holds no write the storage rejected")
-				}
-			})
 		}
 	}
 }

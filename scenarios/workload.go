@@ -109,6 +109,9 @@ func (r *runner) playGenerated(ctx context.Context) error {
 			Storage: r.wl.storages[name],
 			Rand:    rand.New(rand.NewPCG(uint64(r.seed), streamClients+uint64(i))),
 		}
+		if gate := r.faults.gates[name]; gate != nil && w.HasResource() {
+			workers[i].BeforeWrite = func(ctx context.Context) { gate.At(ctx, nemesis.BeforeWrite) }
+		}
 	}
 	// The steps before the first wait set the stage (arm a client pause,
 	// cut a client off) before the workload's first operation: started

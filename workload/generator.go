@@ -57,6 +57,16 @@ type Worker struct {
 	Storage *Storage
 	// Rand is the client's stream of the run's seed.
 	Rand *rand.Rand
+	// BeforeWrite, when set, runs in each critical section after the read
+	// and the think time, just before the write: where a harness holds a
+	// client for Kleppmann's pause.
+	BeforeWrite func(ctx context.Context)
+}
+
+func (w *Worker) beforeWrite(ctx context.Context) {
+	if w.BeforeWrite != nil {
+		w.BeforeWrite(ctx)
+	}
 }
 
 // backoff bounds the pause after a lost acquire, so contending clients do
@@ -140,10 +150,17 @@ func (w *Worker) loop(ctx, stop context.Context, cfg Config, until time.Time, id
 			continue
 		}
 		think := cfg.Think(w.Rand)
-		// keep runs between the think time and the write; false ends the
-		// critical section there.
+		// keep runs between the think time and the write: the extension,
+		// then the harness's BeforeWrite; false ends the critical section
+		// there.
 		keep := func() bool {
-			return !cfg.Extend || w.Client.Extend(ctx, key, cfg.TTL) == nil
+			if cfg.Extend && w.Client.Extend(ctx, key, cfg.TTL) != nil {
+				return false
+			}
+			if cfg.Kind.HasResource() {
+				w.beforeWrite(ctx)
+			}
+			return true
 		}
 		var err error
 		switch cfg.Kind {
