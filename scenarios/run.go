@@ -79,10 +79,6 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := history.Create(filepath.Join(dir, results.HistoryFile))
-	if err != nil {
-		return nil, err
-	}
 	// The harness's own log, beside the nodes' logs: written line by line
 	// (no buffer), so that a harness killed mid-run leaves what it did and
 	// where it stopped next to the history it cut short.
@@ -91,6 +87,10 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		return nil, err
 	}
 	defer hlog.Close()
+	rec, err := history.Create(filepath.Join(dir, results.HistoryFile))
+	if err != nil {
+		return nil, err
+	}
 	// Steps and the workload's progress log from their own goroutines.
 	var logMu sync.Mutex
 	logf := func(format string, args ...any) {
@@ -108,15 +108,15 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		defer logMu.Unlock()
 		_, _ = fmt.Fprintf(hlog, "%7.3fs  %s\n", time.Duration(rec.Now()).Seconds(), fmt.Sprintf(format, args...))
 	}
-	hlogf("scenario %s (%s), lock %s, backend %s, seed %d", sc.Name, sc.File, sc.Lock.Kind, backendName(opts.Backend), opts.Seed)
+	backend := opts.Backend
+	if backend == "" {
+		backend = sc.Backend
+	}
+	hlogf("scenario %s (%s), lock %s, backend %s, seed %d", sc.Name, sc.File, sc.Lock.Kind, backendName(backend), opts.Seed)
 
 	r := &runner{sc: sc, rec: rec, logf: logf, seed: opts.Seed, progressEvery: opts.ProgressEvery,
 		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), streamNemesis)),
 		wlRand:  rand.New(rand.NewPCG(uint64(opts.Seed), streamWorkload)),
-	}
-	backend := opts.Backend
-	if backend == "" {
-		backend = sc.Backend
 	}
 	runErr := r.setUp(ctx, dir, opts.CacheDir, backend)
 	if runErr == nil {
