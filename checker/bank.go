@@ -151,11 +151,7 @@ func checkBank(a *analysis, rs []*resource, cfg *config) (*BankResult, func([]Fa
 // the stale transfers in the storage's order; it returns the verdict, why
 // it is unknown, porcupine's outcome and the pieces it checked.
 func bankAtomic(a *analysis, rs []*resource, cfg *config, res *BankResult) (Verdict, []string, porcupine.CheckResult, [][]porcupine.Operation) {
-	clients := map[string]int{}
-	for i, c := range a.clients {
-		clients[c] = i
-	}
-	clients[history.ProcessFinal] = len(a.clients)
+	clients := a.resourceClients()
 	var pieces, batches [][]porcupine.Operation
 	var problems []string
 	for _, r := range rs {

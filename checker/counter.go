@@ -282,11 +282,7 @@ func after(op porcupine.Operation) (int64, bool) {
 // updates from the storage's order of applied writes.
 func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, func([]FaultWindow) *visualization) {
 	res := &CounterResult{}
-	clients := map[string]int{}
-	for i, c := range a.clients {
-		clients[c] = i
-	}
-	clients[history.ProcessFinal] = len(a.clients)
+	clients := a.resourceClients()
 	var pieces, batches [][]porcupine.Operation
 	var problems []string
 	for _, r := range rs {
@@ -538,6 +534,17 @@ func pieceHoldsLost(p []porcupine.Operation, lost []LostUpdate) bool {
 			}
 		}
 	})
+}
+
+// resourceClients numbers the clients for porcupine's resource models, the
+// harness's final reads last.
+func (a *analysis) resourceClients() map[string]int {
+	clients := map[string]int{}
+	for i, c := range a.clients {
+		clients[c] = i
+	}
+	clients[history.ProcessFinal] = len(a.clients)
+	return clients
 }
 
 // spansWrite reports whether the piece p spans one of writes: whether the

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -120,27 +119,12 @@ func TestPortExhaustion(t *testing.T) {
 			if len(dirs) != 1 {
 				t.Fatalf("run dirs %v, want one", dirs)
 			}
-			if verdict, reason := readVerdict(t, dirs[0]); verdict != "unknown" || !strings.Contains(reason, "no free loopback port") {
-				t.Errorf("result.json: %s (%s), want unknown naming the missing port", verdict, reason)
+			if rec := readRecord(t, dirs[0]); rec.Result.Verdict != "unknown" || !strings.Contains(rec.Result.Reason, "no free loopback port") {
+				t.Errorf("result.json: %s (%s), want unknown naming the missing port", rec.Result.Verdict, rec.Result.Reason)
 			}
 			e.checkClean()
 		})
 	}
-}
-
-func readVerdict(t *testing.T, dir string) (verdict, reason string) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec struct {
-		Result struct{ Verdict, Reason string }
-	}
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatalf("result.json: %v", err)
-	}
-	return rec.Result.Verdict, rec.Result.Reason
 }
 
 // A store the runs cannot be written to is a bad --store, found before any

@@ -251,18 +251,27 @@ func checkRunDir(t *testing.T, report, store string) string {
 
 func readResult(t *testing.T, dir string) (verdict string, seed int64) {
 	t.Helper()
+	rec := readRecord(t, dir)
+	return rec.Result.Verdict, rec.Meta.Seed
+}
+
+// record is what the tests read of a run's result.json.
+type record struct {
+	Meta   struct{ Seed int64 }
+	Result struct{ Verdict, Reason string }
+}
+
+func readRecord(t *testing.T, dir string) record {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec struct {
-		Meta   struct{ Seed int64 }
-		Result struct{ Verdict string }
-	}
+	var rec record
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatalf("result.json: %v", err)
 	}
-	return rec.Result.Verdict, rec.Meta.Seed
+	return rec
 }
 
 func TestRunClockJumpIsInvalid(t *testing.T) {
