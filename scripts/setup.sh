@@ -5,6 +5,12 @@
 # is already there.
 set -euo pipefail
 
+# Commits in this checkout go through scripts/check-tree.sh, which refuses
+# build outputs (a 35 MB binary was once committed by accident).
+if git -C "$(dirname "$0")/.." rev-parse --git-dir >/dev/null 2>&1; then
+  git -C "$(dirname "$0")/.." config core.hooksPath .githooks
+fi
+
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
