@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/splitbrain
 
-.PHONY: setup build suite test vet fuzz clean bench
+.PHONY: setup build suite test test-go test-vet test-fuzz vet fuzz clean bench
 
 setup:
 	@bash scripts/setup.sh
@@ -16,12 +16,33 @@ suite: setup build
 	./$(BIN) suite
 
 vet:
+	@bash scripts/check-tree.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-test: setup vet
-	$(GO) test -race -count=1 -timeout 15m ./...
-	$(MAKE) fuzz
+# The real-server tests mostly wait on TTLs and faults, not on the CPU:
+# packages run four at a time (-p) and each package's independent tests six
+# at a time (-parallel), each with its own nodes, ports and directories.
+# The longest is TestSuiteAll, the built-in suite played run after run.
+# vet and the fuzzing run beside the tests at the lowest CPU priority: they
+# use the CPU the waiting tests leave (on a cold build cache, compiling is
+# most of their time) and cannot slow the timing of the real-server runs.
+# Each step prints how long it took; a failing one fails make test.
+TEST_FLAGS ?= -race -count=1 -p 4 -parallel 6 -timeout 15m
+test: setup
+	@$(MAKE) --no-print-directory -j3 --output-sync=target test-go test-vet test-fuzz
+
+test-go:
+	@$(call timed,go test,$(GO) test $(TEST_FLAGS) ./...)
+
+test-vet:
+	@$(call timed,vet,nice -n 19 $(MAKE) --no-print-directory vet)
+
+test-fuzz:
+	@$(call timed,fuzz,nice -n 19 $(MAKE) --no-print-directory fuzz)
+
+# timed NAME COMMAND runs COMMAND and prints its wall time.
+timed = t0=$$(date +%s); $(2) || exit $$?; echo "== $(1): $$(( $$(date +%s) - t0 ))s"
 
 # Each fuzz target for a few seconds' worth of inputs: enough to catch a
 # crash a change introduced, short enough for every CI run. Counted in
@@ -32,12 +53,13 @@ HISTORY_FUZZ ?= 300000x
 SCENARIO_FUZZ ?= 30000x
 fuzz:
 	$(GO) test ./history -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(HISTORY_FUZZ)
+	$(GO) test ./history -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(HISTORY_FUZZ)
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(SCENARIO_FUZZ)
 
 # Our Redlock against go-redsync/redsync and the one-node floor, side by
 # side on 5 local redis-server nodes; see BENCHMARKS.md.
 bench: setup
-	$(GO) run ./redlock/bench
+	$(GO) run ./cmd/redlock-bench
 
 clean:
 	rm -rf bin

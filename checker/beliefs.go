@@ -17,7 +17,7 @@ import (
 const (
 	EndDeadline  = "deadline"  // the lease's validity deadline passed
 	EndRelease   = "release"   // the client began to release
-	EndReacquire = "reacquire" // the client asked for the lock again
+	EndReacquire = "reacquire" // a new lease was granted to the client
 	EndOpen      = "open"      // no deadline and no release: held to the end of the history
 	// EndLastOp: no release; the critical section ended with the lease's
 	// last resource operation, after the deadline (P2 only).
@@ -114,7 +114,7 @@ func FaultLabel(f history.Fault) string {
 		parts = append(parts, strings.Join(f.Nodes, ","))
 	}
 	if len(f.Links) > 0 {
-		parts = append(parts, linksLabel(f.Links))
+		parts = append(parts, history.FormatLinks(f.Links, "→", " "))
 	}
 	if f.Offset != 0 {
 		d := time.Duration(f.Offset).String()
@@ -124,24 +124,6 @@ func FaultLabel(f history.Fault) string {
 		parts = append(parts, d)
 	}
 	return strings.Join(parts, " ")
-}
-
-// linksLabel groups links by client so a cut of five links reads
-// "c1→n4,n5 c2→n1" instead of listing every pair.
-func linksLabel(links []history.Link) string {
-	var order []string
-	byClient := map[string][]string{}
-	for _, l := range links {
-		if _, ok := byClient[l.Client]; !ok {
-			order = append(order, l.Client)
-		}
-		byClient[l.Client] = append(byClient[l.Client], l.Node)
-	}
-	out := make([]string, len(order))
-	for i, c := range order {
-		out[i] = c + "→" + strings.Join(byClient[c], ",")
-	}
-	return strings.Join(out, " ")
 }
 
 // Seconds formats a time or duration in nanoseconds the way reports do:
@@ -393,15 +375,9 @@ func (a *analysis) nemesis(e history.Event, open map[int]int) {
 }
 
 func (a *analysis) invoke(e *history.Event, pos int, active map[procKey]*Belief) {
-	switch e.F {
-	case history.Release:
+	if e.F == history.Release {
 		a.key(e.Key).Releases++
 		a.close(active, holderOf(active, e), e.Time, e.Index, EndRelease)
-	case history.Acquire:
-		// A client that asks for a lock again no longer believes it holds
-		// it; without this a non-reentrant re-acquire would read as the
-		// client overlapping with itself.
-		a.close(active, procKey{e.Process, e.Key}, e.Time, e.Index, EndReacquire)
 	}
 }
 
@@ -413,6 +389,12 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 		switch e.Type {
 		case history.OK:
 			k.Acquired++
+			// A lease ends at its deadline, its release or its
+			// replacement by a granted lease — not at a new attempt:
+			// the client keeps the lease it has until a new one is
+			// granted (workload.Client replaces it only then), so a
+			// refused or unknown re-acquire leaves the old belief whole.
+			a.close(active, pk, e.Time, e.Index, EndReacquire)
 			active[pk] = newBelief(inv, e)
 		case history.Fail, history.Info:
 			if e.Type == history.Fail {

@@ -30,6 +30,7 @@ package checker
 import (
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"runtime/debug"
 	"strings"
@@ -368,10 +369,36 @@ func (r *Result) WriteVisualization(w io.Writer) (err error) {
 	}()
 	_, info := porcupine.CheckOperationsVerbose(r.viz.model, r.viz.ops, r.viz.timeout)
 	info.AddAnnotations(r.viz.annotations)
-	if err := porcupine.Visualize(r.viz.model, info, w); err != nil {
+	if err := porcupine.Visualize(escapedModel(r.viz.model), info, w); err != nil {
 		return fmt.Errorf("checker: porcupine visualization: %w", err)
 	}
 	return nil
+}
+
+// escapedModel escapes what porcupine's page puts into innerHTML: an
+// operation's metadata and the model's states (its tooltips are built as
+// HTML from them). They hold text from the history — process names,
+// values, errors — and the page's own script needs 'unsafe-inline', so a
+// stored history must not be able to put markup there. Descriptions of
+// operations and annotations go into textContent and are left as they are.
+func escapedModel(m porcupine.Model) porcupine.Model {
+	state, meta := m.DescribeState, m.DescribeOperationMetadata
+	m.DescribeState = func(s interface{}) string {
+		if state == nil {
+			return html.EscapeString(fmt.Sprintf("%v", s))
+		}
+		return html.EscapeString(state(s))
+	}
+	m.DescribeOperationMetadata = func(info interface{}) string {
+		switch {
+		case info == nil:
+			return ""
+		case meta == nil:
+			return html.EscapeString(fmt.Sprintf("%v", info))
+		}
+		return html.EscapeString(meta(info))
+	}
+	return m
 }
 
 // faultAnnotations shades the faults active in [from, to].

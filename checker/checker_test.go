@@ -71,6 +71,43 @@ func TestCheck(t *testing.T) {
 			ops:     4,
 		},
 		{
+			// A lease ends at its deadline, its release or its replacement
+			// by a granted lease: c1 asking again and being refused
+			// leaves c1 holding the lease it has (workload.Client keeps
+			// it), so c2's grant overlaps it.
+			name: "a refused second acquire does not end the lease its client holds",
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 2.0).
+				Add("c1", history.Invoke, history.Acquire, "k", 0.3).
+				Acquire("c2", "k", 0.5, 0.6, 2.5).
+				Add("c1", history.Fail, history.Acquire, "k", 0.7, historytest.Err("quorum not reached")).Events(),
+			verdict:    Invalid,
+			violations: 1,
+			ops:        4,
+			reason:     "mutual exclusion violated",
+		},
+		{
+			name: "the same refused acquire, c2 granted after c1's deadline",
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 2.0).
+				Add("c1", history.Invoke, history.Acquire, "k", 0.3).
+				Add("c1", history.Fail, history.Acquire, "k", 0.7, historytest.Err("quorum not reached")).
+				Acquire("c2", "k", 2.1, 2.2, 3.0).Events(),
+			verdict: Valid,
+			ops:     4,
+		},
+		{
+			// The other side: a granted re-acquire replaces c1's lease,
+			// so c1's first lease ends at the new grant, not its deadline.
+			name: "a granted second acquire replaces its client's lease",
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 5.0).
+				Acquire("c1", "k", 0.3, 0.4, 1.0).
+				Acquire("c2", "k", 1.1, 1.2, 2.0).Events(),
+			verdict: Valid,
+			ops:     6,
+		},
+		{
 			name: "without that release the same history overlaps",
 			events: (&historytest.Builder{}).
 				Acquire("c1", "k", 0.1, 0.2, 5.0).

@@ -49,7 +49,7 @@ func checkFencing(a *analysis, rs []*resource) *FencingResult {
 			}
 			tokened = true
 			res.Accepted++
-			if prev != nil && (*w.ev.Token < *prev.ev.Token || *w.ev.Token == *prev.ev.Token && w.op.lease != prev.op.lease) {
+			if prev != nil && (*w.ev.Token < *prev.ev.Token || *w.ev.Token == *prev.ev.Token && !sameLease(w.op.lease, prev.op.lease)) {
 				e, l := a.writeRef(prev), a.writeRef(w)
 				if len(res.Violations) < MaxViolations {
 					res.Violations = append(res.Violations, FencingViolation{Key: r.key, Earlier: e, Later: l,
@@ -88,4 +88,11 @@ func checkFencing(a *analysis, rs []*resource) *FencingResult {
 		a.notes = append(a.notes, fmt.Sprintf("%d applied write(s) carried no fencing token among tokened ones", res.Untokened))
 	}
 	return res
+}
+
+// sameLease reports whether two beliefs are of one lease: the same belief,
+// or beliefs of one client's lock value on one key (a late extension starts
+// a new belief of the lease it extends, and the lease keeps its token).
+func sameLease(a, b *Belief) bool {
+	return a == b || a != nil && b != nil && a.Value != "" && a.Value == b.Value && a.Key == b.Key && a.Client == b.Client
 }

@@ -553,3 +553,36 @@ func TestCounterTimeoutIsUnknown(t *testing.T) {
 		t.Errorf("without a timeout: counter %s (%s)", res.Counter.Verdict, res.Counter.Reason)
 	}
 }
+
+// A late extension starts a new belief of the same lease: that lease's
+// writes with its one token, before and after, are one lease's writes, not
+// a stale token accepted. The other side: another lease with that token is.
+func TestFencingComparesLeasesNotBeliefs(t *testing.T) {
+	build := func(otherLease bool) []history.Event {
+		b := newRB().init("k", 0)
+		b.acquire("c1", "k", 0.01, 0.02, 0.5, 4)
+		b.read("c1", "k", 0.03, 0.04, 0)
+		b.write("c1", history.Write, "k", 0.05, 0.06, 1, 4, history.OK, 2)
+		b.Add("c1", history.Invoke, history.Extend, "k", 0.6, historytest.Value("v-c1"))
+		b.Add("c1", history.OK, history.Extend, "k", 0.61, historytest.Value("v-c1"), historytest.Deadline(1.5))
+		b.read("c1", "k", 0.62, 0.63, 1)
+		b.write("c1", history.Write, "k", 0.64, 0.65, 2, 4, history.OK, 3)
+		b.release("c1", "k", 0.7, 0.71, history.OK)
+		final := 2
+		if otherLease {
+			b.acquire("c2", "k", 1.6, 1.61, 2.5, 4)
+			b.read("c2", "k", 1.62, 1.63, 2)
+			b.write("c2", history.Write, "k", 1.64, 1.65, 3, 4, history.OK, 4)
+			b.release("c2", "k", 1.66, 1.67, history.OK)
+			final = 3
+		}
+		b.read(history.ProcessFinal, "k", 2.6, 2.61, final)
+		return b.Events()
+	}
+	if res := Check(build(false)); res.Fencing == nil || res.Fencing.Verdict != Valid {
+		t.Errorf("one lease, extended late, one token: fencing %+v", res.Fencing)
+	}
+	if res := Check(build(true)); res.Fencing == nil || res.Fencing.Verdict != Invalid {
+		t.Errorf("another lease with the same token: fencing %+v (%s)", res.Fencing, res.Reason)
+	}
+}

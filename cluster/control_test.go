@@ -11,7 +11,7 @@ import (
 )
 
 func TestConfigAndSpecErrors(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	for _, tc := range []struct {
 		name string
 		cfg  cluster.Config
@@ -50,15 +50,15 @@ func TestAddedReplicaFollowsAndIsPromoted(t *testing.T) {
 	cl := startCluster(t, 1, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n1 := cl.Nodes()[0]
+	n1 := cl.Processes()[0]
 	r1, err := cl.AddNode(ctx, cluster.NodeSpec{Name: "r1", ReplicaOf: n1.Addr(), Persistence: cluster.PersistAOFAlways})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cl.Nodes()) != 1 || len(cl.All()) != 2 {
-		t.Errorf("Nodes %d, All %d; want the replica only among All", len(cl.Nodes()), len(cl.All()))
+	if len(cl.Processes()) != 1 || len(cl.All()) != 2 {
+		t.Errorf("Nodes %d, All %d; want the replica only among All", len(cl.Processes()), len(cl.All()))
 	}
-	if got, ok := cl.Node("r1"); !ok || got != r1 {
+	if got, ok := cl.Process("r1"); !ok || got != r1 {
 		t.Error("Node(r1) does not find the added node")
 	}
 	if err := r1.WaitSynced(ctx); err != nil {
@@ -78,7 +78,7 @@ func TestAddedReplicaFollowsAndIsPromoted(t *testing.T) {
 		t.Errorf("write to the promoted replica: %v", err)
 	}
 	// A promoted node restarts as a master, with what it had (AOF always).
-	if err := r1.Kill(); err != nil {
+	if err := r1.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := r1.Start(ctx); err != nil {
@@ -100,8 +100,8 @@ func TestAddedReplicaFollowsAndIsPromoted(t *testing.T) {
 
 func TestPauseResumeAndWipe(t *testing.T) {
 	cl := startCluster(t, 1, t.TempDir())
-	ctx := context.Background()
-	n := cl.Nodes()[0]
+	ctx := testCtx(t)
+	n := cl.Processes()[0]
 	if err := n.Pause(ctx); err != nil || !n.Paused() {
 		t.Fatalf("Pause: %v, paused %v", err, n.Paused())
 	}

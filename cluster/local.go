@@ -1,12 +1,7 @@
-// Package cluster runs the Redis nodes a scenario needs: independent
-// masters for Redlock, each a redis-server child process on loopback with
-// its own data dir, a per-run password and a wall clock the nemesis can move.
 package cluster
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -18,141 +13,59 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// Persistence is how a node keeps its data across a restart.
-type Persistence string
-
-const (
-	// PersistNone keeps nothing: no RDB snapshot (not even on SIGTERM),
-	// no AOF. A restarted node comes back empty.
-	PersistNone Persistence = "none"
-	// PersistAOFEverysec appends every write and fsyncs once a second.
-	PersistAOFEverysec Persistence = "aof-everysec"
-	// PersistAOFAlways appends and fsyncs every write before replying.
-	PersistAOFAlways Persistence = "aof-always"
-)
-
-func (p Persistence) valid() bool {
-	switch p {
-	case PersistNone, PersistAOFEverysec, PersistAOFAlways:
-		return true
-	}
-	return false
-}
-
-// ErrNoRedisServer means redis-server is not installed.
-var ErrNoRedisServer = errors.New("redis-server not found in PATH: install it (apt-get install -y redis-server)")
-
-// Config describes a local cluster.
-type Config struct {
-	// Nodes is how many nodes to start; they are named n1..nN.
-	Nodes int
-	// Dir is the run's folder: node data goes to Dir/nodes/<name> (removed
-	// at Close) and node logs to Dir/logs/<name>.log (kept).
-	Dir string
-	// Persistence applies to every node; empty means PersistNone.
-	Persistence Persistence
-	// NodePersistence overrides Persistence for the nodes it names.
-	NodePersistence map[string]Persistence
-	// RedisServer is the redis-server binary; empty means look it up in PATH.
-	RedisServer string
-	// CacheDir holds the compiled clock shim and the registry of live runs;
-	// empty means splitbrain's folder in the user's cache dir.
-	CacheDir string
-	// RunID marks the run's processes; empty means a random one.
-	RunID string
-}
-
-// DefaultCacheDir is where the shim and the live-run registry go by default.
-func DefaultCacheDir() (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("cache dir: %w", err)
-	}
-	return filepath.Join(base, "splitbrain"), nil
-}
-
-// Local is a cluster of redis-server child processes.
+// Local is the local backend: each node is a child process of the harness
+// on loopback, in its own process group, dying with the harness.
 type Local struct {
+	cfg      Config // resolved
 	password string
-	redis    string
 	shim     string
-	dir      string
-	live     *liveRun
-	nodes    []*Node
+	live     *liveRun // also the run's private state folder
+	nodes    []*Process
 
 	extraMu sync.Mutex
-	extra   []*Node // added by AddNode
+	extra   []*Process // added by AddNode
 	closed  bool
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
+var _ interface {
+	Backend
+	ReplicaStarter
+} = (*Local)(nil)
+
 // StartLocal reaps leftovers of crashed runs, builds the clock shim if
 // needed and starts the nodes. On error nothing is left running.
 func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
-	if cfg.Nodes < 1 {
-		return nil, fmt.Errorf("cluster: Nodes is %d, want at least 1", cfg.Nodes)
-	}
-	if cfg.Dir == "" {
-		return nil, errors.New("cluster: Dir is empty, want the run's folder")
-	}
-	// Nodes run in their own data dir, so every path they get is absolute.
-	dir, err := filepath.Abs(cfg.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	cfg.Dir = dir
-	if cfg.Persistence == "" {
-		cfg.Persistence = PersistNone
-	}
-	if !cfg.Persistence.valid() {
-		return nil, fmt.Errorf("cluster: persistence %q, want none, aof-everysec or aof-always", cfg.Persistence)
-	}
-	for name, p := range cfg.NodePersistence {
-		if !p.valid() {
-			return nil, fmt.Errorf("cluster: node %s: persistence %q, want none, aof-everysec or aof-always", name, p)
-		}
-		if i, err := strconv.Atoi(strings.TrimPrefix(name, "n")); err != nil || !strings.HasPrefix(name, "n") || i < 1 || i > cfg.Nodes {
-			return nil, fmt.Errorf("cluster: persistence given for node %q; this cluster has n1..n%d", name, cfg.Nodes)
-		}
-	}
-	if cfg.RedisServer == "" {
-		p, err := exec.LookPath("redis-server")
-		if err != nil {
-			return nil, ErrNoRedisServer
-		}
-		cfg.RedisServer = p
-	}
-	if cfg.CacheDir == "" {
-		if cfg.CacheDir, err = DefaultCacheDir(); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.RunID == "" {
-		cfg.RunID = randomHex(8)
+	if cfg, err = cfg.Resolve(); err != nil {
+		return nil, err
 	}
 	liveBase := filepath.Join(cfg.CacheDir, "live")
-	if _, err := Reap(liveBase); err != nil {
+	if err := PrivateDir(liveBase); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	killed, err := Reap(liveBase)
+	for _, line := range killed {
+		cfg.Logf("local: killed the leftover %s", line)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("cluster: reaping leftovers: %w", err)
 	}
 	shim, err := BuildShim(ctx, cfg.CacheDir)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	live, err := registerRun(liveBase, cfg.RunID, filepath.Join(cfg.Dir, "nodes"))
+	live, err := registerRun(liveBase, cfg.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c := &Local{
-		password: randomHex(16),
-		redis:    cfg.RedisServer,
+		cfg:      cfg,
+		password: RandomHex(16),
 		shim:     shim,
-		dir:      cfg.Dir,
 		live:     live,
 	}
 	defer func() {
@@ -160,18 +73,12 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 			_ = c.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	for _, d := range []string{filepath.Join(cfg.Dir, "nodes"), filepath.Join(cfg.Dir, "logs")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("cluster: %w", err)
-		}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	for i := 1; i <= cfg.Nodes; i++ {
-		name := fmt.Sprintf("n%d", i)
-		p := cfg.NodePersistence[name]
-		if p == "" {
-			p = cfg.Persistence
-		}
-		n, err := c.newNode(NodeSpec{Name: name, Persistence: p})
+		name := NodeName(i)
+		n, err := c.newProcess(NodeSpec{Name: name, Persistence: cfg.PersistenceOf(name)})
 		if err != nil {
 			return nil, err
 		}
@@ -189,88 +96,107 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 	return c, nil
 }
 
-func (c *Local) newNode(spec NodeSpec) (*Node, error) {
+func (c *Local) newProcess(spec NodeSpec) (*Process, error) {
 	name := spec.Name
-	data := filepath.Join(c.dir, "nodes", name)
-	if err := os.MkdirAll(data, 0o700); err != nil {
+	state := c.live.path(name)
+	if err := newPrivateDir(state); err != nil {
 		return nil, fmt.Errorf("cluster: node %s: %w", name, err)
 	}
-	clock, err := NewClockFile(c.live.path(name + ".clock"))
+	data := filepath.Join(state, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: node %s: %w", name, err)
+	}
+	clock, err := NewClockFile(filepath.Join(state, "clock"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: node %s: %w", name, err)
 	}
-	return &Node{
-		name:      name,
-		cluster:   c,
-		dataDir:   data,
-		logPath:   filepath.Join(c.dir, "logs", name+".log"),
-		clock:     clock,
-		persist:   spec.Persistence,
-		replicaOf: spec.ReplicaOf,
-	}, nil
+	n := &Process{
+		NodeBase: NewNodeBase(name, c.cfg.Kind, c.password, nil, clock),
+		cluster:  c,
+		stateDir: state,
+		dataDir:  data,
+		logPath:  filepath.Join(c.cfg.Dir, "logs", name+".log"),
+		persist:  spec.Persistence,
+	}
+	n.setReplicaOf(spec.ReplicaOf)
+	return n, nil
 }
 
 // Nodes returns the lock's nodes, n1..nN, in name order; nodes added with
 // AddNode (replicas, storage) are not among them.
-func (c *Local) Nodes() []*Node { return c.nodes }
-
-// All returns every node: n1..nN, then the added ones in the order added.
-func (c *Local) All() []*Node {
-	c.extraMu.Lock()
-	defer c.extraMu.Unlock()
-	return append(append([]*Node(nil), c.nodes...), c.extra...)
-}
+func (c *Local) Nodes() []Node { return AsNodes(c.nodes) }
 
 // Node returns the node called name, added nodes included.
-func (c *Local) Node(name string) (*Node, bool) {
-	for _, n := range c.All() {
-		if n.name == name {
-			return n, true
-		}
-	}
-	return nil, false
+func (c *Local) Node(name string) (Node, bool) { return FindNode(AsNodes(c.all()), name) }
+
+// All returns every node: n1..nN, then the added ones in the order added.
+func (c *Local) All() []Node { return AsNodes(c.all()) }
+
+// Processes are the lock's nodes, n1..nN, as processes.
+func (c *Local) Processes() []*Process { return c.nodes }
+
+// Process returns the process of node name, added nodes included.
+func (c *Local) Process(name string) (*Process, bool) { return FindNode(c.all(), name) }
+
+func (c *Local) all() []*Process {
+	c.extraMu.Lock()
+	defer c.extraMu.Unlock()
+	return append(append([]*Process(nil), c.nodes...), c.extra...)
 }
 
 // Password is the run's password, required by every node.
 func (c *Local) Password() string { return c.password }
 
+// StateDir is the run's private state folder (mode 0700, outside the run's
+// folder): the nodes' configs, data and clock offset files.
+func (c *Local) StateDir() string { return c.live.dir }
+
 // Close stops every node (gracefully, then by SIGKILL when ctx ends), resets
-// clocks, removes the node data and the run's registry entry. Logs stay.
-// It is safe to call more than once.
+// clocks and removes the run's private state with its registry entry. Logs
+// stay. It is safe to call more than once.
 func (c *Local) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		c.extraMu.Lock()
 		c.closed = true
 		c.extraMu.Unlock()
-		all := c.All()
+		all := c.all()
 		errs := make([]error, len(all))
 		var wg sync.WaitGroup
 		for i, n := range all {
 			wg.Go(func() { errs[i] = n.close(ctx) })
 		}
 		wg.Wait()
-		errs = append(errs, os.RemoveAll(filepath.Join(c.dir, "nodes")), c.live.remove())
+		errs = append(errs, c.live.remove())
 		c.closeErr = errors.Join(errs...)
 	})
 	return c.closeErr
 }
 
-// Node is one redis-server child process.
-type Node struct {
-	name    string
-	cluster *Local
-	dataDir string
-	logPath string
-	clock   *ClockFile
+// Process is a node of the local backend: a server child process.
+type Process struct {
+	*NodeBase
+	cluster  *Local
+	stateDir string // private: the config file and the data folder
+	dataDir  string
+	logPath  string
 
-	mu        sync.Mutex
-	port      int
-	proc      *process
-	admin     *redis.Client
-	persist   Persistence
-	replicaOf string // host:port of the master; empty for a master
-	paused    bool
+	mu       sync.Mutex
+	port     int
+	connAddr string // where the harness's connection dials
+	proc     *process
+	persist  Persistence
+	paused   bool
 }
+
+var _ interface {
+	Node
+	Killer
+	Stopper
+	Pauser
+	Wiper
+	Clock
+	Replica
+} = (*Process)(nil)
 
 type process struct {
 	cmd  *exec.Cmd
@@ -278,33 +204,28 @@ type process struct {
 	err  error         // Wait's result, set before done closes
 }
 
-// Name is the node's name (n1, n2, ...).
-func (n *Node) Name() string { return n.name }
-
 // Addr is the node's host:port on loopback.
-func (n *Node) Addr() string {
+func (n *Process) Addr() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	return n.addrLocked()
+}
+
+func (n *Process) addrLocked() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.port))
 }
 
 // LogPath is the node's log file.
-func (n *Node) LogPath() string { return n.logPath }
-
-// Admin is a client connected straight to the node (no proxy), for setup,
-// inspection and tests.
-func (n *Node) Admin() *redis.Client {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.admin
-}
+func (n *Process) LogPath() string { return n.logPath }
 
 // Running reports whether the node's process is alive.
-func (n *Node) Running() bool {
+func (n *Process) Running() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.proc != nil && !n.proc.exited()
+	return n.runningLocked()
 }
+
+func (n *Process) runningLocked() bool { return n.proc != nil && !n.proc.exited() }
 
 func (p *process) exited() bool {
 	select {
@@ -316,12 +237,12 @@ func (p *process) exited() bool {
 }
 
 // Start starts the node's process (again, on the same port after the first
-// start) and waits until it answers an authenticated PING.
-func (n *Node) Start(ctx context.Context) error {
+// start) and waits until it answers an authenticated probe.
+func (n *Process) Start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.proc != nil && !n.proc.exited() {
-		return fmt.Errorf("node %s: already running (pid %d)", n.name, n.proc.cmd.Process.Pid)
+	if n.runningLocked() {
+		return fmt.Errorf("node %s: already running (pid %d)", n.Name(), n.proc.cmd.Process.Pid)
 	}
 	fixedPort := n.port != 0
 	const tries = 5
@@ -329,14 +250,14 @@ func (n *Node) Start(ctx context.Context) error {
 	for range tries {
 		if !fixedPort {
 			if n.port, err = freePort(); err != nil {
-				return fmt.Errorf("node %s: %w", n.name, err)
+				return fmt.Errorf("node %s: %w", n.Name(), err)
 			}
 		}
 		if err = n.spawn(ctx); err == nil {
 			return nil
 		}
-		// Someone took the port between our probe and redis's bind; a
-		// fresh port fixes that, a fixed one (restart) cannot move.
+		// Someone took the port between our probe and the server's bind;
+		// a fresh port fixes that, a fixed one (restart) cannot move.
 		if fixedPort || !errors.Is(err, errPortTaken) {
 			return err
 		}
@@ -346,25 +267,26 @@ func (n *Node) Start(ctx context.Context) error {
 
 var errPortTaken = errors.New("port taken")
 
-func (n *Node) spawn(ctx context.Context) error {
-	conf := filepath.Join(n.dataDir, "redis.conf")
+func (n *Process) spawn(ctx context.Context) error {
+	c := n.cluster
+	k := n.Kind()
+	conf := filepath.Join(n.stateDir, k.ConfigFile)
 	if err := os.WriteFile(conf, []byte(n.config()), 0o600); err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
+		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}
 	logf, err := os.OpenFile(n.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
+		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}
 	defer logf.Close()
 	logStart, _ := logf.Seek(0, 2)
 
-	c := n.cluster
-	cmd := exec.Command(c.redis, conf)
+	cmd := exec.Command(c.cfg.Binary, k.Args(conf)...)
 	cmd.Dir = n.dataDir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(withoutEnv(os.Environ(), "LD_PRELOAD", ClockEnv, RunEnv),
 		"LD_PRELOAD="+c.shim,
-		ClockEnv+"="+n.clock.Path(),
+		ClockEnv+"="+n.ClockPath(),
 		RunEnv+"="+c.live.id)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Own process group: a Ctrl-C in the terminal reaches the harness
@@ -374,7 +296,7 @@ func (n *Node) spawn(ctx context.Context) error {
 		Pdeathsig: syscall.SIGKILL,
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("node %s: starting %s: %w", n.name, c.redis, err)
+		return fmt.Errorf("node %s: starting %s: %w", n.Name(), c.cfg.Binary, err)
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	n.paused = false
@@ -383,57 +305,49 @@ func (n *Node) spawn(ctx context.Context) error {
 		close(p.done)
 	}()
 	n.proc = p
-	if err := c.live.addPID(n.name, cmd.Process.Pid); err != nil {
-		_ = n.killLocked()
-		return fmt.Errorf("node %s: %w", n.name, err)
+	if err := c.live.addPID(n.Name(), cmd.Process.Pid); err != nil {
+		_ = n.killLocked(context.WithoutCancel(ctx))
+		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(n.port))
-	if n.admin != nil && n.admin.Options().Addr != addr {
-		_ = n.admin.Close()
-		n.admin = nil
-	}
-	if n.admin == nil {
-		n.admin = redis.NewClient(&redis.Options{
-			Addr:        addr,
-			Password:    c.password,
-			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
-			MaxRetries: -1, PoolSize: 2,
-		})
+	if n.connAddr != n.addrLocked() {
+		n.setConn(k.Dial(n.addrLocked(), c.password))
+		n.connAddr = n.addrLocked()
 	}
 	if err := n.waitReady(ctx, p); err != nil {
-		_ = n.killLocked()
+		_ = n.killLocked(context.WithoutCancel(ctx))
 		tail := logTail(n.logPath, logStart)
 		if strings.Contains(tail, "Address already in use") {
 			err = fmt.Errorf("%w: %w", errPortTaken, err)
 		}
-		return fmt.Errorf("node %s: %w\n%s", n.name, err, tail)
+		return fmt.Errorf("node %s: %w\n%s", n.Name(), err, tail)
 	}
 	return nil
 }
 
-func (n *Node) waitReady(ctx context.Context, p *process) error {
+func (n *Process) waitReady(ctx context.Context, p *process) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	conn := n.Conn()
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		pid, err := serverPID(pctx, n.admin)
+		pid, err := conn.Probe(pctx)
 		pcancel()
 		switch {
-		case err == nil && pid == p.cmd.Process.Pid:
+		case err == nil && (pid == 0 || pid == p.cmd.Process.Pid):
 			return nil
 		case err == nil:
 			// Another node of this run (same password) answers on the
 			// port: two nodes drew the same free port, ours could not
 			// bind it and is exiting. Without this check the node would
 			// pass for started while n1 and n2 were one process.
-			return fmt.Errorf("%w: 127.0.0.1:%d answers as pid %d, not as this node's pid %d",
-				errPortTaken, n.port, pid, p.cmd.Process.Pid)
+			return fmt.Errorf("%w: %s answers as pid %d, not as this node's pid %d",
+				errPortTaken, n.addrLocked(), pid, p.cmd.Process.Pid)
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("redis-server exited at start: %v", p.err)
+			return fmt.Errorf("%s exited at start: %v", n.Kind().Binary, p.err)
 		case <-ctx.Done():
 			return fmt.Errorf("not ready: %w (last error: %v)", ctx.Err(), err)
 		case <-tick.C:
@@ -441,35 +355,28 @@ func (n *Node) waitReady(ctx context.Context, p *process) error {
 	}
 }
 
-// serverPID asks a redis-server for its process id, so that a node is
-// known to be the process the harness started, not another on its port.
-func serverPID(ctx context.Context, c *redis.Client) (int, error) {
-	info, err := c.Info(ctx, "server").Result()
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			return strconv.Atoi(v)
-		}
-	}
-	return 0, errors.New("INFO server has no process_id")
-}
-
-func (n *Node) config() string {
-	return RedisConf{Port: n.port, Bind: "127.0.0.1", Password: n.cluster.password, Dir: n.dataDir,
-		LogFile: n.logPath, Persistence: n.persist, ReplicaOf: n.replicaOf}.String()
+func (n *Process) config() string {
+	return n.Kind().Config(ServerConfig{
+		Port: n.port, Bind: "127.0.0.1", Password: n.cluster.password, DataDir: n.dataDir,
+		LogFile: n.logPath, Persistence: n.persist, ReplicaOf: n.ReplicaOf(), Debug: n.cluster.cfg.Debug,
+	})
 }
 
 // Stop shuts the node down with SIGTERM and waits; when ctx ends first it
 // falls back to SIGKILL. Stopping a stopped node is a no-op.
-func (n *Node) Stop(ctx context.Context) error {
+func (n *Process) Stop(ctx context.Context) error {
+	if err := n.Refuse(FaultStop); err != nil {
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.stopLocked(ctx)
 }
 
-func (n *Node) stopLocked(ctx context.Context) error {
+// gracefulStopLimit bounds the wait for a node to act on SIGTERM.
+const gracefulStopLimit = 30 * time.Second
+
+func (n *Process) stopLocked(ctx context.Context) error {
 	p := n.proc
 	if p == nil || p.exited() {
 		return nil
@@ -478,59 +385,61 @@ func (n *Node) stopLocked(ctx context.Context) error {
 	// A paused (SIGSTOPped) node would never act on the SIGTERM.
 	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	n.paused = false
+	// However long ctx allows, a node that ignores SIGTERM (Redis waits
+	// up to its shutdown-timeout for lagging replicas) is not waited for
+	// without end: a heal or a Close always finishes.
+	limit := time.NewTimer(gracefulStopLimit)
+	defer limit.Stop()
 	select {
 	case <-p.done:
-		n.cluster.live.removePID(n.name)
+		n.cluster.live.removePID(n.Name())
 		return nil
-	case <-ctx.Done():
-		if err := n.killLocked(); err != nil {
+	case <-limit.C:
+		if err := n.killLocked(context.WithoutCancel(ctx)); err != nil {
 			return err
 		}
-		return fmt.Errorf("node %s: graceful stop cut short, killed: %w", n.name, ctx.Err())
+		return fmt.Errorf("node %s: did not stop within %v of SIGTERM, killed", n.Name(), gracefulStopLimit)
+	case <-ctx.Done():
+		if err := n.killLocked(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+		return fmt.Errorf("node %s: graceful stop cut short, killed: %w", n.Name(), ctx.Err())
 	}
 }
 
-// Kill sends SIGKILL and waits for the process to be gone.
-func (n *Node) Kill() error {
+// Kill sends SIGKILL and waits for the process to be gone, or for ctx to
+// end. Killing a node that is down is a no-op.
+func (n *Process) Kill(ctx context.Context) error {
+	if err := n.Refuse(FaultKill); err != nil {
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.killLocked()
+	return n.killLocked(ctx)
 }
 
-func (n *Node) killLocked() error {
+func (n *Process) killLocked(ctx context.Context) error {
 	p := n.proc
 	if p == nil || p.exited() {
 		return nil
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("node %s: kill: %w", n.name, err)
+		return fmt.Errorf("node %s: kill: %w", n.Name(), err)
 	}
-	<-p.done
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return fmt.Errorf("node %s: killed, but pid %d has not exited yet: %w", n.Name(), p.cmd.Process.Pid, ctx.Err())
+	}
 	n.paused = false
-	n.cluster.live.removePID(n.name)
+	n.cluster.live.removePID(n.Name())
 	return nil
 }
 
-// SetClockOffset moves the node's wall clock to real time + d, at once.
-func (n *Node) SetClockOffset(d time.Duration) error {
-	if err := n.clock.Set(d); err != nil {
-		return fmt.Errorf("node %s: %w", n.name, err)
-	}
-	return nil
-}
-
-// ClockOffset is the node's current wall-clock offset.
-func (n *Node) ClockOffset() time.Duration { return n.clock.Get() }
-
-func (n *Node) close(ctx context.Context) error {
+func (n *Process) close(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	err := n.stopLocked(ctx)
-	if n.admin != nil {
-		err = errors.Join(err, n.admin.Close())
-		n.admin = nil
-	}
-	return errors.Join(err, n.clock.Close())
+	return errors.Join(n.stopLocked(ctx), n.Release())
 }
 
 // ErrNoFreePort means the loopback interface had no port left for a node.
@@ -594,10 +503,4 @@ func logTail(path string, from int64) string {
 		b = b[len(b)-max:]
 	}
 	return strings.TrimSpace(string(b))
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux (Go ≥1.24 panics instead)
-	return hex.EncodeToString(b)
 }

@@ -17,6 +17,15 @@ import (
 	"splitbrain/cluster"
 )
 
+// testCtx bounds what one test may wait for: a node that never answers
+// fails the test with the operation that waited, instead of hanging the
+// package until go test's timeout.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func startCluster(t *testing.T, nodes int, cache string) *cluster.Local {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -26,7 +35,7 @@ func startCluster(t *testing.T, nodes int, cache string) *cluster.Local {
 		t.Fatalf("StartLocal: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := cl.Close(context.Background()); err != nil {
+		if err := cl.Close(testCtx(t)); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
@@ -35,12 +44,12 @@ func startCluster(t *testing.T, nodes int, cache string) *cluster.Local {
 
 func TestStartLocalServesAuthenticatedOnly(t *testing.T) {
 	cl := startCluster(t, 3, t.TempDir())
-	ctx := context.Background()
-	if got := len(cl.Nodes()); got != 3 {
+	ctx := testCtx(t)
+	if got := len(cl.Processes()); got != 3 {
 		t.Fatalf("got %d nodes, want 3", got)
 	}
 	seen := map[string]bool{}
-	for _, n := range cl.Nodes() {
+	for _, n := range cl.Processes() {
 		if !strings.HasPrefix(n.Addr(), "127.0.0.1:") {
 			t.Errorf("%s listens on %s, want loopback", n.Name(), n.Addr())
 		}
@@ -67,13 +76,13 @@ func TestStartLocalServesAuthenticatedOnly(t *testing.T) {
 // only, at once, and Redis's own TIME shows the jump.
 func TestClockJumpExpiresKeysOnThatNodeOnly(t *testing.T) {
 	cl := startCluster(t, 3, t.TempDir())
-	ctx := context.Background()
-	for _, n := range cl.Nodes() {
+	ctx := testCtx(t)
+	for _, n := range cl.Processes() {
 		if err := n.Admin().Set(ctx, "lease", "v", 30*time.Second).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n2, _ := cl.Node("n2")
+	n2, _ := cl.Process("n2")
 	before, err := n2.Admin().Time(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +105,7 @@ func TestClockJumpExpiresKeysOnThatNodeOnly(t *testing.T) {
 		t.Errorf("n2: lease exists=%d err=%v after +60s, want gone", n, err)
 	}
 	for _, name := range []string{"n1", "n3"} {
-		n, _ := cl.Node(name)
+		n, _ := cl.Process(name)
 		ttl, err := n.Admin().PTTL(ctx, "lease").Result()
 		if err != nil || ttl < 25*time.Second {
 			t.Errorf("%s: lease PTTL=%v err=%v, want untouched (~30s)", name, ttl, err)
@@ -116,13 +125,13 @@ func TestClockJumpExpiresKeysOnThatNodeOnly(t *testing.T) {
 
 func TestKillAndRestartWithoutPersistenceLosesData(t *testing.T) {
 	cl := startCluster(t, 1, t.TempDir())
-	ctx := context.Background()
-	n := cl.Nodes()[0]
+	ctx := testCtx(t)
+	n := cl.Processes()[0]
 	addr := n.Addr()
 	if err := n.Admin().Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Kill(); err != nil {
+	if err := n.Kill(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n.Running() {
@@ -153,14 +162,14 @@ func TestKillAndRestartWithoutPersistenceLosesData(t *testing.T) {
 
 func TestCloseLeavesNothing(t *testing.T) {
 	cache := t.TempDir()
-	ctx := context.Background()
+	ctx := testCtx(t)
 	dir := t.TempDir()
 	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 3, Dir: dir, CacheDir: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pids []int
-	for _, n := range cl.Nodes() {
+	for _, n := range cl.Processes() {
 		pids = append(pids, pidOf(t, n))
 	}
 	if err := cl.Close(ctx); err != nil {
@@ -174,8 +183,8 @@ func TestCloseLeavesNothing(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Join(cache, "live")); len(entries) != 0 {
 		t.Errorf("live registry not empty after Close: %v", entries)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "nodes")); !os.IsNotExist(err) {
-		t.Errorf("node data dir left behind: %v", err)
+	if _, err := os.Stat(cl.StateDir()); !os.IsNotExist(err) {
+		t.Errorf("node state folder left behind: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "logs", "n1.log")); err != nil {
 		t.Errorf("node log not kept: %v", err)
@@ -218,12 +227,12 @@ func TestReapKillsOnlyMarkedLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The run's node data is removed with it.
-	data := filepath.Join(t.TempDir(), "nodes")
-	if err := os.MkdirAll(filepath.Join(data, "n1"), 0o700); err != nil {
+	// The run's node state, in its entry, is removed with it.
+	data := filepath.Join(entry, "n1", "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(entry, "data"), []byte(data), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(entry, "n1", "redis.conf"), []byte("requirepass secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	killed, err := cluster.Reap(base)
@@ -231,6 +240,9 @@ func TestReapKillsOnlyMarkedLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(killed) != 1 || !strings.Contains(killed[0], "marked") {
+		// The marked process is stopped: without this, Wait below
+		// would wait for it forever.
+		_ = marked.Process.Kill()
 		t.Errorf("Reap killed %v, want only the marked process", killed)
 	}
 	if err := marked.Wait(); err == nil {
@@ -272,12 +284,12 @@ func TestReapSparesLiveRuns(t *testing.T) {
 	if len(killed) != 0 {
 		t.Errorf("Reap killed %v of a live run", killed)
 	}
-	if !cl.Nodes()[0].Running() {
+	if !cl.Processes()[0].Running() {
 		t.Error("node of a live run was stopped")
 	}
 }
 
-func pidOf(t *testing.T, n *cluster.Node) int {
+func pidOf(t *testing.T, n *cluster.Process) int {
 	t.Helper()
 	info, err := n.Admin().Info(context.Background(), "server").Result()
 	if err != nil {
@@ -303,4 +315,41 @@ func alive(pid int) bool {
 	// A zombie is dead for our purposes.
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+// An entry whose owner file another run is writing at this instant reads
+// as empty: a reaper must take it as alive while it is young, and as the
+// garbage of a crash once it is old.
+func TestReapSparesHalfWrittenOwner(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		age  time.Duration
+		kept bool
+	}{
+		{"young", 0, true},
+		{"old", 2 * time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := t.TempDir()
+			dir := filepath.Join(base, "run1")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "owner"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			then := time.Now().Add(-tc.age)
+			if err := os.Chtimes(dir, then, then); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cluster.Reap(base); err != nil {
+				t.Fatal(err)
+			}
+			_, err := os.Stat(dir)
+			if kept := err == nil; kept != tc.kept {
+				t.Errorf("entry kept = %v, want %v", kept, tc.kept)
+			}
+		})
+	}
 }

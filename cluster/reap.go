@@ -21,31 +21,36 @@ const graceForNewEntries = time.Minute
 // harness can be told apart from processes splitbrain did not start.
 const RunEnv = "SPLITBRAIN_RUN"
 
-// liveRun is a run's entry in the live registry: a folder named after the
-// run holding the owner (the harness process) and one pid file per child.
-// A harness killed with SIGKILL cannot clean up; the next start finds its
-// entry, sees the owner is gone and reaps what the entry lists.
+// liveRun is a run's entry in the live registry: a private folder named
+// after the run holding the owner (the harness process), one pid file per
+// child and the nodes' state (configs, data, clock offset files). A harness
+// killed with SIGKILL cannot clean up; the next start finds its entry, sees
+// the owner is gone, kills what the entry lists and removes the entry with
+// the nodes' state.
 type liveRun struct {
 	id  string
 	dir string
 }
 
-// registerRun creates the run's entry. data is the folder of the nodes'
-// data, which a reaper removes along with the processes.
-func registerRun(base, id, data string) (*liveRun, error) {
+// registerRun creates the run's entry under base, which must be private.
+func registerRun(base, id string) (*liveRun, error) {
 	dir := filepath.Join(base, id)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("live registry: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "data"), []byte(data), 0o600); err != nil {
+	if err := newPrivateDir(dir); err != nil {
 		return nil, fmt.Errorf("live registry: %w", err)
 	}
 	start, err := ProcStartTime(os.Getpid())
 	if err != nil {
 		return nil, fmt.Errorf("live registry: %w", err)
 	}
+	// Written aside and renamed into place: a reaper running beside us
+	// (another run starting) must never read a half-written owner file
+	// and take this live run for a dead one.
 	owner := fmt.Sprintf("%d %d\n", os.Getpid(), start)
-	if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(owner), 0o600); err != nil {
+	tmp := filepath.Join(dir, "owner.tmp")
+	if err := os.WriteFile(tmp, []byte(owner), 0o600); err != nil {
+		return nil, fmt.Errorf("live registry: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "owner")); err != nil {
 		return nil, fmt.Errorf("live registry: %w", err)
 	}
 	return &liveRun{id: id, dir: dir}, nil
@@ -72,7 +77,7 @@ func (r *liveRun) remove() error { return os.RemoveAll(r.dir) }
 // Reap removes the leftovers of runs whose harness died without cleaning up:
 // it kills the processes they started (only those whose environment carries
 // the run's marker, so a recycled pid is never hit) and deletes their
-// registry entries with their clock offset files. Runs whose harness is
+// registry entries with the nodes' state. Runs whose harness is
 // still alive are left alone. It returns what it killed, for the log.
 func Reap(base string) ([]string, error) {
 	entries, err := os.ReadDir(base)
@@ -111,10 +116,6 @@ func Reap(base string) ([]string, error) {
 					strings.TrimSuffix(filepath.Base(pf), ".pid"), pid))
 			}
 		}
-		if data, err := os.ReadFile(filepath.Join(dir, "data")); err == nil && filepath.IsAbs(string(data)) &&
-			filepath.Base(string(data)) == "nodes" {
-			errs = append(errs, os.RemoveAll(string(data)))
-		}
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)
 		}
@@ -125,17 +126,21 @@ func Reap(base string) ([]string, error) {
 // ownerAlive reports whether the harness that registered dir still runs.
 // The start time guards against the owner's pid having been recycled.
 func ownerAlive(dir string) bool {
+	// An entry being created right now has no owner file yet (or, from
+	// an older harness that wrote it in place, an incomplete one); one
+	// like that for long is garbage, but never worth a wrong kill.
+	young := func() bool {
+		info, err := os.Stat(dir)
+		return err == nil && info.ModTime().After(time.Now().Add(-graceForNewEntries))
+	}
 	b, err := os.ReadFile(filepath.Join(dir, "owner"))
 	if err != nil {
-		// An entry being created right now has no owner file yet; one
-		// without it for long is garbage, but never worth a wrong kill.
-		info, serr := os.Stat(dir)
-		return serr == nil && info.ModTime().After(time.Now().Add(-graceForNewEntries))
+		return young()
 	}
 	var pid int
 	var start uint64
 	if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &start); err != nil {
-		return false
+		return young()
 	}
 	got, err := ProcStartTime(pid)
 	return err == nil && got == start
@@ -156,7 +161,7 @@ func startedBy(pid int, id string) bool {
 	return false
 }
 
-// procStartTime reads a process's start time (clock ticks since boot).
+// ProcStartTime reads a process's start time (clock ticks since boot).
 func ProcStartTime(pid int) (uint64, error) {
 	fields, err := procStat(pid)
 	if err != nil {

@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,13 +30,31 @@ const ClockEnv = "SPLITBRAIN_CLOCK_FILE"
 // is installed.
 var ErrNoCompiler = errors.New("no C compiler (cc) found: install gcc to build the clock shim")
 
+// shimFlags are the compiler flags of the clock shim; they are part of the
+// cache key, so a change of flags builds anew.
+var shimFlags = []string{"-shared", "-fPIC", "-O2", "-Wall"}
+
+// ShimPath is where BuildShim keeps the shim built from this source with
+// these flags in cacheDir: named by their SHA-256, so that a change of
+// either is a new file.
+func ShimPath(cacheDir string) string {
+	h := sha256.New()
+	h.Write(shimSource)
+	h.Write([]byte("\x00" + strings.Join(shimFlags, " ")))
+	return filepath.Join(cacheDir, "clockshim-"+hex.EncodeToString(h.Sum(nil))[:32]+".so")
+}
+
 // BuildShim compiles the embedded clock shim into cacheDir, once per source
-// version, and returns the path of the shared library. Concurrent callers
-// are safe: each compiles to its own temporary name and renames atomically.
+// version and flags, and returns the path of the shared library. Every
+// process a run starts loads it, so a library found in the cache is used
+// only when it is the one built here: a regular file owned by this user,
+// writable by no one else, whose SHA-256 is the one recorded beside it
+// when it was built. Anything else (planted, truncated, left by a crash
+// between the two writes) is built again. Concurrent callers are safe:
+// each compiles to its own temporary name and renames atomically.
 func BuildShim(ctx context.Context, cacheDir string) (string, error) {
-	sum := sha256.Sum256(shimSource)
-	lib := filepath.Join(cacheDir, "clockshim-"+hex.EncodeToString(sum[:8])+".so")
-	if _, err := os.Stat(lib); err == nil {
+	lib := ShimPath(cacheDir)
+	if verifyShim(lib) == nil {
 		return lib, nil
 	}
 	cc, err := exec.LookPath("cc")
@@ -54,14 +74,79 @@ func BuildShim(ctx context.Context, cacheDir string) (string, error) {
 		return "", fmt.Errorf("clock shim: %w", err)
 	}
 	out := filepath.Join(tmp, "clockshim.so")
-	cmd := exec.CommandContext(ctx, cc, "-shared", "-fPIC", "-O2", "-Wall", "-o", out, src)
+	cmd := exec.CommandContext(ctx, cc, append(append([]string(nil), shimFlags...), "-o", out, src)...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("clock shim: %s failed: %w\n%s", cc, err, msg)
+	}
+	// Whatever the umask, nobody else may change what every node loads.
+	if err := os.Chmod(out, 0o755); err != nil {
+		return "", fmt.Errorf("clock shim: %w", err)
+	}
+	sum, err := fileSHA256(out)
+	if err != nil {
+		return "", fmt.Errorf("clock shim: %w", err)
+	}
+	// The sum first: a library without its sum, or with another's, is
+	// rebuilt by the next caller, never loaded.
+	sumTmp := filepath.Join(tmp, "clockshim.so.sha256")
+	if err := os.WriteFile(sumTmp, []byte(sum+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("clock shim: %w", err)
+	}
+	if err := os.Rename(sumTmp, lib+".sha256"); err != nil {
+		return "", fmt.Errorf("clock shim: %w", err)
 	}
 	if err := os.Rename(out, lib); err != nil {
 		return "", fmt.Errorf("clock shim: %w", err)
 	}
+	if err := verifyShim(lib); err != nil {
+		return "", fmt.Errorf("clock shim: just built, yet %w", err)
+	}
 	return lib, nil
+}
+
+// verifyShim says why the library at lib is not one BuildShim made, or nil.
+func verifyShim(lib string) error {
+	for _, p := range []string{lib, lib + ".sha256"} {
+		info, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if !ok || int(st.Uid) != os.Geteuid() {
+			return fmt.Errorf("%s is not owned by this user", p)
+		}
+		if info.Mode().Perm()&0o022 != 0 {
+			return fmt.Errorf("%s is writable by other users", p)
+		}
+	}
+	want, err := os.ReadFile(lib + ".sha256")
+	if err != nil {
+		return err
+	}
+	got, err := fileSHA256(lib)
+	if err != nil {
+		return err
+	}
+	if got != strings.TrimSpace(string(want)) {
+		return fmt.Errorf("%s has SHA-256 %s, not the %s recorded when it was built", lib, got, strings.TrimSpace(string(want)))
+	}
+	return nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // ClockFile is a node's clock offset, shared with the clock shim through a

@@ -1,6 +1,6 @@
-// Package docker is the Docker backend of the cluster abstraction: each Redis
-// node is a container of an image built on this machine from its own
-// redis-server (no registry needed), on a private bridge network made for
+// Package docker is the Docker backend of package cluster: each node is a
+// container of an image built on this machine from the host's server binary
+// (redis-server; no registry needed), on a private bridge network made for
 // the run, with faults injected through the engine — pause, kill, restart
 // with the data lost, disconnect from the network — and the clock shim
 // moving each node's wall clock.
@@ -12,125 +12,87 @@ package docker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 
 	"splitbrain/cluster"
 )
 
-// Config describes a cluster of Redis containers.
-type Config struct {
-	// Nodes is how many nodes to start; they are named n1..nN.
-	Nodes int
-	// Dir is the run's folder: node logs are written to
-	// Dir/logs/<name>.log when the cluster closes (and before a node's
-	// container is replaced by an amnesia restart).
-	Dir string
-	// Persistence applies to every node; empty means cluster.PersistNone.
-	// Without persistence the data folder is a tmpfs, which the engine
-	// wipes at every stop; with AOF it is a volume that survives kills.
-	Persistence cluster.Persistence
-	// NodePersistence overrides Persistence for the nodes it names.
-	NodePersistence map[string]cluster.Persistence
-	// RedisServer is the host binary the image is built from; empty means
-	// redis-server in PATH.
-	RedisServer string
-	// CacheDir holds the compiled clock shim and the runs' host-side files
-	// (node configs, clock offset files); empty means
-	// cluster.DefaultCacheDir.
-	CacheDir string
-	// RunID names the run's objects; empty means a random one.
-	RunID string
-}
-
-var runIDPattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,47}$`)
-
 // stateRoot is the folder under the cache dir that holds one folder per
 // live run.
 const stateRoot = "docker-runs"
 
-// Cluster is a run's Redis containers and their network.
+// Cluster is a run's containers and their network: the Docker backend.
 type Cluster struct {
-	eng      *Engine
-	runID    string
-	password string
-	image    Image
-	labels   map[string]string // on every object of the run
-	netID    string
-	netName  string
-	subnet   subnet
-	gateway  netip.Addr // where the run's containers reach this host
-	stateDir string
-	logDir   string
-	nodes    []*Node
+	eng *Engine
+	// ownEngine: Close closes eng too (Start connected it).
+	ownEngine bool
+	cfg       cluster.Config // resolved
+	password  string
+	image     Image
+	labels    map[string]string // on every object of the run
+	netID     string
+	netName   string
+	subnet    subnet
+	gateway   netip.Addr // where the run's containers reach this host
+	stateDir  string
+	logDir    string
+	nodes     []*Container
 
 	extraMu sync.Mutex
-	extra   []*Node // replicas, added by AddReplica
+	extra   []*Container // replicas, added by AddReplica
 
 	closeMu sync.Mutex
 	closed  bool
 }
 
+var _ interface {
+	cluster.Backend
+	cluster.ReplicaStarter
+} = (*Cluster)(nil)
+
+// Start connects to the engine named by the environment and starts a
+// cluster on it, as StartCluster does; the cluster's Close lets go of the
+// engine. What it reaped and the image it runs go to cfg.Logf.
+func Start(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
+	eng, err := Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("backend docker: %w", err)
+	}
+	c, err := StartCluster(ctx, eng, cfg)
+	if err != nil {
+		_ = eng.Close()
+		return nil, fmt.Errorf("backend docker: %w", err)
+	}
+	c.ownEngine = true
+	return c, nil
+}
+
 // StartCluster reaps leftovers of dead harnesses, builds the image if its
 // inputs changed, creates the run's network and starts the nodes. On error
 // nothing of the run is left behind.
-func StartCluster(ctx context.Context, eng *Engine, cfg Config) (_ *Cluster, err error) {
-	if cfg.Nodes < 1 {
-		return nil, fmt.Errorf("docker: Nodes is %d, want at least 1", cfg.Nodes)
-	}
-	if cfg.Dir == "" {
-		return nil, errors.New("docker: Dir is empty, want the run's folder")
-	}
-	if cfg.Persistence == "" {
-		cfg.Persistence = cluster.PersistNone
-	}
-	if !validPersistence(cfg.Persistence) {
-		return nil, fmt.Errorf("docker: persistence %q, want none, aof-everysec or aof-always", cfg.Persistence)
-	}
-	for name, p := range cfg.NodePersistence {
-		if !validPersistence(p) {
-			return nil, fmt.Errorf("docker: node %s: persistence %q, want none, aof-everysec or aof-always", name, p)
-		}
-		if i, err := strconv.Atoi(strings.TrimPrefix(name, "n")); err != nil || !strings.HasPrefix(name, "n") || i < 1 || i > cfg.Nodes {
-			return nil, fmt.Errorf("docker: persistence given for node %q; this cluster has n1..n%d", name, cfg.Nodes)
-		}
-	}
-	if cfg.RunID == "" {
-		cfg.RunID = randomHex(8)
-	}
-	if !runIDPattern.MatchString(cfg.RunID) {
-		return nil, fmt.Errorf("docker: RunID %q, want 1 to 48 letters, digits, '_', '.' or '-', starting with a letter or digit", cfg.RunID)
-	}
-	if cfg.CacheDir == "" {
-		if cfg.CacheDir, err = cluster.DefaultCacheDir(); err != nil {
-			return nil, err
-		}
-	}
-	// Bind mounts need absolute paths.
-	if cfg.CacheDir, err = filepath.Abs(cfg.CacheDir); err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
-	}
-	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
+func StartCluster(ctx context.Context, eng *Engine, cfg cluster.Config) (_ *Cluster, err error) {
+	if cfg, err = cfg.Resolve(); err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
 	self, err := currentOwner()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := eng.Reap(ctx, cfg.CacheDir); err != nil {
+	reaped, err := eng.Reap(ctx, cfg.CacheDir)
+	for _, line := range reaped {
+		cfg.Logf("docker: removed the leftovers of %s", line)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("docker: reaping leftovers: %w", err)
 	}
-	img, err := eng.BuildImage(ctx, ImageConfig{RedisServer: cfg.RedisServer, CacheDir: cfg.CacheDir})
+	img, err := eng.BuildImage(ctx, ImageConfig{Kind: cfg.Kind, Binary: cfg.Binary, CacheDir: cfg.CacheDir})
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +106,8 @@ func StartCluster(ctx context.Context, eng *Engine, cfg Config) (_ *Cluster, err
 	}
 	c := &Cluster{
 		eng:      eng,
-		runID:    cfg.RunID,
-		password: randomHex(16),
+		cfg:      cfg,
+		password: cluster.RandomHex(16),
 		image:    img,
 		labels:   labels,
 		netName:  "splitbrain-" + cfg.RunID,
@@ -173,27 +135,25 @@ func StartCluster(ctx context.Context, eng *Engine, cfg Config) (_ *Cluster, err
 		return nil, err
 	}
 	for i, ip := range ips {
-		name := fmt.Sprintf("n%d", i+1)
-		p := cfg.NodePersistence[name]
-		if p == "" {
-			p = cfg.Persistence
-		}
-		n, err := c.newNode(ctx, name, ip, p)
+		name := cluster.NodeName(i + 1)
+		n, err := c.newContainer(ctx, name, ip, cfg.PersistenceOf(name))
 		if err != nil {
 			return nil, err
 		}
 		c.nodes = append(c.nodes, n)
 	}
-	if err := inParallel(c.nodes, func(n *Node) error { return n.Start(ctx) }); err != nil {
+	if err := inParallel(c.nodes, func(n *Container) error { return n.Start(ctx) }); err != nil {
 		return nil, err
 	}
+	cfg.Logf("docker: run %s, image %s", cfg.RunID, img.Tag)
 	return c, nil
 }
 
 // writeStateDir creates the run's host-side folder with its owner first,
 // so a reaper never mistakes a run being set up for a dead one.
 func writeStateDir(dir string, self owner) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+	// Private: the nodes' configs hold the run's password.
+	if err := cluster.PrivateDir(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("docker: %w", err)
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -273,40 +233,50 @@ func nodeIPs(sn subnet, n int) ([]string, error) {
 
 // Nodes returns the lock's nodes, n1..nN, in name order; replicas are not
 // among them.
-func (c *Cluster) Nodes() []*Node { return c.nodes }
-
-// All returns every node: n1..nN, then the replicas in the order added.
-func (c *Cluster) All() []*Node {
-	c.extraMu.Lock()
-	defer c.extraMu.Unlock()
-	return append(append([]*Node(nil), c.nodes...), c.extra...)
-}
+func (c *Cluster) Nodes() []cluster.Node { return cluster.AsNodes(c.nodes) }
 
 // Node returns the node called name, replicas included.
-func (c *Cluster) Node(name string) (*Node, bool) {
-	for _, n := range c.All() {
-		if n.name == name {
-			return n, true
-		}
-	}
-	return nil, false
+func (c *Cluster) Node(name string) (cluster.Node, bool) {
+	return cluster.FindNode(cluster.AsNodes(c.all()), name)
+}
+
+// All returns every node: n1..nN, then the replicas in the order added.
+func (c *Cluster) All() []cluster.Node { return cluster.AsNodes(c.all()) }
+
+// Containers are the lock's nodes, n1..nN, as containers.
+func (c *Cluster) Containers() []*Container { return c.nodes }
+
+// Container returns the container of node name, replicas included.
+func (c *Cluster) Container(name string) (*Container, bool) { return cluster.FindNode(c.all(), name) }
+
+func (c *Cluster) all() []*Container {
+	c.extraMu.Lock()
+	defer c.extraMu.Unlock()
+	return append(append([]*Container(nil), c.nodes...), c.extra...)
 }
 
 // Password is the run's password, required by every node.
 func (c *Cluster) Password() string { return c.password }
 
+// StateDir is the run's private host-side folder (mode 0700, outside the
+// run's folder): the nodes' configs and clock offset files, bind-mounted
+// read-only into their containers.
+func (c *Cluster) StateDir() string { return c.stateDir }
+
 // RunID names the run's objects; they carry it in the label splitbrain.run.
-func (c *Cluster) RunID() string { return c.runID }
+func (c *Cluster) RunID() string { return c.cfg.RunID }
 
 // Image is the image the nodes run.
 func (c *Cluster) Image() Image { return c.image }
 
 // Close writes the nodes' logs to the run's folder and removes every
 // container, volume and network of the run, whatever state the nodes are
-// in (paused, isolated, stopped), and the run's host-side files. After a
+// in (paused, isolated, stopped), and the run's host-side files; it lets go
+// of the engine if Start connected it. After a
 // Ctrl-C, call it with a fresh context, not the cancelled one of the run.
 // When it fails (its context ended, the engine went away) it can be called
-// again and does what is left; once it has succeeded, further calls do
+// again and does what is left, unless Start connected the engine, which
+// the first call lets go of; once it has succeeded, further calls do
 // nothing. What it never manages to remove is reaped at the next start,
 // once this process has exited.
 func (c *Cluster) Close(ctx context.Context) error {
@@ -315,15 +285,22 @@ func (c *Cluster) Close(ctx context.Context) error {
 	if c.closed {
 		return nil
 	}
-	err := inParallel(c.All(), func(n *Node) error { return n.close(ctx) })
+	if c.ownEngine {
+		// Whatever this attempt leaves is reaped at the next start.
+		defer func() {
+			c.closed = true
+			_ = c.eng.Close()
+		}()
+	}
+	err := inParallel(c.all(), func(n *Container) error { return n.close(ctx) })
 	// By label rather than by the ids we hold: this also catches what a
 	// failed start created before its error.
-	if err := errors.Join(err, c.eng.removeRun(ctx, c.runID)); err != nil {
+	if err := errors.Join(err, c.eng.removeRun(ctx, c.cfg.RunID)); err != nil {
 		// Keep the host-side files: the containers may still map them.
-		return fmt.Errorf("docker: closing run %s: %w", c.runID, err)
+		return fmt.Errorf("docker: closing run %s: %w", c.cfg.RunID, err)
 	}
 	if err := os.RemoveAll(c.stateDir); err != nil {
-		return fmt.Errorf("docker: closing run %s: %w", c.runID, err)
+		return fmt.Errorf("docker: closing run %s: %w", c.cfg.RunID, err)
 	}
 	c.closed = true
 	return nil
@@ -379,20 +356,6 @@ func (e *Engine) removeRun(ctx context.Context, runID string) error {
 		errs = append(errs, e.removeNetwork(ctx, o.ID))
 	}
 	return errors.Join(errs...)
-}
-
-func validPersistence(p cluster.Persistence) bool {
-	switch p {
-	case cluster.PersistNone, cluster.PersistAOFEverysec, cluster.PersistAOFAlways:
-		return true
-	}
-	return false
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux (Go ≥1.24 panics instead)
-	return hex.EncodeToString(b)
 }
 
 // inParallel runs fn on every item at once and joins the errors.

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/docker/dockertest"
 )
 
 // The tests share one engine connection and one cache dir (the clock shim is
@@ -56,7 +57,26 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // engine returns the shared engine, or skips the test when none answers.
+// The test holds the machine's Docker test lock shared (see dockertest); a
+// helper harness runs under its parent test's lock.
 func engine(t *testing.T) *Engine {
+	t.Helper()
+	if os.Getenv(helperEnv) == "" {
+		dockertest.Shared(t)
+	}
+	return connectedEngine(t)
+}
+
+// engineAlone is engine for a test that checks who reaps the runs of dead
+// harnesses: it holds the lock alone, so no other test's cluster start
+// reaps them first.
+func engineAlone(t *testing.T) *Engine {
+	t.Helper()
+	dockertest.Exclusive(t)
+	return connectedEngine(t)
+}
+
+func connectedEngine(t *testing.T) *Engine {
 	t.Helper()
 	if testEngineErr != nil {
 		if errors.Is(testEngineErr, ErrNoEngine) {
@@ -73,7 +93,7 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func startTestCluster(t *testing.T, cfg Config) *Cluster {
+func startTestCluster(t *testing.T, cfg cluster.Config) *Cluster {
 	t.Helper()
 	eng := engine(t)
 	ctx := testCtx(t)
@@ -107,7 +127,7 @@ func mustDo(t *testing.T, what string, err error) {
 	}
 }
 
-func ping(t *testing.T, n *Node) error {
+func ping(t *testing.T, n *Container) error {
 	t.Helper()
 	ctx, cancel := opCtx(t)
 	defer cancel()
@@ -116,7 +136,7 @@ func ping(t *testing.T, n *Node) error {
 
 // freshPing dials a new connection, so that it sees the network as it is now
 // rather than through a pooled connection.
-func freshPing(t *testing.T, n *Node, password string) error {
+func freshPing(t *testing.T, n *Container, password string) error {
 	t.Helper()
 	cl := redis.NewClient(&redis.Options{
 		Addr: n.Addr(), Password: password,
@@ -158,7 +178,7 @@ func uniqueImageConfig(t *testing.T, what string) (ImageConfig, string) {
 	if err := os.WriteFile(unique, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := ImageConfig{RedisServer: unique, CacheDir: testCacheDir}
+	cfg := ImageConfig{Binary: unique, CacheDir: testCacheDir}
 	tag, err := ImageTag(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +217,7 @@ func TestImageBuildFromNothing(t *testing.T) {
 	if info.Labels[labelApp] != "1" || info.Labels[labelImageHash] != first.Hash {
 		t.Errorf("labels %v, want %s=1 and %s=%s", info.Labels, labelApp, labelImageHash, first.Hash)
 	}
-	if first.Tag != tag || !strings.HasPrefix(first.Tag, imageRepo+":"+first.Hash[:16]) {
+	if first.Tag != tag || !strings.HasPrefix(first.Tag, imageRepo(cluster.Redis)+":"+first.Hash[:16]) {
 		t.Errorf("tag %s does not name the hash %s (ImageTag said %s)", first.Tag, first.Hash, tag)
 	}
 	second, err := eng.BuildImage(ctx, cfg)
@@ -261,12 +281,12 @@ func TestRemoveImagesScoped(t *testing.T) {
 }
 
 func TestClusterFaults(t *testing.T) {
-	c := startTestCluster(t, Config{Nodes: 5})
+	c := startTestCluster(t, cluster.Config{Nodes: 5})
 	eng := c.eng
 	n1, n2, n3, n4, n5 := c.nodes[0], c.nodes[1], c.nodes[2], c.nodes[3], c.nodes[4]
 
 	t.Run("authenticated commands answer, others are refused", func(t *testing.T) {
-		for _, n := range c.Nodes() {
+		for _, n := range c.Containers() {
 			ctx, cancel := opCtx(t)
 			if err := n.Admin().Set(ctx, "k", n.Name(), 0).Err(); err != nil {
 				t.Errorf("%s: SET with password: %v", n.Name(), err)
@@ -323,7 +343,7 @@ func TestClusterFaults(t *testing.T) {
 
 	t.Run("clock offset expires a key on that node only", func(t *testing.T) {
 		ctx := testCtx(t)
-		for _, n := range []*Node{n3, n4} {
+		for _, n := range []*Container{n3, n4} {
 			mustDo(t, "SET EX 30", n.Admin().Set(ctx, "lease", "v", 30*time.Second).Err())
 		}
 		t3, err := n3.Admin().Time(ctx).Result()
@@ -422,7 +442,7 @@ func TestClusterFaults(t *testing.T) {
 		if _, err := os.Stat(c.stateDir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("state dir %s after close: %v, want it gone", c.stateDir, err)
 		}
-		for _, n := range c.Nodes()[:4] {
+		for _, n := range c.Containers()[:4] {
 			b, err := os.ReadFile(n.LogPath())
 			if err != nil || !strings.Contains(string(b), "Ready to accept connections") {
 				t.Errorf("%s: log %s: %v, %d bytes without Redis's ready line", n.Name(), n.LogPath(), err, len(b))
@@ -435,7 +455,7 @@ func TestClusterFaults(t *testing.T) {
 }
 
 func TestPersistence(t *testing.T) {
-	c := startTestCluster(t, Config{Nodes: 1, Persistence: cluster.PersistAOFAlways})
+	c := startTestCluster(t, cluster.Config{Nodes: 1, Persistence: cluster.PersistAOFAlways})
 	n := c.nodes[0]
 	ctx := testCtx(t)
 	mustDo(t, "SET", n.Admin().Set(ctx, "acked", "1", 0).Err())
@@ -491,15 +511,15 @@ func TestPersistence(t *testing.T) {
 func TestStartClusterRejectsBadConfig(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  Config
+		cfg  cluster.Config
 		want string
 	}{
-		{"no nodes", Config{Dir: "x"}, "Nodes is 0"},
-		{"no dir", Config{Nodes: 1}, "Dir is empty"},
-		{"bad persistence", Config{Nodes: 1, Dir: "x", Persistence: "rdb"}, `persistence "rdb"`},
-		{"bad run id", Config{Nodes: 1, Dir: "x", RunID: "../x"}, `RunID "../x"`},
-		{"bad node persistence", Config{Nodes: 1, Dir: "x", NodePersistence: map[string]cluster.Persistence{"n1": "rdb"}}, `node n1: persistence "rdb"`},
-		{"persistence of no node", Config{Nodes: 2, Dir: "x", NodePersistence: map[string]cluster.Persistence{"n3": cluster.PersistAOFAlways}}, `node "n3"; this cluster has n1..n2`},
+		{"no nodes", cluster.Config{Dir: "x"}, "Nodes is 0"},
+		{"no dir", cluster.Config{Nodes: 1}, "Dir is empty"},
+		{"bad persistence", cluster.Config{Nodes: 1, Dir: "x", Persistence: "rdb"}, `persistence "rdb"`},
+		{"bad run id", cluster.Config{Nodes: 1, Dir: "x", RunID: "../x"}, `RunID "../x"`},
+		{"bad node persistence", cluster.Config{Nodes: 1, Dir: "x", NodePersistence: map[string]cluster.Persistence{"n1": "rdb"}}, `node n1: persistence "rdb"`},
+		{"persistence of no node", cluster.Config{Nodes: 2, Dir: "x", NodePersistence: map[string]cluster.Persistence{"n3": cluster.PersistAOFAlways}}, `node "n3"; this cluster has n1..n2`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -516,7 +536,7 @@ func TestStartClusterTooManyNodesLeavesNothing(t *testing.T) {
 	eng := engine(t)
 	ctx := testCtx(t)
 	// A run id of its own, so its leftovers could be found.
-	_, err := StartCluster(ctx, eng, Config{Nodes: 1 << 20, Dir: t.TempDir(), CacheDir: testCacheDir, RunID: "toomany-" + randomHex(4)})
+	_, err := StartCluster(ctx, eng, cluster.Config{Nodes: 1 << 20, Dir: t.TempDir(), CacheDir: testCacheDir, RunID: "toomany-" + cluster.RandomHex(4)})
 	if err == nil || !strings.Contains(err.Error(), "has room for") {
 		t.Fatalf("error %v, want the subnet's room", err)
 	}

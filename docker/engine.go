@@ -184,6 +184,24 @@ type containerSpec struct {
 
 type bindMount struct{ Source, Target string }
 
+// Limits of every node's container, so that a node gone wrong (a runaway
+// workload, a fork loop in a crafted config) takes down itself and not
+// the machine the harness and the other nodes share.
+const (
+	// nodeMemory bounds a container's memory, swap included (no swap: a
+	// swapping node would be a latency fault nobody asked for). The data
+	// tmpfs (dataTmpfsSize) is charged to the container too, so this
+	// leaves as much again for the server itself; a lock's keys and a
+	// workload's resource take a few MiB.
+	nodeMemory = 512 << 20
+	// dataTmpfsSize is the data folder of a node without persistence.
+	dataTmpfsSize = "256m"
+	// nodePids bounds a container's processes and threads: redis-server
+	// runs a handful of threads (main, bio jobs, I/O threads); 256 leaves
+	// room for any server kind's worker pool, not for a fork bomb.
+	nodePids = 256
+)
+
 type containerState struct {
 	Running  bool
 	Paused   bool
@@ -212,6 +230,11 @@ func (e *Engine) createContainer(ctx context.Context, s containerSpec) (string, 
 		CapDrop:     []string{"ALL"},
 		CapAdd:      []string{"DAC_OVERRIDE"},
 		SecurityOpt: []string{"no-new-privileges"},
+		Resources: container.Resources{
+			Memory:     nodeMemory,
+			MemorySwap: nodeMemory,
+			PidsLimit:  ptr(int64(nodePids)),
+		},
 	}
 	for _, b := range s.Binds {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: b.Target, ReadOnly: true})
@@ -220,7 +243,7 @@ func (e *Engine) createContainer(ctx context.Context, s containerSpec) (string, 
 	case s.DataVolume != "":
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: s.DataVolume, Target: s.DataPath})
 	case s.DataTmpfs != "":
-		host.Tmpfs = map[string]string{s.DataTmpfs: "rw,nosuid,nodev,noexec,size=256m,mode=0700"}
+		host.Tmpfs = map[string]string{s.DataTmpfs: "rw,nosuid,nodev,noexec,size=" + dataTmpfsSize + ",mode=0700"}
 	}
 	net := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 		s.Network: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: s.IP}},
@@ -230,6 +253,30 @@ func (e *Engine) createContainer(ctx context.Context, s containerSpec) (string, 
 		return "", fmt.Errorf("docker: creating container %s: %w", s.Name, err)
 	}
 	return resp.ID, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// containerLimits are the memory (bytes, swap included) and pid limits the
+// engine applies to a container.
+type containerLimits struct {
+	Memory, MemorySwap, Pids int64
+}
+
+func (e *Engine) containerLimits(ctx context.Context, id string) (containerLimits, error) {
+	resp, err := e.api.ContainerInspect(ctx, id)
+	if err != nil {
+		return containerLimits{}, fmt.Errorf("docker: inspecting container: %w", err)
+	}
+	if resp.ContainerJSONBase == nil || resp.HostConfig == nil {
+		return containerLimits{}, fmt.Errorf("docker: inspecting container %s: no host config in the answer", id)
+	}
+	r := resp.HostConfig.Resources
+	l := containerLimits{Memory: r.Memory, MemorySwap: r.MemorySwap}
+	if r.PidsLimit != nil {
+		l.Pids = *r.PidsLimit
+	}
+	return l, nil
 }
 
 func (e *Engine) startContainer(ctx context.Context, id string) error {

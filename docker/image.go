@@ -25,50 +25,66 @@ import (
 
 // Where things live inside the image and its containers.
 const (
-	imageRepo      = "splitbrain-redis"
-	imageRedis     = "/usr/bin/redis-server"
+	imageBinDir    = "/usr/bin"
 	imageShim      = "/usr/lib/splitbrain/clockshim.so"
 	imageStateDir  = "/splitbrain" // the node's config and clock offset file, bind-mounted read-only
 	imageDataDir   = "/data"
 	imageFormatTag = "splitbrain-redis-image v1" // bump when the image layout changes
 )
 
-// ErrNoLdd means the shared libraries of redis-server cannot be listed.
+// ErrNoLdd means the shared libraries of the server program cannot be listed.
 var ErrNoLdd = errors.New("ldd not found in PATH: install it (apt-get install -y libc-bin)")
 
-// ImageConfig says what the Redis image is built from.
+// ImageConfig says what a kind's image is built from.
 type ImageConfig struct {
-	// RedisServer is the host's redis-server; empty means look it up in
-	// PATH. A symlink is resolved, and the file it points to is copied as
-	// redis-server (Debian's redis-server is a link to redis-check-rdb,
-	// and the binary picks its mode from the name it runs under).
-	RedisServer string
+	// Kind is the kind of server the image runs; nil means cluster.Redis.
+	Kind *cluster.Kind
+	// Binary is the host's server program; empty means the kind's in
+	// PATH. A symlink is resolved, and the file it points to is copied
+	// under the kind's program name (Debian's redis-server is a link to
+	// redis-check-rdb, and the binary picks its mode from the name it runs
+	// under).
+	Binary string
 	// CacheDir is where the clock shim is compiled; empty means
 	// cluster.DefaultCacheDir.
 	CacheDir string
 }
 
-// Image is the Redis image of this machine's redis-server.
+// kind is cfg's kind, Redis by default.
+func (cfg ImageConfig) kind() *cluster.Kind {
+	if cfg.Kind == nil {
+		return cluster.Redis
+	}
+	return cfg.Kind
+}
+
+// imageBinary is where a kind's program is in its image.
+func imageBinary(k *cluster.Kind) string { return path.Join(imageBinDir, k.Binary) }
+
+// imageRepo is the repository of a kind's images.
+func imageRepo(k *cluster.Kind) string { return "splitbrain-" + k.Name }
+
+// Image is a kind's image, of this machine's server program.
 type Image struct {
-	Tag  string // splitbrain-redis:<first 16 hex digits of Hash>
+	Tag  string // splitbrain-<kind>:<first 16 hex digits of Hash>
 	ID   string
 	Hash string // sha256 of the rootfs and the image config
 	// Built is false when an image with the same inputs was there already.
 	Built bool
 }
 
-// BuildImage makes sure the engine has the Redis image for this machine's
-// redis-server: a rootfs holding only redis-server, the libraries ldd lists
-// for it, the dynamic loader and the clock shim, imported as one layer. The
-// image is tagged and labelled with a hash of its content, so it is
-// rebuilt only when an input changes, and labelled splitbrain=1 so that
-// RemoveImages finds it.
+// BuildImage makes sure the engine has the image of cfg's kind for this
+// machine's server program (redis-server): a rootfs holding only that
+// program, the libraries ldd lists for it, the dynamic loader and the
+// clock shim, imported as one layer. The image is tagged and labelled with
+// a hash of its content, so it is rebuilt only when an input changes, and
+// labelled splitbrain=1 so that RemoveImages finds it.
 func (e *Engine) BuildImage(ctx context.Context, cfg ImageConfig) (Image, error) {
 	rfs, err := assembleImage(ctx, cfg)
 	if err != nil {
 		return Image{}, err
 	}
-	tag := imageRepo + ":" + rfs.hash[:16]
+	tag := imageRepo(cfg.kind()) + ":" + rfs.hash[:16]
 	if have, ok, err := e.imageByRef(ctx, tag); err != nil {
 		return Image{}, err
 	} else if ok && have.Labels[labelImageHash] == rfs.hash {
@@ -92,7 +108,7 @@ func (e *Engine) BuildImage(ctx context.Context, cfg ImageConfig) (Image, error)
 	return Image{Tag: tag, ID: have.ID, Hash: rfs.hash, Built: true}, nil
 }
 
-// Images lists splitbrain's Redis images in the engine.
+// Images lists splitbrain's server images in the engine, of every kind.
 func (e *Engine) Images(ctx context.Context) ([]Image, error) {
 	list, err := e.listImages(ctx, map[string]string{labelImageHash: ""})
 	if err != nil {
@@ -164,7 +180,7 @@ func ImageTag(ctx context.Context, cfg ImageConfig) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return imageRepo + ":" + rfs.hash[:16], nil
+	return imageRepo(cfg.kind()) + ":" + rfs.hash[:16], nil
 }
 
 // imageContent is a rootfs tar with the config changes to apply on import
@@ -176,13 +192,17 @@ type imageContent struct {
 }
 
 func assembleImage(ctx context.Context, cfg ImageConfig) (*imageContent, error) {
-	redis := cfg.RedisServer
-	if redis == "" {
-		p, err := exec.LookPath("redis-server")
+	k := cfg.kind()
+	bin := cfg.Binary
+	if bin == "" {
+		p, err := exec.LookPath(k.Binary)
 		if err != nil {
-			return nil, cluster.ErrNoRedisServer
+			if k.NotFound != nil {
+				return nil, k.NotFound
+			}
+			return nil, fmt.Errorf("docker: %s not found in PATH: install it", k.Binary)
 		}
-		redis = p
+		bin = p
 	}
 	cacheDir := cfg.CacheDir
 	if cacheDir == "" {
@@ -195,7 +215,8 @@ func assembleImage(ctx context.Context, cfg ImageConfig) (*imageContent, error) 
 	if err != nil {
 		return nil, fmt.Errorf("docker: image: %w", err)
 	}
-	files, err := rootfsFiles(ctx, redis, shim)
+	dest := imageBinary(k)
+	files, err := rootfsFiles(ctx, bin, dest, shim)
 	if err != nil {
 		return nil, fmt.Errorf("docker: image: %w", err)
 	}
@@ -204,8 +225,8 @@ func assembleImage(ctx context.Context, cfg ImageConfig) (*imageContent, error) 
 		return nil, fmt.Errorf("docker: image: %w", err)
 	}
 	changes := []string{
-		`ENTRYPOINT ["` + imageRedis + `"]`,
-		"ENV LD_LIBRARY_PATH=" + strings.Join(libDirs(files), ":"),
+		`ENTRYPOINT ["` + dest + `"]`,
+		"ENV LD_LIBRARY_PATH=" + strings.Join(libDirs(files, dest), ":"),
 		"WORKDIR " + imageDataDir,
 	}
 	h := sha256.New()
@@ -222,10 +243,10 @@ type rootfsFile struct {
 	mode fs.FileMode
 }
 
-// rootfsFiles lists what the image needs: redis-server, the clock shim,
-// every library ldd lists for either and the dynamic loader, each at the
-// path the loader will look for it.
-func rootfsFiles(ctx context.Context, redis, shim string) ([]rootfsFile, error) {
+// rootfsFiles lists what the image needs: the server program bin (at
+// dest), the clock shim, every library ldd lists for either and the
+// dynamic loader, each at the path the loader will look for it.
+func rootfsFiles(ctx context.Context, bin, dest, shim string) ([]rootfsFile, error) {
 	byDest := map[string]string{}
 	add := func(dest, src string) error {
 		real, err := filepath.EvalSymlinks(src)
@@ -238,13 +259,13 @@ func rootfsFiles(ctx context.Context, redis, shim string) ([]rootfsFile, error) 
 		byDest[dest] = real
 		return nil
 	}
-	if err := add(imageRedis, redis); err != nil {
-		return nil, fmt.Errorf("redis-server: %w", err)
+	if err := add(dest, bin); err != nil {
+		return nil, fmt.Errorf("%s: %w", path.Base(dest), err)
 	}
 	if err := add(imageShim, shim); err != nil {
 		return nil, fmt.Errorf("clock shim: %w", err)
 	}
-	for _, bin := range []string{redis, shim} {
+	for _, bin := range []string{bin, shim} {
 		libs, err := lddLibs(ctx, bin)
 		if err != nil {
 			return nil, err
@@ -366,11 +387,11 @@ func elfInterp(bin string) (string, error) {
 // libDirs are the folders holding the libraries, for LD_LIBRARY_PATH: the
 // loader's built-in search path differs between distributions, and the
 // image has no ld.so.cache.
-func libDirs(files []rootfsFile) []string {
+func libDirs(files []rootfsFile, bin string) []string {
 	seen := map[string]bool{}
 	var dirs []string
 	for _, f := range files {
-		if f.dest == imageRedis || f.dest == imageShim {
+		if f.dest == bin || f.dest == imageShim {
 			continue
 		}
 		d := path.Dir(f.dest)

@@ -76,7 +76,7 @@ func hostRootfs(t *testing.T) []rootfsFile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := rootfsFiles(ctx, redis, shim)
+	files, err := rootfsFiles(ctx, redis, imageBinary(cluster.Redis), shim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,13 +89,13 @@ func TestRootfsHoldsRedisItsLibrariesLoaderAndShim(t *testing.T) {
 	for _, f := range files {
 		byDest[f.dest] = f
 	}
-	redis := byDest[imageRedis]
+	redis := byDest[imageBinary(cluster.Redis)]
 	if redis.src == "" {
-		t.Fatalf("no %s in %v", imageRedis, files)
+		t.Fatalf("no %s in %v", imageBinary(cluster.Redis), files)
 	}
 	// Debian's redis-server is a link; the image must hold the real binary.
 	if info, err := os.Lstat(redis.src); err != nil || info.Mode()&os.ModeSymlink != 0 {
-		t.Errorf("%s comes from %s, want the resolved file (%v)", imageRedis, redis.src, err)
+		t.Errorf("%s comes from %s, want the resolved file (%v)", imageBinary(cluster.Redis), redis.src, err)
 	}
 	if _, ok := byDest[imageShim]; !ok {
 		t.Errorf("no clock shim at %s", imageShim)

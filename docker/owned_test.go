@@ -3,12 +3,14 @@ package docker
 import (
 	"strings"
 	"testing"
+
+	"splitbrain/cluster"
 )
 
 // OwnObjects finds a live cluster's container, volume and network by this
 // process's owner labels, and none of them once the cluster is closed.
 func TestOwnObjects(t *testing.T) {
-	c := startTestCluster(t, Config{Nodes: 1, Persistence: "aof-always"})
+	c := startTestCluster(t, cluster.Config{Nodes: 1, Persistence: "aof-always"})
 	ctx := testCtx(t)
 	ofRun := func() []string {
 		all, err := c.eng.OwnObjects(ctx)

@@ -55,7 +55,7 @@ func fakeRun(t *testing.T, eng *Engine, id string, ownerLabels map[string]string
 	mustDo(t, "image", err)
 	for _, node := range []string{"n1", "n2"} {
 		spec := containerSpec{
-			Name: name + "-" + node, Image: img.Tag, Cmd: []string{imageRedis, "--save", ""},
+			Name: name + "-" + node, Image: img.Tag, Cmd: []string{imageBinary(cluster.Redis), "--save", ""},
 			Labels: labels, Network: name, DataTmpfs: imageDataDir,
 		}
 		id, err := eng.createContainer(ctx, spec)
@@ -76,7 +76,7 @@ func writeOwnerFile(t *testing.T, dir string, o owner) {
 }
 
 func TestReapRemovesOnlyRunsOfDeadHarnesses(t *testing.T) {
-	eng := engine(t)
+	eng := engineAlone(t)
 	ctx := testCtx(t)
 	self, err := currentOwner()
 	mustDo(t, "owner", err)
@@ -86,7 +86,7 @@ func TestReapRemovesOnlyRunsOfDeadHarnesses(t *testing.T) {
 	elsewhere := dead
 	elsewhere.Host = "another-host"
 
-	suffix := "-" + randomHex(3)
+	suffix := "-" + cluster.RandomHex(3)
 	runs := []struct {
 		id     string
 		labels map[string]string
@@ -128,9 +128,9 @@ func TestReapRemovesOnlyRunsOfDeadHarnesses(t *testing.T) {
 // TestReapAfterHarnessKilled kills a harness (this test binary, run again as
 // a helper) with SIGKILL while its cluster runs, then reaps.
 func TestReapAfterHarnessKilled(t *testing.T) {
-	eng := engine(t)
+	eng := engineAlone(t)
 	ctx := testCtx(t)
-	runID := "killed-" + randomHex(4)
+	runID := "killed-" + cluster.RandomHex(4)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHarness$", "-test.v")
 	cmd.Env = append(os.Environ(), helperEnv+"="+testCacheDir, helperRunEnv+"="+runID, helperDirEnv+"="+t.TempDir())
 	out, err := cmd.StdoutPipe()
@@ -192,7 +192,7 @@ func TestHelperHarness(t *testing.T) {
 		t.Skip("helper process of TestReapAfterHarnessKilled")
 	}
 	eng := engine(t)
-	_, err := StartCluster(testCtx(t), eng, Config{
+	_, err := StartCluster(testCtx(t), eng, cluster.Config{
 		Nodes: 2, Dir: os.Getenv(helperDirEnv), CacheDir: cache, RunID: os.Getenv(helperRunEnv),
 	})
 	mustDo(t, "start", err)

@@ -2,54 +2,44 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"regexp"
 
 	"splitbrain/cluster"
 )
 
-// ReplicaSpec describes a replica added to a running cluster.
-type ReplicaSpec struct {
-	// Name must be unique in the cluster: lower-case letters, digits and
-	// dashes, starting with a letter (r1).
-	Name string
-	// Persistence is the replica's; empty means cluster.PersistNone.
-	Persistence cluster.Persistence
-	// Master is the host:port the replica replicates from, as this host
-	// reaches it: a node's address on the run's network, or a proxy on this
-	// host in front of one (loopback included), so that the replication
-	// link can be cut. A container cannot reach this host's loopback, so
-	// an address off the run's network is reached through a relay on the
-	// network's gateway.
-	Master string
-}
-
-var replicaName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-
-// ErrClosed is returned by AddReplica after Close.
-var ErrClosed = errors.New("docker: cluster closed")
-
-// AddReplica starts an asynchronous replica of spec.Master in a container
-// of its own on the run's network, outside the lock's nodes, and returns it
-// once it answers; WaitSynced waits for its first sync. It is removed with
-// the rest of the run at Close.
-func (c *Cluster) AddReplica(ctx context.Context, spec ReplicaSpec) (_ *Node, err error) {
-	if !replicaName.MatchString(spec.Name) {
-		return nil, fmt.Errorf("docker: replica name %q: want lower-case letters, digits and dashes, starting with a letter", spec.Name)
+// AddReplica implements cluster.ReplicaStarter: an asynchronous replica of
+// spec.Of in a container of its own on the run's network, outside the
+// lock's nodes, returned once it answers (cluster.StartReplica also waits
+// for its first sync). spec.Via may be a node's address on the run's
+// network or a proxy on this host (loopback included), so that the
+// replication link can be cut: a container cannot reach this host's
+// loopback, so an address off the run's network is reached through a relay
+// on the network's gateway. It is removed with the rest of the run at
+// Close.
+func (c *Cluster) AddReplica(ctx context.Context, spec cluster.ReplicaSpec) (cluster.Node, error) {
+	if err := cluster.CheckNodeName(spec.Name); err != nil {
+		return nil, fmt.Errorf("docker: replica: %w", err)
+	}
+	master, ok := c.Container(spec.Of)
+	if !ok {
+		return nil, fmt.Errorf("docker: replica %s: no node %s to replicate", spec.Name, spec.Of)
+	}
+	if err := master.Refuse(cluster.FaultReplica); err != nil {
+		return nil, err
+	}
+	if spec.Via == "" {
+		spec.Via = master.Addr()
 	}
 	if spec.Persistence == "" {
-		spec.Persistence = cluster.PersistNone
+		spec.Persistence = master.Persistence()
 	}
-	if !validPersistence(spec.Persistence) {
-		return nil, fmt.Errorf("docker: replica %s: persistence %q, want none, aof-everysec or aof-always", spec.Name, spec.Persistence)
+	if err := c.cfg.Kind.CheckPersistence(spec.Persistence); err != nil {
+		return nil, fmt.Errorf("docker: replica %s: %w", spec.Name, err)
 	}
-	if _, _, err := net.SplitHostPort(spec.Master); err != nil {
-		return nil, fmt.Errorf("docker: replica %s: Master %q: want host:port: %w", spec.Name, spec.Master, err)
+	if _, _, err := net.SplitHostPort(spec.Via); err != nil {
+		return nil, fmt.Errorf("docker: replica %s: Via %q: want host:port: %w", spec.Name, spec.Via, err)
 	}
 	n, err := c.newReplica(ctx, spec)
 	if err != nil {
@@ -63,13 +53,13 @@ func (c *Cluster) AddReplica(ctx context.Context, spec ReplicaSpec) (_ *Node, er
 
 // newReplica creates the replica's container and registers it, under the
 // close lock so that a Close running at the same time removes it too.
-func (c *Cluster) newReplica(ctx context.Context, spec ReplicaSpec) (*Node, error) {
+func (c *Cluster) newReplica(ctx context.Context, spec cluster.ReplicaSpec) (*Container, error) {
 	c.closeMu.Lock()
 	defer c.closeMu.Unlock()
 	if c.closed {
-		return nil, ErrClosed
+		return nil, cluster.ErrClosed
 	}
-	if _, dup := c.Node(spec.Name); dup {
+	if _, dup := c.Container(spec.Name); dup {
 		return nil, fmt.Errorf("docker: a node named %s exists already", spec.Name)
 	}
 	c.extraMu.Lock()
@@ -79,7 +69,7 @@ func (c *Cluster) newReplica(ctx context.Context, spec ReplicaSpec) (*Node, erro
 	if err != nil {
 		return nil, err
 	}
-	n, err := c.newNode(ctx, spec.Name, ips[len(ips)-1], spec.Persistence)
+	n, err := c.newContainer(ctx, spec.Name, ips[len(ips)-1], spec.Persistence)
 	if err != nil {
 		return nil, err
 	}
@@ -88,30 +78,34 @@ func (c *Cluster) newReplica(ctx context.Context, spec ReplicaSpec) (*Node, erro
 	c.extraMu.Unlock()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if _, err := n.followLocked(spec.Master); err != nil {
+	// Created, not started: this writes the config its start reads.
+	if err := n.FollowWith(ctx, spec.Via, n.replicaHooks()); err != nil {
 		return nil, err
 	}
 	return n, nil
 }
 
-// followLocked makes addr the master of the node's next start (its
-// redis.conf) and returns the address the container reaches it by.
-func (n *Node) followLocked(addr string) (string, error) {
-	up, err := n.upstreamLocked(addr)
-	if err != nil {
-		return "", err
+// replicaHooks: the config file says whom the container follows, by the
+// address it reaches the master at.
+func (n *Container) replicaHooks() cluster.ReplicaHooks {
+	return cluster.ReplicaHooks{
+		Running: n.mustRunLocked,
+		SetReplicaOf: func(addr string) (string, error) {
+			up := ""
+			if addr != "" {
+				var err error
+				if up, err = n.upstreamLocked(addr); err != nil {
+					return "", err
+				}
+			}
+			return up, n.writeConfig(up)
+		},
 	}
-	n.follow = addr
-	conf := redisConfig(n.cluster.password, n.persist, up)
-	if err := os.WriteFile(filepath.Join(n.stateDir, "redis.conf"), []byte(conf), 0o600); err != nil {
-		return "", fmt.Errorf("node %s: %w", n.name, err)
-	}
-	return up, nil
 }
 
 // upstreamLocked is the address by which the node's container reaches
 // addr: addr itself on the run's network, the node's relay otherwise.
-func (n *Node) upstreamLocked(addr string) (string, error) {
+func (n *Container) upstreamLocked(addr string) (string, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err == nil && n.cluster.onNetwork(ap.Addr()) {
 		return addr, nil
@@ -122,11 +116,11 @@ func (n *Node) upstreamLocked(addr string) (string, error) {
 	}
 	self, err := netip.ParseAddr(n.ip)
 	if err != nil {
-		return "", fmt.Errorf("node %s: address %q: %w", n.name, n.ip, err)
+		return "", fmt.Errorf("node %s: address %q: %w", n.Name(), n.ip, err)
 	}
 	r, err := newRelay(n.cluster.gateway, self, addr)
 	if err != nil {
-		return "", fmt.Errorf("node %s: %w", n.name, err)
+		return "", fmt.Errorf("node %s: %w", n.Name(), err)
 	}
 	n.relay = r
 	return r.Addr(), nil
@@ -139,17 +133,9 @@ func (c *Cluster) onNetwork(ip netip.Addr) bool {
 	return err == nil && p.Contains(ip.Unmap()) && ip.Unmap() != c.gateway
 }
 
-// ReplicaOf is the address the node replicates from, as given to
-// AddReplica or Follow; empty for a master.
-func (n *Node) ReplicaOf() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.follow
-}
-
 // RelayAddr is where the node's replication relay listens on the run's
 // gateway, empty when it has none.
-func (n *Node) RelayAddr() string {
+func (n *Container) RelayAddr() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.relay == nil {
@@ -158,56 +144,33 @@ func (n *Node) RelayAddr() string {
 	return n.relay.Addr()
 }
 
-// Promote turns a replica into a master (REPLICAOF NO ONE), keeping what it
-// has replicated so far, and returns the address it replicated from. A
-// restart keeps it a master.
-func (n *Node) Promote(ctx context.Context) (string, error) {
+// Promote turns a replica into a master, keeping what it has replicated so
+// far, and returns the address it replicated from. A restart keeps it a
+// master.
+func (n *Container) Promote(ctx context.Context) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	st, err := n.cluster.eng.containerState(ctx, n.id)
-	if err != nil {
-		return "", fmt.Errorf("node %s: promote: %w", n.name, err)
-	}
-	if !st.Running {
-		return "", fmt.Errorf("node %s: promote: not running (%s)", n.name, st.Status)
-	}
-	if err := n.admin.Do(ctx, "replicaof", "no", "one").Err(); err != nil {
-		return "", fmt.Errorf("node %s: REPLICAOF NO ONE: %w", n.name, err)
-	}
-	prev := n.follow
-	n.follow = ""
-	conf := redisConfig(n.cluster.password, n.persist, "")
-	if err := os.WriteFile(filepath.Join(n.stateDir, "redis.conf"), []byte(conf), 0o600); err != nil {
-		return "", fmt.Errorf("node %s: %w", n.name, err)
-	}
-	return prev, nil
+	return n.PromoteWith(ctx, n.replicaHooks())
 }
 
-// Follow makes the node a replica of the master at addr (as Master in
-// ReplicaSpec): it drops its own data and syncs from that master. A
-// restart keeps following.
-func (n *Node) Follow(ctx context.Context, addr string) error {
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("node %s: follow %q: want host:port: %w", n.name, addr, err)
-	}
+// Follow makes the node a replica of the master at addr (as Via in
+// cluster.ReplicaSpec): it drops its own data and syncs from that master.
+// A restart keeps following.
+func (n *Container) Follow(ctx context.Context, addr string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	up, err := n.followLocked(addr)
+	return n.FollowWith(ctx, addr, n.replicaHooks())
+}
+
+// mustRunLocked is nil when the node's container runs, an error wrapping
+// cluster.ErrNotRunning when it does not.
+func (n *Container) mustRunLocked(ctx context.Context) error {
+	st, err := n.cluster.eng.containerState(ctx, n.id)
 	if err != nil {
 		return err
 	}
-	st, err := n.cluster.eng.containerState(ctx, n.id)
-	if err != nil {
-		return fmt.Errorf("node %s: follow: %w", n.name, err)
-	}
 	if !st.Running {
-		return nil // its next start reads the config just written
+		return fmt.Errorf("%w (%s)", cluster.ErrNotRunning, st.Status)
 	}
-	return cluster.FollowMaster(ctx, n.admin, n.name, n.cluster.password, up)
-}
-
-// WaitSynced waits until the replica is in sync (see
-// cluster.WaitReplicaSynced).
-func (n *Node) WaitSynced(ctx context.Context) error {
-	return cluster.WaitReplicaSynced(ctx, n.admin, n.name)
+	return nil
 }

@@ -57,7 +57,7 @@ func (p *loopbackProxy) Addr() string { return p.ln.Addr().String() }
 
 // waitValue polls a node until key holds want; the deadline is the test
 // context's, far beyond what replication takes even on a loaded machine.
-func waitValue(t *testing.T, n *Node, key, want string) {
+func waitValue(t *testing.T, n *Container, key, want string) {
 	t.Helper()
 	ctx := testCtx(t)
 	var got string
@@ -72,7 +72,7 @@ func waitValue(t *testing.T, n *Node, key, want string) {
 	t.Fatalf("%s: %s = %q, %v; want %q", n.Name(), key, got, err, want)
 }
 
-func role(t *testing.T, n *Node) string {
+func role(t *testing.T, n *Container) string {
 	t.Helper()
 	ctx, cancel := opCtx(t)
 	defer cancel()
@@ -87,26 +87,37 @@ func role(t *testing.T, n *Node) string {
 	return ""
 }
 
+// addReplica adds a replica and returns its container.
+func addReplica(t *testing.T, c *Cluster, spec cluster.ReplicaSpec) *Container {
+	t.Helper()
+	n, err := c.AddReplica(testCtx(t), spec)
+	mustDo(t, "add replica", err)
+	r, ok := n.(*Container)
+	if !ok {
+		t.Fatalf("AddReplica returned a %T, want a *Container", n)
+	}
+	return r
+}
+
 // A replica container follows its master through a proxy on this host's
 // loopback (reached through the relay on the run's gateway), refuses
 // writes, is promoted (REPLICAOF NO ONE) keeping what it had, stays a
 // master across a restart, and follows again, dropping its own writes.
 // Closing the cluster removes its container and closes the relay.
 func TestReplicaFollowsAndIsPromoted(t *testing.T) {
-	c := startTestCluster(t, Config{Nodes: 1})
+	c := startTestCluster(t, cluster.Config{Nodes: 1})
 	ctx := testCtx(t)
 	n1 := c.nodes[0]
 	proxy := newLoopbackProxy(t, n1.Addr())
 	mustDo(t, "SET before", n1.Admin().Set(ctx, "before", "1", 0).Err())
 
-	r1, err := c.AddReplica(ctx, ReplicaSpec{Name: "r1", Master: proxy.Addr()})
-	mustDo(t, "add replica", err)
+	r1 := addReplica(t, c, cluster.ReplicaSpec{Name: "r1", Of: "n1", Via: proxy.Addr()})
 	mustDo(t, "wait synced", r1.WaitSynced(ctx))
-	if got, ok := c.Node("r1"); !ok || got != r1 {
+	if got, ok := c.Container("r1"); !ok || got != r1 {
 		t.Errorf("Node(r1) = %v, %v", got, ok)
 	}
-	if len(c.Nodes()) != 1 || len(c.All()) != 2 {
-		t.Errorf("Nodes() has %d, All() %d; want the lock's 1 and 2 with the replica", len(c.Nodes()), len(c.All()))
+	if len(c.Containers()) != 1 || len(c.All()) != 2 {
+		t.Errorf("Nodes() has %d, All() %d; want the lock's 1 and 2 with the replica", len(c.Containers()), len(c.All()))
 	}
 	if r1.ReplicaOf() != proxy.Addr() {
 		t.Errorf("ReplicaOf = %q, want the proxy %s", r1.ReplicaOf(), proxy.Addr())
@@ -165,11 +176,10 @@ func TestReplicaFollowsAndIsPromoted(t *testing.T) {
 // The relay serves its replica only: another process on this host that
 // dials the gateway address is cut off before anything is forwarded.
 func TestRelayServesItsReplicaOnly(t *testing.T) {
-	c := startTestCluster(t, Config{Nodes: 1})
+	c := startTestCluster(t, cluster.Config{Nodes: 1})
 	ctx := testCtx(t)
 	proxy := newLoopbackProxy(t, c.nodes[0].Addr())
-	r1, err := c.AddReplica(ctx, ReplicaSpec{Name: "r1", Master: proxy.Addr()})
-	mustDo(t, "add replica", err)
+	r1 := addReplica(t, c, cluster.ReplicaSpec{Name: "r1", Of: "n1", Via: proxy.Addr()})
 	mustDo(t, "wait synced", r1.WaitSynced(ctx))
 	before := proxy.accepted.Load()
 
@@ -192,13 +202,13 @@ func TestRelayServesItsReplicaOnly(t *testing.T) {
 // what n1 (none, a tmpfs) held and keeps what n2 (AOF always, a volume)
 // held.
 func TestMixedPersistence(t *testing.T) {
-	c := startTestCluster(t, Config{Nodes: 2, NodePersistence: map[string]cluster.Persistence{"n2": cluster.PersistAOFAlways}})
+	c := startTestCluster(t, cluster.Config{Nodes: 2, NodePersistence: map[string]cluster.Persistence{"n2": cluster.PersistAOFAlways}})
 	ctx := testCtx(t)
 	n1, n2 := c.nodes[0], c.nodes[1]
 	if n1.Persistence() != cluster.PersistNone || n2.Persistence() != cluster.PersistAOFAlways {
 		t.Fatalf("persistence n1=%s n2=%s", n1.Persistence(), n2.Persistence())
 	}
-	for _, n := range c.Nodes() {
+	for _, n := range c.Containers() {
 		mustDo(t, "SET", n.Admin().Set(ctx, "acked", "1", 0).Err())
 		mustDo(t, "kill+start", n.Restart(ctx, RestartOptions{}))
 	}
@@ -224,17 +234,18 @@ func TestMixedPersistence(t *testing.T) {
 // AddReplica refuses bad specs before touching the engine, and any spec
 // once the cluster is closed.
 func TestAddReplicaRejects(t *testing.T) {
-	c := startTestCluster(t, Config{Nodes: 1})
+	c := startTestCluster(t, cluster.Config{Nodes: 1})
 	ctx := testCtx(t)
 	for _, tt := range []struct {
 		name string
-		spec ReplicaSpec
+		spec cluster.ReplicaSpec
 		want string
 	}{
-		{"bad name", ReplicaSpec{Name: "R 1", Master: c.nodes[0].Addr()}, `replica name "R 1"`},
-		{"bad persistence", ReplicaSpec{Name: "r1", Persistence: "rdb", Master: c.nodes[0].Addr()}, `persistence "rdb"`},
-		{"bad master", ReplicaSpec{Name: "r1", Master: "nowhere"}, `Master "nowhere"`},
-		{"taken name", ReplicaSpec{Name: "n1", Master: c.nodes[0].Addr()}, "n1 exists already"},
+		{"bad name", cluster.ReplicaSpec{Name: "R 1", Of: "n1"}, `node name "R 1"`},
+		{"bad persistence", cluster.ReplicaSpec{Name: "r1", Of: "n1", Persistence: "rdb"}, `persistence "rdb"`},
+		{"bad via", cluster.ReplicaSpec{Name: "r1", Of: "n1", Via: "nowhere"}, `Via "nowhere"`},
+		{"no master", cluster.ReplicaSpec{Name: "r1", Of: "n9"}, "no node n9"},
+		{"taken name", cluster.ReplicaSpec{Name: "n1", Of: "n1"}, "n1 exists already"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := c.AddReplica(ctx, tt.spec)
@@ -244,7 +255,7 @@ func TestAddReplicaRejects(t *testing.T) {
 		})
 	}
 	mustDo(t, "close", c.Close(ctx))
-	if _, err := c.AddReplica(ctx, ReplicaSpec{Name: "r1", Master: c.nodes[0].Addr()}); !errors.Is(err, ErrClosed) {
+	if _, err := c.AddReplica(ctx, cluster.ReplicaSpec{Name: "r1", Of: "n1"}); !errors.Is(err, cluster.ErrClosed) {
 		t.Errorf("after close: %v, want ErrClosed", err)
 	}
 }

@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 	"fmt"
+
+	"splitbrain/cluster"
 )
 
 // WipeData empties a stopped node's data folder before it starts again, so
@@ -10,21 +12,24 @@ import (
 // local ones. Without persistence the data folder is a tmpfs the engine
 // wiped at the stop, so there is nothing to do; with AOF the container and
 // its volume are replaced by fresh ones.
-func (n *Node) WipeData(ctx context.Context) error {
+func (n *Container) WipeData(ctx context.Context) error {
+	if err := n.Refuse(cluster.FaultWipe); err != nil {
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st, err := n.cluster.eng.containerState(ctx, n.id)
 	if err != nil {
-		return fmt.Errorf("node %s: wipe data: %w", n.name, err)
+		return fmt.Errorf("node %s: wipe data: %w", n.Name(), err)
 	}
 	if st.Running {
-		return fmt.Errorf("node %s: wipe data: the node is running; stop or kill it first", n.name)
+		return fmt.Errorf("node %s: wipe data: the node is running; stop or kill it first", n.Name())
 	}
 	if n.spec.DataVolume == "" {
 		return nil
 	}
 	if err := n.recreateLocked(ctx); err != nil {
-		return fmt.Errorf("node %s: wipe data: %w", n.name, err)
+		return fmt.Errorf("node %s: wipe data: %w", n.Name(), err)
 	}
 	return nil
 }

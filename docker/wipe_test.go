@@ -16,7 +16,7 @@ import (
 func TestWipeData(t *testing.T) {
 	for _, p := range []cluster.Persistence{cluster.PersistAOFAlways, cluster.PersistNone} {
 		t.Run(string(p), func(t *testing.T) {
-			c := startTestCluster(t, Config{Nodes: 1, Persistence: p})
+			c := startTestCluster(t, cluster.Config{Nodes: 1, Persistence: p})
 			n := c.nodes[0]
 			ctx := testCtx(t)
 			mustDo(t, "SET", n.Admin().Set(ctx, "acked", "1", 0).Err())

@@ -20,6 +20,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"i":0,"p":"c1","type":"ok","f":"read","t":5,"token":3,"value":[1,{"a":null}],"err":"x"}` + "\n"))
 	f.Add([]byte("\x00\xff garbage {{{\n]]"))
 	f.Add([]byte(`{"i":0,"p":"c1","type":"invoke","f":"acquire","t":-1}` + "\r\n"))
+	f.Add([]byte(`{"i":0,"p":"c1.2","type":"ok","f":"write","t":1,"lease":"v","deadline":4,"nodes":[]}` + "\n"))
+	f.Add([]byte(`{"i":0,"p":"c1<b>","type":"ok","f":"write","t":1}` + "\n"))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		events, err := history.Parse(bytes.NewReader(data), "fuzz")
@@ -30,7 +32,7 @@ func FuzzParse(f *testing.F) {
 			if i > 0 && e.Time < events[i-1].Time {
 				t.Fatalf("event %d: time %d before %d", i, e.Time, events[i-1].Time)
 			}
-			if e.Process == "" || !e.Type.Valid() || !e.F.Valid() {
+			if !history.ValidProcess(e.Process) || !e.Type.Valid() || !e.F.Valid() {
 				t.Fatalf("event %d passed validation: %+v", i, e)
 			}
 		}

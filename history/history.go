@@ -9,6 +9,9 @@ package history
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 )
 
 // Type is the kind of an event, as in Jepsen.
@@ -83,6 +86,12 @@ type Event struct {
 	Time int64 `json:"t"`
 	// Token is the fencing token of a fenced acquire or write.
 	Token *int64 `json:"token,omitempty"`
+	// Lease is, on an operation on the protected resource, the value of the
+	// lease the client believed it held when it invoked the operation
+	// (empty: it held none). It ties each read and write to one lease
+	// exactly, where the process alone cannot (a client that re-acquires,
+	// or writes after its release).
+	Lease string `json:"lease,omitempty"`
 	// Deadline is the validity deadline of a granted lease, in the same
 	// time base as Time.
 	Deadline *int64 `json:"deadline,omitempty"`
@@ -105,6 +114,28 @@ type Link struct {
 }
 
 func (l Link) String() string { return l.Client + "→" + l.Node }
+
+// FormatLinks groups links by client so a cut of many links reads as one
+// entry per client with the nodes it reaches: with arrow "→" and sep " ",
+// "c1→n4,n5 c2→n1"; with " ✂ " and "; ", "c1 ✂ n4,n5; c2 ✂ n1". Clients
+// are sorted, nodes keep the order they come in. Reports label faults
+// with it and the nemesis writes fault details with it.
+func FormatLinks(links []Link, arrow, sep string) string {
+	byClient := map[string][]string{}
+	var clients []string
+	for _, l := range links {
+		if _, ok := byClient[l.Client]; !ok {
+			clients = append(clients, l.Client)
+		}
+		byClient[l.Client] = append(byClient[l.Client], l.Node)
+	}
+	sort.Strings(clients)
+	parts := make([]string, len(clients))
+	for i, c := range clients {
+		parts[i] = c + arrow + strings.Join(byClient[c], ",")
+	}
+	return strings.Join(parts, sep)
+}
 
 // Fault is the value of a nemesis event.
 type Fault struct {
@@ -169,4 +200,52 @@ func Unfinished(events []Event) string {
 		return last.Err
 	}
 	return ""
+}
+
+// processRule says what ValidProcess accepts, for messages.
+const processRule = `want a client name of lower-case letters, digits and dashes (such as c1), ` +
+	`nemesis, harness, init or final, optionally followed by .N for a client that ` +
+	`continued after an operation of unknown outcome (such as c1.2); at most 64 characters`
+
+// ValidProcess reports whether p is a process name the harness writes: a
+// client (the scenario's c1, c2, ...; the workload's init and final; in
+// general lower-case letters, digits and dashes, as scenario names are),
+// nemesis or harness, each optionally followed by ".N", the numbered
+// process a client continues as after an operation of unknown outcome
+// (c1.2). Names end up in terminals and pages; nothing else is let in.
+func ValidProcess(p string) bool {
+	if len(p) == 0 || len(p) > 64 {
+		return false
+	}
+	base, cont, dotted := strings.Cut(p, ".")
+	if dotted {
+		if cont == "" || (cont[0] == '0' && len(cont) > 1) {
+			return false
+		}
+		for i := 0; i < len(cont); i++ {
+			if cont[i] < '0' || cont[i] > '9' {
+				return false
+			}
+		}
+	}
+	if base == "" || base[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(base); i++ {
+		c := base[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// quoteShort quotes s for a message (escaping whatever a terminal would
+// act on), cut to a readable length.
+func quoteShort(s string) string {
+	const max = 40
+	if len(s) > max {
+		return strconv.Quote(s[:max]) + "…"
+	}
+	return strconv.Quote(s)
 }

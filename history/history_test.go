@@ -253,6 +253,17 @@ func TestParseErrors(t *testing.T) {
 			[]string{`field "p" is missing`, `"c1"`, `"nemesis"`}, false},
 		{"empty p", strings.Replace(l0, `"p":"c1"`, `"p":""`, 1) + "\n", 1, 0,
 			[]string{`field "p" is missing`}, false},
+		{"markup in the process", strings.Replace(l0, `"p":"c1"`, `"p":"c1<img src=x onerror=alert(1)>"`, 1) + "\n", 1, 0,
+			[]string{`field "p" is "c1<img src=x onerror=alert(1)>"`, "lower-case letters, digits and dashes", "c1.2"}, false},
+		{"terminal escape in the process", l0 + "\n" + strings.Replace(l1, `"p":"c1"`, `"p":"c1\u001b[2J"`, 1) + "\n", 2, 1,
+			[]string{`field "p" is "c1\x1b[2J"`}, false},
+		{"upper-case process", strings.Replace(l0, `"p":"c1"`, `"p":"C1"`, 1) + "\n", 1, 0, []string{`field "p" is "C1"`}, false},
+		{"process with a space", strings.Replace(l0, `"p":"c1"`, `"p":"c 1"`, 1) + "\n", 1, 0, []string{`field "p" is "c 1"`}, false},
+		{"continuation without a number", strings.Replace(l0, `"p":"c1"`, `"p":"c1."`, 1) + "\n", 1, 0, []string{`field "p" is "c1."`}, false},
+		{"continuation of a continuation", strings.Replace(l0, `"p":"c1"`, `"p":"c1.2.3"`, 1) + "\n", 1, 0, []string{`field "p" is "c1.2.3"`}, false},
+		{"long process cut in the message", strings.Replace(l0, `"p":"c1"`, `"p":"`+strings.Repeat("c", 65)+`"`, 1) + "\n", 1, 0,
+			[]string{`field "p" is "` + strings.Repeat("c", 40) + `"…`, "at most 64"}, false},
+		{"second event on the line", l0 + " " + l1 + "\n", 1, 0, []string{"not a history event", "one event per line"}, false},
 		{"time going backwards", l0 + "\n" + l1 + "\n" + strings.Replace(l2, `"t":30`, `"t":15`, 1) + "\n", 3, 2,
 			[]string{`field "t" is 15, before the previous event's 20`, "never decrease"}, false},
 		{"empty line in the middle", l0 + "\n\n" + l1 + "\n", 2, 1,
@@ -344,6 +355,15 @@ func TestParseValid(t *testing.T) {
 		{"CRLF line ends", l0 + "\r\n" + l1 + "\r\n", 2},
 		{"equal times", l0 + "\n" + strings.Replace(l1, `"t":20`, `"t":10`, 1) + "\n", 2},
 		{"spaces around", "  " + l0 + "  \n", 1},
+		{"the harness's processes", strings.Join([]string{
+			strings.Replace(l0, `"p":"c1"`, `"p":"c12"`, 1),
+			strings.Replace(l1, `"p":"c1"`, `"p":"c12.3"`, 1),
+			strings.Replace(l2, `"p":"nemesis"`, `"p":"init"`, 1),
+			strings.Replace(l3, `"p":"c1"`, `"p":"final.1"`, 1),
+			`{"i":4,"p":"harness","type":"info","f":"end","t":50}`,
+			`{"i":5,"p":"nemesis","type":"info","f":"nemesis","t":50}`,
+			`{"i":6,"p":"c-2","type":"invoke","f":"read","t":50,"lease":"v1"}`,
+		}, "\n") + "\n", 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -506,5 +526,81 @@ func TestUnfinished(t *testing.T) {
 				t.Errorf("Unfinished = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// One formatter of link lists, for report labels and fault details alike.
+func TestFormatLinks(t *testing.T) {
+	l := func(c, n string) history.Link { return history.Link{Client: c, Node: n} }
+	tests := []struct {
+		name       string
+		links      []history.Link
+		arrow, sep string
+		want       string
+	}{
+		{"none", nil, "→", " ", ""},
+		{"one", []history.Link{l("c1", "n4")}, "→", " ", "c1→n4"},
+		{"grouped by client", []history.Link{l("c1", "n4"), l("c1", "n5"), l("c2", "n1")}, "→", " ", "c1→n4,n5 c2→n1"},
+		{"clients sorted, nodes in order", []history.Link{l("c2", "n2"), l("c1", "n5"), l("c2", "n1"), l("c1", "n4")},
+			" ✂ ", "; ", "c1 ✂ n5,n4; c2 ✂ n2,n1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := history.FormatLinks(tt.links, tt.arrow, tt.sep); got != tt.want {
+				t.Errorf("FormatLinks = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidProcess(t *testing.T) {
+	for _, tc := range []struct {
+		p    string
+		want bool
+	}{
+		{"c1", true}, {"c64", true}, {"c1.1", true}, {"c1.10", true}, {"nemesis", true}, {"harness", true},
+		{"init", true}, {"final", true}, {"init.2", true}, {"a-b-0", true}, {strings.Repeat("c", 64), true},
+		{"", false}, {strings.Repeat("c", 65), false}, {"C1", false}, {"c_1", false}, {"-c1", false}, {".1", false},
+		{"c1.", false}, {"c1.01", false}, {"c1.x", false}, {"c1.2.3", false}, {"c1 ", false}, {"c1\n", false},
+		{"c1<b>", false}, {"c1&amp;", false}, {"é", false},
+	} {
+		if got := history.ValidProcess(tc.p); got != tc.want {
+			t.Errorf("ValidProcess(%q) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
+// TakeEvents hands the events over without a copy and keeps no more:
+// the end of a long run must not hold its history twice.
+func TestTakeEvents(t *testing.T) {
+	var buf bytes.Buffer
+	r := history.NewRecorder(&buf, time.Now())
+	r.Record(history.Event{Process: "c1", Type: history.Invoke, F: history.Acquire, Key: "k"})
+	r.Record(history.Event{Process: "c1", Type: history.OK, F: history.Acquire, Key: "k"})
+	got := r.TakeEvents()
+	if len(got) != 2 || got[1].Index != 1 {
+		t.Fatalf("TakeEvents = %+v", got)
+	}
+	r.Record(history.Event{Process: history.ProcessHarness, Type: history.Info, F: history.End})
+	if n := len(r.Events()); n != 0 {
+		t.Errorf("the recorder kept %d event(s) after TakeEvents", n)
+	}
+	events, err := history.Parse(&buf, "h")
+	if err != nil || len(events) != 3 {
+		t.Errorf("the file has %d events (%v), want all 3 written", len(events), err)
+	}
+}
+
+func TestEventsFrom(t *testing.T) {
+	var buf bytes.Buffer
+	r := history.NewRecorder(&buf, time.Now())
+	for range 5 {
+		r.Record(history.Event{Process: "c1", Type: history.Invoke, F: history.Read, Key: "k"})
+	}
+	for _, tc := range []struct{ from, n int }{{-1, 5}, {0, 5}, {3, 2}, {5, 0}, {9, 0}} {
+		got := r.EventsFrom(tc.from)
+		if len(got) != tc.n || tc.n > 0 && got[0].Index != int64(max(tc.from, 0)) {
+			t.Errorf("EventsFrom(%d) = %d event(s) from %v, want %d", tc.from, len(got), got, tc.n)
+		}
 	}
 }

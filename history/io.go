@@ -23,7 +23,9 @@ type Recorder struct {
 	file   *os.File
 	next   int64
 	events []Event
-	err    error
+	// dropped: TakeEvents handed the events over; no more are kept.
+	dropped bool
+	err     error
 }
 
 // NewRecorder records to w; base is the instant times are measured from.
@@ -61,7 +63,9 @@ func (r *Recorder) Record(e Event) Event {
 	e.Time = int64(time.Since(r.base))
 	e.Index = r.next
 	r.next++
-	r.events = append(r.events, e)
+	if !r.dropped {
+		r.events = append(r.events, e)
+	}
 	if r.err == nil {
 		b, err := json.Marshal(e)
 		if err == nil {
@@ -80,6 +84,30 @@ func (r *Recorder) Events() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Event(nil), r.events...)
+}
+
+// EventsFrom returns a copy of the events recorded from index i on: a
+// caller that follows a run (its progress lines) copies what is new, not
+// the whole history each time.
+func (r *Recorder) EventsFrom(i int) []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i >= len(r.events) {
+		return nil
+	}
+	return append([]Event(nil), r.events[max(i, 0):]...)
+}
+
+// TakeEvents returns everything recorded so far and stops keeping events
+// in memory: the caller owns them, and events recorded later are written
+// but not kept. It is for the end of a run, where a copy (Events) would
+// hold a long history twice while it is checked and reported.
+func (r *Recorder) TakeEvents() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	events := r.events
+	r.events, r.dropped = nil, true
+	return events
 }
 
 // Err is the first write error, if any.
@@ -128,18 +156,44 @@ var ErrTruncated = errors.New("history ends in a partial line")
 var ErrUnreadable = errors.New("cannot read the history")
 
 // Parse parses a JSONL history. name is used in error messages. Events must
-// carry consecutive indexes from 0, a known type and function, and times that
-// never decrease. A torn last line (no newline, invalid JSON) yields the
-// events before it and a *LineError wrapping ErrTruncated.
+// carry consecutive indexes from 0, a known type and function, a process
+// name as the harness writes them, and times that never decrease. A torn
+// last line (no newline, invalid JSON) yields the events before it and a
+// *LineError wrapping ErrTruncated.
 func Parse(rd io.Reader, name string) ([]Event, error) {
-	br := bufio.NewReader(rd)
+	return parse(rd, name, 0)
+}
+
+// readBuffer is the reader's buffer: a line longer than it is still read,
+// in pieces.
+const readBuffer = 1 << 20
+
+// parse is Parse; size, when known, is the history's length in bytes, from
+// which the number of events is estimated after the first lines, so that
+// the events are allocated once instead of grown by copying (a history of
+// millions of events would otherwise hold up to three times its size while
+// growing).
+func parse(rd io.Reader, name string, size int64) ([]Event, error) {
+	br := bufio.NewReaderSize(rd, readBuffer)
+	var d decoder
 	var events []Event
-	var lastTime int64
+	var lastTime, read int64
+	var long []byte
+	const estimateAfter = 1 << 12
 	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
+		b, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], b...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			b = long
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return events, &LineError{name, line, fmt.Errorf("%w: %w", ErrUnreadable, err)}
 		}
+		read += int64(len(b))
 		complete := len(b) > 0 && b[len(b)-1] == '\n'
 		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
@@ -148,32 +202,43 @@ func Parse(rd io.Reader, name string) ([]Event, error) {
 			}
 			return events, &LineError{name, line, errors.New("empty line")}
 		}
-		var e Event
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if jerr := dec.Decode(&e); jerr != nil {
+		if len(events) == estimateAfter && size > read {
+			// The lines so far tell the length of the rest; a tenth more
+			// covers lines that grow longer, and append grows past it if
+			// they grow more.
+			want := int(float64(len(events)) * float64(size) / float64(read) * 1.1)
+			if want > cap(events) {
+				events = append(make([]Event, 0, want), events...)
+			}
+		}
+		events = append(events, Event{})
+		e := &events[len(events)-1]
+		if jerr := d.decode(b, e); jerr != nil {
+			events = events[:len(events)-1]
 			if !complete {
 				return events, &LineError{name, line, fmt.Errorf("%w: %v", ErrTruncated, jerr)}
 			}
 			return events, &LineError{name, line, fmt.Errorf("not a history event: %v", jerr)}
 		}
-		if verr := validate(e, int64(len(events)), lastTime); verr != nil {
+		if verr := validate(e, int64(len(events)-1), lastTime); verr != nil {
+			events = events[:len(events)-1]
 			return events, &LineError{name, line, verr}
 		}
 		lastTime = e.Time
-		events = append(events, e)
 		if errors.Is(err, io.EOF) {
 			return events, nil
 		}
 	}
 }
 
-func validate(e Event, want, lastTime int64) error {
+func validate(e *Event, want, lastTime int64) error {
 	switch {
 	case e.Index != want:
 		return fmt.Errorf(`field "i" is %d, want %d (indexes count up from 0)`, e.Index, want)
 	case e.Process == "":
 		return errors.New(`field "p" is missing (a process such as "c1" or "nemesis")`)
+	case !ValidProcess(e.Process):
+		return fmt.Errorf(`field "p" is %s: %s`, quoteShort(e.Process), processRule)
 	case !e.Type.Valid():
 		return fmt.Errorf(`field "type" is %q, want invoke, ok, fail or info`, e.Type)
 	case !e.F.Valid():
@@ -191,5 +256,9 @@ func ReadFile(path string) ([]Event, error) {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
-	return Parse(f, path)
+	var size int64
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	return parse(f, path, size)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"splitbrain/history"
 )
@@ -60,9 +61,21 @@ type ClientGate struct {
 }
 
 type gatePause struct {
-	at      Point
+	at Point
+	// hold is how long the client stays stopped once it reaches at; zero:
+	// until the pause is released.
+	hold    time.Duration
 	hit     bool
-	release chan struct{}
+	reached chan struct{} // closed when the client reaches at
+	release chan struct{} // closed when the pause is released (healed, or its hold ran out)
+}
+
+func (pz *gatePause) releaseLocked() {
+	select {
+	case <-pz.release:
+	default:
+		close(pz.release)
+	}
 }
 
 // NewClientGate returns the gate of client name.
@@ -88,7 +101,20 @@ func (g *ClientGate) At(ctx context.Context, p Point) {
 		g.mu.Unlock()
 		return
 	}
-	pz.hit = true
+	if !pz.hit {
+		pz.hit = true
+		close(pz.reached)
+		if pz.hold > 0 {
+			// The hold counts from here, where the client actually stops,
+			// not from the arming: a user who writes "for: 600ms" means
+			// 600 ms stopped, however long the client took to get here.
+			time.AfterFunc(pz.hold, func() {
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				pz.releaseLocked()
+			})
+		}
+	}
 	g.setBlockedLocked(+1)
 	g.mu.Unlock()
 	select {
@@ -130,51 +156,151 @@ func (g *ClientGate) WaitBlocked(ctx context.Context) error {
 	}
 }
 
-// arm sets a pause at p and returns what lifts it.
-func (g *ClientGate) arm(p Point) (func(), error) {
+// arm sets a pause at p, holding the client for hold once it gets there
+// (zero: until released), and returns what lifts it.
+func (g *ClientGate) arm(p Point, hold time.Duration) (*gatePause, func(), error) {
 	if !ValidPoint(p) {
-		return nil, fmt.Errorf("client pause: point %q, want after-replies, after-acquire, before-write, before-release or any", p)
+		return nil, nil, fmt.Errorf("client pause: point %q, want after-replies, after-acquire, before-write, before-release or any", p)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.armed != nil {
-		return nil, fmt.Errorf("client %s: a pause is armed already", g.name)
+		return nil, nil, fmt.Errorf("client %s: a pause is armed already", g.name)
 	}
-	pz := &gatePause{at: p, release: make(chan struct{})}
+	pz := &gatePause{at: p, hold: hold, reached: make(chan struct{}), release: make(chan struct{})}
 	g.armed = pz
-	return func() {
+	return pz, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.armed == pz {
 			g.armed = nil
-			close(pz.release)
 		}
+		pz.releaseLocked()
 	}, nil
 }
 
 // ClientPause holds a client at a point of its lock work: Kleppmann's GC
 // pause. It is armed at injection; the client stops when it next reaches
-// At and stays stopped until the pause is healed — with Nemesis.StartFor,
-// a set time after it was armed. Only that client stops; the nodes' keys
-// expire meanwhile, and its own lease's validity, measured on its
-// monotonic clock, runs out as it would in a real pause.
+// At and stays stopped for For from that moment (or, with For zero, until
+// the pause is healed). Only that client stops; the nodes' keys expire
+// meanwhile, and its own lease's validity, measured on its monotonic
+// clock, runs out as it would in a real pause.
+//
+// Started with Nemesis.StartClientPause, the pause records when the client
+// actually stopped and resumed (a KindClientHeld fault inside the armed
+// one) and ends on its own once the client resumes, or when it was not
+// reached within a bound.
 type ClientPause struct {
 	Gate *ClientGate
 	At   Point
+	// For is how long the client stays stopped once it reaches At.
+	For time.Duration
+
+	// armed is set by Inject, for StartClientPause.
+	armed *gatePause
 }
+
+// KindClientHeld is the stretch of a client pause in which the client was
+// actually stopped: from reaching the pause's point to resuming.
+const KindClientHeld = "client-pause-held"
 
 // Describe implements Fault.
 func (c ClientPause) Describe() history.Fault {
 	// The client goes in Nodes so that reports draw the pause in its lane.
-	return history.Fault{Kind: KindClientPause, Nodes: []string{c.Gate.Name()},
-		Detail: fmt.Sprintf("%s paused at %s", c.Gate.Name(), c.At)}
+	d := fmt.Sprintf("%s paused at %s", c.Gate.Name(), c.At)
+	if c.For > 0 {
+		d += fmt.Sprintf(" for %v once there", c.For)
+	}
+	return history.Fault{Kind: KindClientPause, Nodes: []string{c.Gate.Name()}, Detail: d}
 }
 
 // Inject implements Fault.
 func (c ClientPause) Inject(context.Context) (Heal, error) {
-	release, err := c.Gate.arm(c.At)
+	_, release, err := c.Gate.arm(c.At, c.For)
 	if err != nil {
 		return nil, err
 	}
 	return func(context.Context) error { release(); return nil }, nil
+}
+
+// clientPauseArmed is what StartClientPause injects: the pause, keeping
+// the armed gate for the watcher.
+type clientPauseArmed struct {
+	*ClientPause
+}
+
+func (c clientPauseArmed) Inject(context.Context) (Heal, error) {
+	pz, release, err := c.Gate.arm(c.At, c.For)
+	if err != nil {
+		return nil, err
+	}
+	c.armed = pz
+	return func(context.Context) error { release(); return nil }, nil
+}
+
+// clientHeld is the record of a client stopped at its point; injecting and
+// healing it does nothing, the gate holds and releases the client.
+type clientHeld struct {
+	client string
+	at     Point
+	hold   time.Duration
+}
+
+func (c clientHeld) Describe() history.Fault {
+	d := fmt.Sprintf("%s stopped at %s", c.client, c.at)
+	if c.hold > 0 {
+		d += fmt.Sprintf(" for %v", c.hold)
+	}
+	return history.Fault{Kind: KindClientHeld, Nodes: []string{c.client}, Detail: d}
+}
+
+func (clientHeld) Inject(context.Context) (Heal, error) {
+	return func(context.Context) error { return nil }, nil
+}
+
+// StartClientPause arms p and returns its fault id and a channel closed
+// once the pause is over: the client was held for p.For after reaching
+// p.At, or did not reach it within `within` (zero: no bound), or the pause
+// was healed (Stop, StopKind, HealAll). It records the stretch in which
+// the client was actually stopped as a KindClientHeld fault, and ends the
+// armed fault itself when the client resumes.
+func (m *Nemesis) StartClientPause(ctx context.Context, p ClientPause, within time.Duration) (int, <-chan struct{}, error) {
+	cp := &p
+	id, err := m.Start(ctx, clientPauseArmed{cp})
+	if err != nil {
+		return 0, nil, err
+	}
+	pz := cp.armed
+	over := make(chan struct{})
+	// The watcher outlives the step that armed the pause.
+	bg := context.WithoutCancel(ctx)
+	go func() {
+		defer close(over)
+		var bound <-chan time.Time
+		if within > 0 {
+			t := time.NewTimer(within)
+			defer t.Stop()
+			bound = t.C
+		}
+		select {
+		case <-pz.reached:
+		case <-pz.release:
+			return // healed before the client got there
+		case <-bound:
+			// Never reached: disarm. ErrNotActive here and below means a
+			// heal step or HealAll ended the fault first; the heals
+			// themselves cannot fail.
+			_ = m.Stop(bg, id)
+			return
+		case <-ctx.Done():
+			return // the run ends; HealAll heals what is left
+		}
+		held, err := m.Start(bg, clientHeld{client: p.Gate.Name(), at: p.At, hold: p.For})
+		<-pz.release
+		if err == nil {
+			_ = m.Stop(bg, held)
+		}
+		_ = m.Stop(bg, id)
+	}()
+	return id, over, nil
 }

@@ -26,7 +26,7 @@ func hooks(g *nemesis.ClientGate) redlock.Hooks {
 func locker(t *testing.T, cl *cluster.Local, g *nemesis.ClientGate) *redlock.Locker {
 	t.Helper()
 	var conns []*redis.Client
-	for _, n := range cl.Nodes() {
+	for _, n := range cl.Processes() {
 		c := redis.NewClient(redlock.ClientOptions(n.Addr(), cl.Password()))
 		t.Cleanup(func() { _ = c.Close() })
 		conns = append(conns, c)

@@ -11,7 +11,7 @@ import (
 	"splitbrain/nemesis"
 )
 
-func nodeTime(t *testing.T, n *cluster.Node) time.Time {
+func nodeTime(t *testing.T, n *cluster.Process) time.Time {
 	t.Helper()
 	ctx, cancel := within(5 * time.Second)
 	defer cancel()
@@ -28,7 +28,7 @@ func nodeTime(t *testing.T, n *cluster.Node) time.Time {
 func TestClockJumpMovesTTLs(t *testing.T) {
 	cl := startNodes(t, 1)
 	ctx := context.Background()
-	n := cl.Nodes()[0]
+	n := cl.Processes()[0]
 	nem := nemesis.New(&memRecorder{})
 	defer nem.HealAll(ctx)
 	const ttl = 10 * time.Second
@@ -67,7 +67,7 @@ func TestClockJumpMovesTTLs(t *testing.T) {
 func TestClockStrobeFlipsUntilHealed(t *testing.T) {
 	cl := startNodes(t, 1)
 	ctx := context.Background()
-	n := cl.Nodes()[0]
+	n := cl.Processes()[0]
 	if err := n.SetClockOffset(time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +108,9 @@ func TestClockStrobeFlipsUntilHealed(t *testing.T) {
 func TestResetClocks(t *testing.T) {
 	cl := startNodes(t, 3)
 	ctx := context.Background()
-	n1, _ := cl.Node("n1")
-	n2, _ := cl.Node("n2")
-	n3, _ := cl.Node("n3")
+	n1, _ := cl.Process("n1")
+	n2, _ := cl.Process("n2")
+	n3, _ := cl.Process("n3")
 	rec := &memRecorder{}
 	nem := nemesis.New(rec)
 	defer nem.HealAll(ctx)
@@ -132,7 +132,7 @@ func TestResetClocks(t *testing.T) {
 	if err := nem.ResetClocks(ctx, n1, n2); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []*cluster.Node{n1, n2} {
+	for _, n := range []*cluster.Process{n1, n2} {
 		if off := n.ClockOffset(); off != 0 {
 			t.Errorf("%s offset after reset: %v", n.Name(), off)
 		}

@@ -2,8 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"sort"
-	"strings"
 
 	"splitbrain/history"
 )
@@ -31,20 +29,8 @@ func (c Cut) Inject(ctx context.Context) (Heal, error) {
 	return c.Net.poison(ctx, "cut", c.Links, c.Direction, "timeout", `{"timeout":0}`, nil)
 }
 
-// describeLinks groups links by client: "c1 ✂ n4,n5; c2 ✂ n1".
+// describeLinks groups links by client for a fault's detail, sep between
+// a client and its nodes: "c1 ✂ n4,n5; c2 ✂ n1".
 func describeLinks(links []history.Link, sep string) string {
-	byClient := map[string][]string{}
-	var clients []string
-	for _, l := range links {
-		if _, ok := byClient[l.Client]; !ok {
-			clients = append(clients, l.Client)
-		}
-		byClient[l.Client] = append(byClient[l.Client], l.Node)
-	}
-	sort.Strings(clients)
-	parts := make([]string, len(clients))
-	for i, c := range clients {
-		parts[i] = c + " " + sep + " " + strings.Join(byClient[c], ",")
-	}
-	return strings.Join(parts, "; ")
+	return history.FormatLinks(links, " "+sep+" ", "; ")
 }

@@ -49,7 +49,7 @@ func startNodes(t *testing.T, n int) *cluster.Local {
 
 func endpoints(cl *cluster.Local) []nemesis.Endpoint {
 	var eps []nemesis.Endpoint
-	for _, n := range cl.Nodes() {
+	for _, n := range cl.Processes() {
 		eps = append(eps, nemesis.Endpoint{Name: n.Name(), Addr: n.Addr()})
 	}
 	return eps
@@ -176,7 +176,7 @@ func TestHealAllRestoresClocksAndLinks(t *testing.T) {
 	ctx := context.Background()
 	rec := &memRecorder{}
 	nem := nemesis.New(rec)
-	n1, _ := cl.Node("n1")
+	n1, _ := cl.Process("n1")
 	for _, f := range []nemesis.Fault{
 		nemesis.ClockJump{Node: n1, By: 5 * time.Second},
 		nemesis.ClockJump{Node: n1, By: -2 * time.Second},

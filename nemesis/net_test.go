@@ -48,7 +48,7 @@ func eventually(t *testing.T, what string, f func() error) {
 	}
 }
 
-func exists(t *testing.T, n *cluster.Node, key string) bool {
+func exists(t *testing.T, n *cluster.Process, key string) bool {
 	t.Helper()
 	ctx, cancel := within(5 * time.Second)
 	defer cancel()
@@ -83,7 +83,7 @@ func setup(t *testing.T, nodes int, clients ...string) (*cluster.Local, *nemesis
 // timed-out SET as possibly applied.
 func TestCutPerDirection(t *testing.T) {
 	cl, links, nem, _ := setup(t, 1, "c1")
-	n1 := cl.Nodes()[0]
+	n1 := cl.Processes()[0]
 	pw := cl.Password()
 	for _, tc := range []struct {
 		dir     nemesis.Direction
@@ -318,7 +318,7 @@ func TestPartitionCutsItsGrudge(t *testing.T) {
 // address any more and connections through it are closed.
 func TestNetCloseLeavesNoProxy(t *testing.T) {
 	cl, links, _, _ := setup(t, 2, "c1")
-	repl, err := links.AddLink("r1", nemesis.Endpoint{Name: "n1", Addr: cl.Nodes()[0].Addr()})
+	repl, err := links.AddLink("r1", nemesis.Endpoint{Name: "n1", Addr: cl.Processes()[0].Addr()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestNetCloseLeavesNoProxy(t *testing.T) {
 	if err := open.Ping(ctx).Err(); err == nil {
 		t.Error("a connection through a closed proxy still answers")
 	}
-	if _, err := links.AddLink("c2", nemesis.Endpoint{Name: "n1", Addr: cl.Nodes()[0].Addr()}); err == nil {
+	if _, err := links.AddLink("c2", nemesis.Endpoint{Name: "n1", Addr: cl.Processes()[0].Addr()}); err == nil {
 		t.Error("AddLink after Close succeeded")
 	}
 }

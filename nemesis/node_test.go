@@ -19,8 +19,8 @@ import (
 
 // The cluster's nodes are what the nemesis's node faults act on.
 var (
-	_ nemesis.ScheduleNode = cluster.Controls{}
-	_ nemesis.Promotable   = (*cluster.Node)(nil)
+	_ nemesis.ScheduleNode = (*cluster.Process)(nil)
+	_ nemesis.Promotable   = (*cluster.Process)(nil)
 )
 
 func procState(t *testing.T, pid int) string {
@@ -32,7 +32,7 @@ func procState(t *testing.T, pid int) string {
 	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))[0]
 }
 
-func directClient(t *testing.T, n *cluster.Node, pw string) *redis.Client {
+func directClient(t *testing.T, n *cluster.Process, pw string) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: n.Addr(), Password: pw, MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 1})
 	t.Cleanup(func() { _ = c.Close() })
@@ -44,8 +44,8 @@ func directClient(t *testing.T, n *cluster.Node, pw string) *redis.Client {
 func TestPauseFreezesUntilResumed(t *testing.T) {
 	cl := startNodes(t, 2)
 	ctx := context.Background()
-	n1, _ := cl.Node("n1")
-	n2, _ := cl.Node("n2")
+	n1, _ := cl.Process("n1")
+	n2, _ := cl.Process("n2")
 	pw := cl.Password()
 	waiting := directClient(t, n1, pw)
 	if err := waiting.Ping(ctx).Err(); err != nil {
@@ -125,7 +125,7 @@ func TestKillAndRestartPerPersistence(t *testing.T) {
 		{"n3", false, true, false}, // amnesia: the data is gone
 		{"n3", true, true, false},
 	} {
-		n, _ := cl.Node(tc.node)
+		n, _ := cl.Process(tc.node)
 		name := fmt.Sprintf("%s/%s/graceful=%v/amnesia=%v", tc.node, n.Persistence(), tc.graceful, tc.amnesia)
 		t.Run(name, func(t *testing.T) {
 			key := "k-" + strings.ReplaceAll(name, "/", "-")
@@ -134,9 +134,9 @@ func TestKillAndRestartPerPersistence(t *testing.T) {
 			}
 			rec := &memRecorder{}
 			nem := nemesis.New(rec)
-			var f nemesis.Fault = nemesis.Kill{Node: n.Controls(), Amnesia: tc.amnesia}
+			var f nemesis.Fault = nemesis.Kill{Node: n, Amnesia: tc.amnesia}
 			if tc.graceful {
-				f = nemesis.Stop{Node: n.Controls(), Amnesia: tc.amnesia}
+				f = nemesis.Stop{Node: n, Amnesia: tc.amnesia}
 			}
 			if _, err := nem.Start(ctx, f); err != nil {
 				t.Fatal(err)
@@ -165,11 +165,11 @@ func TestKillAndRestartPerPersistence(t *testing.T) {
 func TestDelayedRestart(t *testing.T) {
 	cl := startNodes(t, 1)
 	ctx := context.Background()
-	n := cl.Nodes()[0]
+	n := cl.Processes()[0]
 	rec := &memRecorder{}
 	nem := nemesis.New(rec)
 	defer nem.HealAll(ctx)
-	if _, err := nem.StartFor(ctx, nemesis.Kill{Node: n.Controls()}, 300*time.Millisecond); err != nil {
+	if _, err := nem.StartFor(ctx, nemesis.Kill{Node: n}, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if n.Running() {
@@ -188,10 +188,10 @@ func TestDelayedRestart(t *testing.T) {
 	if len(fs) != 2 || fs[1].Phase != history.PhaseStop || !strings.HasSuffix(fs[0].Detail, "for 300ms") {
 		t.Errorf("recorded %+v, want kill for 300ms, start and stop", fs)
 	}
-	if _, err := nem.Start(ctx, nemesis.Kill{Node: n.Controls()}); err != nil {
+	if _, err := nem.Start(ctx, nemesis.Kill{Node: n}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nem.Start(ctx, nemesis.Kill{Node: n.Controls()}); err == nil {
+	if _, err := nem.Start(ctx, nemesis.Kill{Node: n}); err == nil {
 		t.Error("killing a node that is down succeeded")
 	}
 }
@@ -204,7 +204,7 @@ func TestFailoverLosesUnreplicatedWrite(t *testing.T) {
 	cl, links, nem, rec := setup(t, 1, "c1")
 	ctx := context.Background()
 	pw := cl.Password()
-	n1, _ := cl.Node("n1")
+	n1, _ := cl.Process("n1")
 	replLink := history.Link{Client: "r1", Node: "n1"}
 	viaProxy, err := links.AddLink("r1", nemesis.Endpoint{Name: "n1", Addr: n1.Addr()})
 	if err != nil {
@@ -236,7 +236,7 @@ func TestFailoverLosesUnreplicatedWrite(t *testing.T) {
 	if got, err := c1.Do(ctx, "wait", 1, 300).Int(); err != nil || got != 0 {
 		t.Fatalf("WAIT 1 during the cut: %d replicas, %v; want 0", got, err)
 	}
-	if _, err := nem.Start(ctx, nemesis.Kill{Node: n1.Controls()}); err != nil {
+	if _, err := nem.Start(ctx, nemesis.Kill{Node: n1}); err != nil {
 		t.Fatal(err)
 	}
 	promote := nemesis.Promote{Net: links, Replica: r1, Links: []history.Link{{Client: "c1", Node: "n1"}}}

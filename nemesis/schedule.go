@@ -291,7 +291,7 @@ func (e Env) Faults(op Op) ([]Fault, error) {
 			if !ok {
 				return nil, fmt.Errorf("schedule: no client %q", c)
 			}
-			out = append(out, ClientPause{Gate: g, At: op.Point})
+			out = append(out, ClientPause{Gate: g, At: op.Point, For: op.For})
 		}
 		return out, nil
 	}
@@ -327,11 +327,16 @@ func (e Env) Faults(op Op) ([]Fault, error) {
 // RunSchedule plays ops in order, one goroutine, so that the history
 // records the same faults in the same order for the same ops: each op's
 // faults start at its time and are healed, newest first, when it ends.
-// onStart, if set, is told of each op as it starts. When ctx ends it
-// returns at once, leaving what is active to HealAll.
+// A client pause is the exception: it stays armed until the client reaches
+// its point (at most until the next op is due) and then holds the client
+// for the op's whole duration, so that a drawn pause is a pause however
+// long the client takes to get there; the schedule goes on once it is
+// over, late if need be. onStart, if set, is told of each op as it
+// starts. When ctx ends it returns at once, leaving what is active to
+// HealAll.
 func (m *Nemesis) RunSchedule(ctx context.Context, ops []Op, env Env, onStart func(Op)) error {
 	start := time.Now()
-	for _, op := range ops {
+	for i, op := range ops {
 		if !sleepUntil(ctx, start.Add(op.At)) {
 			return nil
 		}
@@ -349,6 +354,32 @@ func (m *Nemesis) RunSchedule(ctx context.Context, ops []Op, env Env, onStart fu
 				errs = append(errs, m.Stop(ctx, ids[i]))
 			}
 			return errors.Join(errs...)
+		}
+		if op.Kind == RandomClientPause {
+			within := op.For
+			if i+1 < len(ops) {
+				within = max(ops[i+1].At-op.At, time.Millisecond)
+			}
+			var overs []<-chan struct{}
+			for _, f := range faults {
+				cp, ok := f.(ClientPause)
+				if !ok {
+					return fmt.Errorf("schedule: client pause op carried %T", f)
+				}
+				_, over, err := m.StartClientPause(ctx, cp, within)
+				if err != nil {
+					return err
+				}
+				overs = append(overs, over)
+			}
+			for _, over := range overs {
+				select {
+				case <-over:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+			continue
 		}
 		for _, f := range faults {
 			id, err := m.Start(ctx, f)

@@ -32,7 +32,8 @@ func startCluster(t *testing.T, n int) (*cluster.Local, []*redis.Client) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: n, Dir: dir})
+	// Debug: some tests stall a node with DEBUG SLEEP.
+	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: n, Dir: dir, Debug: true})
 	if err != nil {
 		t.Fatalf("starting %d redis-server nodes: %v", n, err)
 	}
@@ -72,8 +73,8 @@ func newLocker(t *testing.T, clients []*redis.Client, opts redlock.Options) *red
 func kill(t *testing.T, cl *cluster.Local, idx ...int) {
 	t.Helper()
 	for _, i := range idx {
-		if err := cl.Nodes()[i].Kill(); err != nil {
-			t.Fatalf("kill %s: %v", cl.Nodes()[i].Name(), err)
+		if err := cl.Processes()[i].Kill(context.Background()); err != nil {
+			t.Fatalf("kill %s: %v", cl.Processes()[i].Name(), err)
 		}
 	}
 }

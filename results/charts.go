@@ -1,9 +1,10 @@
 package results
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,13 +22,21 @@ const (
 	rateBuckets = 200
 )
 
+// newChartFrame is the frame of a chart below the timeline: a plot
+// chartPlotH high with the time axis under it.
+func newChartFrame(sc scale) chartFrame {
+	f := newFrame(sc)
+	f.Top, f.Bottom = chartTop, chartTop+chartPlotH
+	f.AxisY, f.Height = f.Bottom+chartAxisH-8, f.Bottom+chartAxisH
+	return f
+}
+
 // faultBands shades every fault window on a chart, so latency and
 // throughput can be read against what the nemesis did.
 func faultBands(faults []checker.FaultWindow, top, bottom float64, sc scale) []shape {
 	var out []shape
 	for _, f := range faults {
-		out = append(out, shape{Kind: "rect", Class: "chart-band band-" + faultClassOrNet(f), A: f.Start, B: f.End,
-			X: sc.x(f.Start), Y: top, W: sc.width(f.Start, f.End), H: bottom - top, Title: faultTitle(f)})
+		out = append(out, sc.bar("chart-band band-"+faultClassOrNet(f), f.Start, f.End, top, bottom-top, faultTitle(f)))
 	}
 	return out
 }
@@ -48,10 +57,21 @@ type scatter struct {
 	Note   string
 }
 
+// sample is one acquire's latency. Its tooltip is written only for the
+// samples drawn as their own dot (most of a long run's share dots).
 type sample struct {
 	at, latency int64
 	outcome     string
-	text        string
+	belief      *checker.Belief
+	attempt     *checker.Attempt
+}
+
+func (s sample) text() string {
+	if b := s.belief; b != nil {
+		return fmt.Sprintf("%s acquire %q ok in %s at %s", b.Client, b.Key, checker.Seconds(b.Start-b.Invoke), checker.Seconds(b.Invoke))
+	}
+	a := s.attempt
+	return fmt.Sprintf("%s acquire %q %s in %s at %s%s", a.Client, a.Key, a.Outcome, checker.Seconds(a.End-a.Invoke), checker.Seconds(a.Invoke), errSuffix(a.Err))
 }
 
 // buildScatter plots each acquire's latency at the time it was invoked,
@@ -60,31 +80,33 @@ type sample struct {
 // each, and elsewhere acquires of one outcome that would land on the same
 // few pixels share a dot; the page says so.
 func buildScatter(res checker.Result, sc scale, viewA, viewB int64) *scatter {
-	var samples []sample
+	n := 0
 	for _, k := range res.Keys {
-		for _, b := range k.Beliefs {
-			samples = append(samples, sample{b.Invoke, b.Start - b.Invoke, "ok",
-				fmt.Sprintf("%s acquire %q ok in %s at %s", b.Client, b.Key, checker.Seconds(b.Start-b.Invoke), checker.Seconds(b.Invoke))})
+		n += len(k.Beliefs) + len(k.Attempts)
+	}
+	samples := make([]sample, 0, n)
+	for _, k := range res.Keys {
+		for i := range k.Beliefs {
+			b := &k.Beliefs[i]
+			samples = append(samples, sample{at: b.Invoke, latency: b.Start - b.Invoke, outcome: "ok", belief: b})
 		}
-		for _, a := range k.Attempts {
+		for i := range k.Attempts {
+			a := &k.Attempts[i]
 			if a.Outcome == checker.OutcomePending {
 				continue
 			}
-			samples = append(samples, sample{a.Invoke, a.End - a.Invoke, a.Outcome,
-				fmt.Sprintf("%s acquire %q %s in %s at %s%s", a.Client, a.Key, a.Outcome, checker.Seconds(a.End-a.Invoke), checker.Seconds(a.Invoke), errSuffix(a.Err))})
+			samples = append(samples, sample{at: a.Invoke, latency: a.End - a.Invoke, outcome: a.Outcome, attempt: a})
 		}
 	}
 	if len(samples) == 0 {
 		return nil
 	}
-	sort.SliceStable(samples, func(i, j int) bool { return samples[i].at < samples[j].at })
+	slices.SortStableFunc(samples, func(x, y sample) int { return cmp.Compare(x.at, y.at) })
 	lo, hi := int64(math.MaxInt64), int64(0)
 	for _, s := range samples {
 		lo, hi = min(lo, max(s.latency, 1)), max(hi, s.latency)
 	}
-	sp := &scatter{chartFrame: newFrame(sc)}
-	sp.Top, sp.Bottom = chartTop, chartTop+chartPlotH
-	sp.AxisY, sp.Height = sp.Bottom+chartAxisH-8, sp.Bottom+chartAxisH
+	sp := &scatter{chartFrame: newChartFrame(sc)}
 	sp.Bands = faultBands(res.Faults, sp.Top, sp.Bottom, sc)
 	// Latencies under faults span orders of magnitude (a timeout next to a
 	// millisecond grant): a log axis keeps both readable.
@@ -94,11 +116,11 @@ func buildScatter(res checker.Result, sc scale, viewA, viewB int64) *scatter {
 
 	if len(samples) <= dotBudget {
 		for _, s := range samples {
-			sp.Points = append(sp.Points, dot(s.at, y(s.latency), "lat-"+cssIdent(s.outcome), s.text, sc))
+			sp.Points = append(sp.Points, dot(s.at, y(s.latency), "lat-"+cssIdent(s.outcome), s.text(), sc))
 		}
 		return sp
 	}
-	var rest []sample
+	rest := make([]sample, 0, len(samples))
 	var inView int
 	for _, s := range samples {
 		if s.at >= viewA && s.at <= viewB && (viewA > 0 || viewB < sc.span) {
@@ -107,16 +129,31 @@ func buildScatter(res checker.Result, sc scale, viewA, viewB int64) *scatter {
 	}
 	for _, s := range samples {
 		if inView <= dotBudget/2 && s.at >= viewA && s.at <= viewB && (viewA > 0 || viewB < sc.span) {
-			sp.Points = append(sp.Points, dot(s.at, y(s.latency), "lat-"+cssIdent(s.outcome), s.text, sc))
+			sp.Points = append(sp.Points, dot(s.at, y(s.latency), "lat-"+cssIdent(s.outcome), s.text(), sc))
 		} else {
 			rest = append(rest, s)
 		}
 	}
 	kept := len(sp.Points)
-	// Bin by outcome and pixel cell, coarsening until the dots fit.
+	// Bin by outcome and pixel cell, coarsening until the dots fit. Each
+	// sample's place and outcome are worked out once, not per try.
+	type where struct {
+		x, y    float64
+		outcome int
+	}
+	var outcomes []string
+	places := make([]where, len(rest))
+	for i, s := range rest {
+		o := slices.Index(outcomes, s.outcome)
+		if o < 0 {
+			o = len(outcomes)
+			outcomes = append(outcomes, s.outcome)
+		}
+		places[i] = where{sc.x(s.at), y(s.latency), o}
+	}
 	for cell := 2.0; ; cell *= 1.5 {
 		type bin struct {
-			outcome string
+			outcome int
 			cx, cy  int
 		}
 		type acc struct {
@@ -127,8 +164,9 @@ func buildScatter(res checker.Result, sc scale, viewA, viewB int64) *scatter {
 		}
 		bins := map[bin]*acc{}
 		var order []bin
-		for _, s := range rest {
-			k := bin{s.outcome, int(sc.x(s.at) / cell), int(y(s.latency) / cell)}
+		for i, s := range rest {
+			p := places[i]
+			k := bin{p.outcome, int(p.x / cell), int(p.y / cell)}
 			a, ok := bins[k]
 			if !ok {
 				a = &acc{minLat: s.latency, maxLat: s.latency, from: s.at, to: s.at}
@@ -146,9 +184,9 @@ func buildScatter(res checker.Result, sc scale, viewA, viewB int64) *scatter {
 		for _, k := range order {
 			a := bins[k]
 			at := int64(a.sumAt / float64(a.n))
-			text := fmt.Sprintf("%d acquire(s) %s, latency %s–%s, invoked %s–%s", a.n, k.outcome,
+			text := fmt.Sprintf("%d acquire(s) %s, latency %s–%s, invoked %s–%s", a.n, outcomes[k.outcome],
 				checker.Seconds(a.minLat), checker.Seconds(a.maxLat), checker.Seconds(a.from), checker.Seconds(a.to))
-			sp.Points = append(sp.Points, dot(at, y((a.minLat+a.maxLat)/2), "lat-"+cssIdent(k.outcome), text, sc))
+			sp.Points = append(sp.Points, dot(at, y((a.minLat+a.maxLat)/2), "lat-"+cssIdent(outcomes[k.outcome]), text, sc))
 		}
 		where := ""
 		if kept > 0 {
@@ -242,9 +280,7 @@ func buildThroughput(ops []op, res checker.Result, sc scale) *throughput {
 		}
 	}
 	perSec := 1e9 / width
-	tp := &throughput{chartFrame: newFrame(sc), Total: done, Bucket: checker.Seconds(int64(width))}
-	tp.Top, tp.Bottom = chartTop, chartTop+chartPlotH
-	tp.AxisY, tp.Height = tp.Bottom+chartAxisH-8, tp.Bottom+chartAxisH
+	tp := &throughput{chartFrame: newChartFrame(sc), Total: done, Bucket: checker.Seconds(int64(width))}
 	tp.Bands = faultBands(res.Faults, tp.Top, tp.Bottom, sc)
 	y := func(v int) float64 { return tp.Bottom - float64(v)/float64(peak)*chartPlotH }
 	for _, frac := range []float64{0, 0.5, 1} {

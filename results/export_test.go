@@ -10,3 +10,11 @@ var (
 	EvilErr      = evilErr
 	EvilKind     = evilKind
 )
+
+// Hostile text for porcupine's page.
+var (
+	EvilBankHistory = evilBankHistory
+	EvilAcct        = evilAcct
+	EvilValue       = evilValue
+	EvilDetail      = evilDetail
+)

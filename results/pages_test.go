@@ -1,7 +1,9 @@
 package results
 
 import (
+	"fmt"
 	"html"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -104,27 +106,33 @@ func TestReportEscapesHistoryAndScenarioText(t *testing.T) {
 func pauseHistory() []history.Event {
 	tok := func(v int64) historytest.Mod { return func(e *history.Event) { e.Token = &v } }
 	num := func(v int) historytest.Mod { return func(e *history.Event) { e.Value = history.MustValue(v) } }
+	// The storage's order of applied writes, as it acknowledges them.
+	ack := func(seq int64) historytest.Mod {
+		return func(e *history.Event) { e.Value = history.MustValue(history.Ack{Seq: seq}) }
+	}
 	b := &historytest.Builder{}
+	b.Add(history.ProcessInit, history.Invoke, history.Write, "lock", 0, num(0))
+	b.Add(history.ProcessInit, history.OK, history.Write, "lock", 0.01, ack(1))
 	b.Add("c1", history.Invoke, history.Acquire, "lock", 0.1)
 	b.Add("c1", history.OK, history.Acquire, "lock", 0.15, historytest.Deadline(1.0), historytest.Nodes("n1", "n2", "n3"), tok(1))
-	b.Add("c1", history.Invoke, history.Read, "counter", 0.2)
-	b.Add("c1", history.OK, history.Read, "counter", 0.21, num(0))
+	b.Add("c1", history.Invoke, history.Read, "lock", 0.2)
+	b.Add("c1", history.OK, history.Read, "lock", 0.21, num(0))
 	b.Fault(0.25, history.Fault{ID: 1, Kind: "pause", Phase: history.PhaseStart, Nodes: []string{"c1"}, Detail: "c1 paused (GC)"})
 	b.Fault(0.3, history.Fault{ID: 2, Kind: "kill", Phase: history.PhaseStart, Nodes: []string{"n2"}})
 	b.Fault(0.8, history.Fault{ID: 2, Kind: "kill", Phase: history.PhaseStop, Nodes: []string{"n2"}})
 	b.Fault(0.9, history.Fault{ID: 3, Kind: "pause", Phase: history.PhaseStart, Nodes: []string{"n3"}})
 	b.Add("c2", history.Invoke, history.Acquire, "lock", 1.1)
 	b.Add("c2", history.OK, history.Acquire, "lock", 1.15, historytest.Deadline(2.0), historytest.Nodes("n1", "n4", "n5"), tok(2))
-	b.Add("c2", history.Invoke, history.Read, "counter", 1.2)
-	b.Add("c2", history.OK, history.Read, "counter", 1.21, num(0))
-	b.Add("c2", history.Invoke, history.Write, "counter", 1.3, num(1), tok(2))
-	b.Add("c2", history.OK, history.Write, "counter", 1.31, num(1), tok(2))
+	b.Add("c2", history.Invoke, history.Read, "lock", 1.2)
+	b.Add("c2", history.OK, history.Read, "lock", 1.21, num(0))
+	b.Add("c2", history.Invoke, history.Write, "lock", 1.3, num(1), tok(2))
+	b.Add("c2", history.OK, history.Write, "lock", 1.31, ack(2), tok(2))
 	b.Fault(1.4, history.Fault{ID: 3, Kind: "pause", Phase: history.PhaseStop, Nodes: []string{"n3"}})
 	b.Fault(1.5, history.Fault{ID: 1, Kind: "pause", Phase: history.PhaseStop, Nodes: []string{"c1"}})
-	b.Add("c1", history.Invoke, history.Write, "counter", 1.55, num(1), tok(1))
-	b.Add("c1", history.OK, history.Write, "counter", 1.56, num(1), tok(1))
-	b.Add("c1", history.Invoke, history.Write, "counter", 1.6, num(2), tok(1))
-	b.Add("c1", history.Fail, history.Write, "counter", 1.61, tok(1), historytest.Err("stale token 1 < 2"))
+	b.Add("c1", history.Invoke, history.Write, "lock", 1.55, num(1), tok(1))
+	b.Add("c1", history.OK, history.Write, "lock", 1.56, ack(3), tok(1))
+	b.Add("c1", history.Invoke, history.Write, "lock", 1.6, num(2), tok(1))
+	b.Add("c1", history.Fail, history.Write, "lock", 1.61, tok(1), historytest.Err("stale token 1 < 2"))
 	b.Release("c2", "lock", 1.7, 1.72)
 	return b.Events()
 }
@@ -140,9 +148,10 @@ func TestReportShowsResourceAndNodeFaults(t *testing.T) {
 	for _, want := range []string{
 		// In words: the stale token accepted, the write outside the
 		// lease, the fence that held.
-		`the storage accepted c1&#39;s write of 1 to &#34;counter&#34; with token 1 although it had already accepted token 2 from c2: a stale token got through`,
-		`the storage rejected c1&#39;s write of 2 to &#34;counter&#34; with token 1: stale token 1 &lt; 2`,
-		"2 read (2 ok); 3 write (2 ok, 1 rejected)",
+		// The stale token in the checker's words: one judge.
+		`the storage applied c1&#39;s write of 1 (token 1, read at 0.210s, written at 1.56s) after c2&#39;s write of 1 (token 2, read at 1.21s, written at 1.31s) (seq 2, then 3): a stale token was accepted`,
+		`the storage rejected c1&#39;s write of 2 to &#34;lock&#34; with token 1: stale token 1 &lt; 2`,
+		"4 write (3 ok, 1 rejected); 2 read (2 ok)",
 		// On the timeline: ticks for writes, the rejected one marked,
 		// the pause on c1's lane, the kill and pause on node lanes.
 		`class="res-tick res-write res-ok z"`,
@@ -167,7 +176,7 @@ func TestReportShowsResourceAndNodeFaults(t *testing.T) {
 			bad = append(bad, r.finding)
 		}
 	}
-	if len(bad) != 1 || !strings.Contains(bad[0], "stale token") {
+	if len(bad) != 1 || !strings.Contains(bad[0], "a stale token was accepted") {
 		t.Errorf("bad findings %q, want the one stale token", bad)
 	}
 	c1 := &clientBeliefs{}
@@ -177,7 +186,7 @@ func TestReportShowsResourceAndNodeFaults(t *testing.T) {
 		}
 	}
 	c1.index()
-	if s := c1.outsideLease(ops[3].op); !strings.Contains(s, "took effect at 1.56s although c1's belief in \"lock\" had ended at 1.00s (validity deadline)") {
+	if s := c1.outsideLease(ops[4].op); !strings.Contains(s, "took effect at 1.56s although c1's belief in \"lock\" had ended at 1.00s (validity deadline)") {
 		t.Errorf("outsideLease of c1's late write = %q", s)
 	}
 }
@@ -206,7 +215,7 @@ func TestClientBeliefsCovering(t *testing.T) {
 			t.Errorf("covering(%vs) = %q, %v; want %q", tt.t, got.Key, ok, tt.want)
 		}
 	}
-	w := op{inv: history.Event{Process: "c1", F: history.Write, Key: "k", Time: at(5.5)}, end: history.Event{Time: at(5.6)}, done: true}
+	w := op{inv: &history.Event{Process: "c1", F: history.Write, Key: "k", Time: at(5.5)}, end: &history.Event{Time: at(5.6)}, done: true}
 	if s := c.outsideLease(w); !strings.Contains(s, `c1's belief in "a" had ended at 5.00s`) {
 		t.Errorf("outsideLease = %q, want the latest-ending belief before the write", s)
 	}
@@ -220,8 +229,8 @@ func TestClientBeliefsCovering(t *testing.T) {
 func TestPairOps(t *testing.T) {
 	events := pauseHistory()
 	ops := pairOps(events)
-	if len(ops) != 8 {
-		t.Fatalf("%d ops, want 8 (nemesis events are not ops)", len(ops))
+	if len(ops) != 9 {
+		t.Fatalf("%d ops, want 9 (nemesis events are not ops)", len(ops))
 	}
 	for _, o := range ops {
 		if !o.done || o.inv.Process != o.end.Process || o.inv.F != o.end.F || o.end.Time < o.inv.Time {
@@ -376,14 +385,22 @@ func TestMatrix(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
 	cj := writeRun(t, store, "clock-jump", t0, clockJump(), meta("clock-jump", "violation"))
 	ctl := writeRun(t, store, "clock-jump-control", t0.Add(time.Second), validHistory(), meta("clock-jump-control", "safe"))
+	lockBroken := Answers{Lock: checker.Invalid}
 	m := Matrix{
-		Title: "Redlock safety", Seed: 42, Started: t0, Command: "splitbrain suite --seed 42",
-		Locks: []string{"redlock", "redlock-fenced"},
+		Title: "Redlock safety", Seed: 42, Started: t0, Command: "splitbrain suite --seed 42", Runs: 2, Seeds: []int64{42, 4242},
+		Locks:    []string{"redlock", "redlock-fenced"},
+		Families: []string{"clock"},
 		Cells: []MatrixCell{
-			{Scenario: "clock-jump", Lock: "redlock", Verdict: checker.Invalid, Expect: "violation", AsExpected: true, Seed: 42, Dir: cj},
-			{Scenario: "clock-jump-control", Lock: "redlock", Verdict: checker.Valid, Expect: "safe", AsExpected: true, Seed: 42, Dir: ctl},
-			{Scenario: "clock-jump-control", Lock: "redlock", Verdict: "bogus", Expect: "safe", Seed: 43, Dir: ctl},
-			{Scenario: evilScenario, Lock: evilLockKey, Verdict: checker.Unknown, Reason: evilErr, Dir: ctl},
+			{Scenario: "clock-jump", Lock: "redlock", Family: "clock", Expect: "violation", Plays: []MatrixPlay{
+				{Verdict: checker.Invalid, Answers: lockBroken, AsExpected: true, Seed: 42, Dir: cj},
+				{Verdict: checker.Invalid, Answers: lockBroken, AsExpected: true, Seed: 4242, Dir: cj},
+			}},
+			{Scenario: "clock-jump-control", Lock: "redlock", Family: "clock", Expect: "safe", Plays: []MatrixPlay{
+				{Verdict: checker.Valid, Answers: Answers{Lock: checker.Valid}, AsExpected: true, Seed: 42, Dir: ctl},
+				{Verdict: "bogus", Seed: 43, Dir: ctl},
+			}},
+			{Scenario: "clock-jump-control", Lock: "redlock-fenced", Family: "clock", NA: "needs <b>tokens</b>"},
+			{Scenario: evilScenario, Lock: evilLockKey, Plays: []MatrixPlay{{Verdict: checker.Unknown, Reason: evilErr, Dir: ctl}}},
 		},
 	}
 	if err := WriteMatrix(store, m); err != nil {
@@ -397,20 +414,25 @@ func TestMatrix(t *testing.T) {
 		t.Errorf("rows %q, columns %q", back.Scenarios, back.Locks)
 	}
 	rel, _ := filepath.Rel(store, cj)
-	if c := back.Cells[0]; c.Dir != filepath.ToSlash(rel) || c.Report != filepath.ToSlash(rel)+"/report.html" {
-		t.Errorf("cell dir %q report %q, want them relative to the matrix", c.Dir, c.Report)
+	if p := back.Cells[0].Plays[0]; p.Dir != filepath.ToSlash(rel) || p.Report != filepath.ToSlash(rel)+"/report.html" {
+		t.Errorf("play dir %q report %q, want them relative to the matrix", p.Dir, p.Report)
 	}
-	if back.Cells[2].Verdict != checker.Unknown {
-		t.Errorf("an unrecognised verdict is stored as %q, want unknown", back.Cells[2].Verdict)
+	if c := back.Cells[0]; c.Runs != 2 || c.Invalid != 2 || c.LockBroken != 2 || c.Flaky || c.FirstFailing != c.Plays[0].Report {
+		t.Errorf("clock-jump cell %+v, want 2/2 invalid, the lock broken twice, its first play linked", c)
+	}
+	if c := back.Cells[1]; c.Plays[1].Verdict != checker.Unknown || c.Unknown != 1 || c.Met != 1 {
+		t.Errorf("an unrecognised verdict is stored as %q (cell %+v), want unknown", c.Plays[1].Verdict, c)
 	}
 	page := readFile(t, filepath.Join(store, MatrixFile))
 	assertEscaped(t, page, 0)
 	for _, want := range []string{
-		`<td class="cell cell-invalid">`,
+		`<td class="cell cell-rated"`,
 		`href="./` + filepath.ToSlash(rel) + `/report.html"`,
-		`<td class="cell cell-none muted">—</td>`, // clock-jump has no fenced run
-		"2 of 4 runs met their expectation",
-		"seed 43", // both runs of the control are shown
+		`<td class="cell cell-none muted" title="not played">—</td>`, // clock-jump has no fenced run
+		`title="n/a: needs &lt;b&gt;tokens&lt;/b&gt;"`,
+		"3 cells played (5 plays, 3 met their expectation) · 1 n/a",
+		"<code>4242</code>", // the play seeds
+		`scope="rowgroup">clock</th>`,
 		"&lt;script&gt;alert(&#39;key&#39;)",
 	} {
 		if !strings.Contains(page, want) {
@@ -423,8 +445,62 @@ func TestMatrix(t *testing.T) {
 	if !strings.Contains(readFile(t, filepath.Join(store, IndexFile)), `href="matrix.html"`) {
 		t.Error("the index does not link the matrix")
 	}
-	if err := WriteMatrix(store, Matrix{Cells: []MatrixCell{{Scenario: "a", Lock: "b", Dir: "relative/run"}}}); err == nil {
+	if err := WriteMatrix(store, Matrix{Cells: []MatrixCell{{Scenario: "a", Lock: "b", Plays: []MatrixPlay{{Dir: "relative/run"}}}}}); err == nil {
 		t.Error("a relative run folder under an absolute matrix folder was accepted")
+	}
+}
+
+// A cell's tally on both sides of each edge: flaky only when a cell that
+// expects a verdict disagrees with itself; a finding only when a random
+// schedule broke at least once.
+func TestMatrixCellTally(t *testing.T) {
+	play := func(v checker.Verdict) MatrixPlay { return MatrixPlay{Verdict: v, AsExpected: v == checker.Invalid} }
+	for _, tc := range []struct {
+		name           string
+		expect         string
+		verdicts       []checker.Verdict
+		flaky, finding bool
+	}{
+		{"scripted N/N", "violation", []checker.Verdict{checker.Invalid, checker.Invalid}, false, false},
+		{"scripted 0/N", "safe", []checker.Verdict{checker.Valid, checker.Valid}, false, false},
+		{"scripted 1/2", "violation", []checker.Verdict{checker.Invalid, checker.Valid}, true, false},
+		{"random 0/2", "any", []checker.Verdict{checker.Valid, checker.Valid}, false, false},
+		{"random 1/2", "any", []checker.Verdict{checker.Valid, checker.Invalid}, false, true},
+	} {
+		c := MatrixCell{Expect: tc.expect}
+		for _, v := range tc.verdicts {
+			c.Plays = append(c.Plays, play(v))
+		}
+		for i := range c.Plays {
+			c.Plays[i].Report = fmt.Sprintf("run%d/report.html", i)
+		}
+		c.Tally()
+		if c.Flaky != tc.flaky || c.Finding != tc.finding {
+			t.Errorf("%s: flaky %v finding %v, want %v %v", tc.name, c.Flaky, c.Finding, tc.flaky, tc.finding)
+		}
+		// A flaky cell names the play that missed its expectation.
+		if tc.name == "scripted 1/2" && (c.FirstUnmet != "run1/report.html" || c.FirstFailing != "run0/report.html") {
+			t.Errorf("%s: first unmet %q, first failing %q", tc.name, c.FirstUnmet, c.FirstFailing)
+		}
+	}
+}
+
+// Wilson's interval at the edges and in the middle, against values
+// computed by hand.
+func TestWilson(t *testing.T) {
+	for _, tc := range []struct {
+		k, n   int
+		lo, hi float64
+	}{
+		{0, 20, 0, 0.1611},
+		{20, 20, 0.8389, 1},
+		{7, 20, 0.1812, 0.5671},
+		{0, 0, 0, 1},
+	} {
+		lo, hi := Wilson(tc.k, tc.n)
+		if math.Abs(lo-tc.lo) > 1e-3 || math.Abs(hi-tc.hi) > 1e-3 {
+			t.Errorf("Wilson(%d, %d) = [%.4f, %.4f], want [%.4f, %.4f]", tc.k, tc.n, lo, hi, tc.lo, tc.hi)
+		}
 	}
 }
 

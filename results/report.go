@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,15 @@ var pageFuncs = template.FuncMap{
 	"f":     func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) },
 	"sec":   checker.Seconds,
 	"upper": strings.ToUpper,
+	// inc and bucket serve the matrix: a colspan one wider than the
+	// columns, and a percentage as one of eleven colour steps.
+	"inc": func(n int) int { return n + 1 },
+	"bucket": func(pct int) int {
+		if pct <= 0 {
+			return 0
+		}
+		return min(max((pct+5)/10, 1), 10)
+	},
 	// yLabelX places a chart's y-axis labels left of its plot.
 	"yLabelX": func(left float64) float64 { return left - 8 },
 	// plotRight is the right edge of a chart's plot.
@@ -144,10 +154,7 @@ func renderReport(w io.Writer, dir string, rec Record, events []history.Event) e
 			v.ClientOps++
 		}
 	}
-	byIndex := make(map[int64]history.Event, len(events))
-	for _, e := range events {
-		byIndex[e.Index] = e
-	}
+	byIndex := eventIndex(events)
 	sc := newScale(res, events)
 	resOps := resourceOps(ops, res)
 	v.Resource = buildResourceView(resOps)
@@ -167,6 +174,22 @@ func renderReport(w io.Writer, dir string, rec Record, events []history.Event) e
 		return fmt.Errorf("results: rendering report: %w", err)
 	}
 	return nil
+}
+
+// eventIndex finds a history's events by index. A history read by
+// history.Parse or recorded by a Recorder holds event i at position i;
+// anything else is searched (indexes increase along a history).
+type eventIndex []history.Event
+
+func (x eventIndex) get(i int64) (history.Event, bool) {
+	if i >= 0 && i < int64(len(x)) && x[i].Index == i {
+		return x[i], true
+	}
+	j := sort.Search(len(x), func(j int) bool { return x[j].Index >= i })
+	if j < len(x) && x[j].Index == i {
+		return x[j], true
+	}
+	return history.Event{}, false
 }
 
 // shownVerdict maps anything the page cannot call valid or invalid to
@@ -312,7 +335,7 @@ func endText(reason string) string {
 	case checker.EndRelease:
 		return "released"
 	case checker.EndReacquire:
-		return "asked for the lock again"
+		return "replaced by a new lease granted to the client"
 	case checker.EndOpen:
 		return "still held when the history ended"
 	}

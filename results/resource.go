@@ -13,24 +13,32 @@ import (
 
 // op is one client operation of a history: its invoke and, unless it was
 // still pending when the history ended, its completion.
+//
+// inv and end point into the history (a long history has millions of
+// operations: copies of both events would double its size); end points to
+// a zero event while the operation is pending.
 type op struct {
-	inv  history.Event
-	end  history.Event
+	inv  *history.Event
+	end  *history.Event
 	done bool
 }
+
+// noEvent is the completion of a pending operation.
+var noEvent history.Event
 
 // pairOps pairs each client's invokes with their completions, in invoke
 // order. Nemesis events are faults, not operations, and are left out.
 func pairOps(events []history.Event) []op {
 	pending := map[string]int{}
 	out := make([]op, 0, len(events)/2)
-	for _, e := range events {
+	for i := range events {
+		e := &events[i]
 		if e.F == history.Nemesis || e.Process == history.ProcessNemesis {
 			continue
 		}
 		if e.Type == history.Invoke {
 			pending[e.Process] = len(out)
-			out = append(out, op{inv: e})
+			out = append(out, op{inv: e, end: &noEvent})
 			continue
 		}
 		i, ok := pending[e.Process]
@@ -109,20 +117,19 @@ func resourceOps(ops []op, res checker.Result) []resourceOp {
 		}
 		out = append(out, r)
 	}
-	// Tokens are judged in the order the storage answered.
-	order := make([]int, len(out))
-	for i := range order {
-		order[i] = i
+	// Tokens are the checker's to judge, in the storage's order: the
+	// report shows its findings, write by write, never a second opinion.
+	stale := map[int64]string{}
+	if f := res.Fencing; f != nil {
+		for _, v := range f.Violations {
+			stale[v.Later.Index] = v.Text
+		}
 	}
-	sort.SliceStable(order, func(i, j int) bool { return out[order[i]].at() < out[order[j]].at() })
-	highest := map[string]int64{}
-	highestBy := map[string]string{}
-	for _, i := range order {
+	for i := range out {
 		r := &out[i]
 		if !isWrite(r.inv.F) {
 			continue
 		}
-		tok := token(r.op)
 		switch r.outcome {
 		case "rejected":
 			r.finding = fmt.Sprintf("the storage rejected %s%s", describeOp(r.op), errSuffix(r.end.Err))
@@ -131,16 +138,9 @@ func resourceOps(ops []op, res checker.Result) []resourceOp {
 		default:
 			continue
 		}
-		if tok != nil {
-			if h, seen := highest[r.inv.Key]; seen && *tok < h {
-				r.finding = fmt.Sprintf("the storage accepted %s although it had already accepted token %d from %s: a stale token got through",
-					describeOp(r.op), h, highestBy[r.inv.Key])
-				r.bad = true
-				continue
-			}
-			if h, seen := highest[r.inv.Key]; !seen || *tok > h {
-				highest[r.inv.Key], highestBy[r.inv.Key] = *tok, r.inv.Process
-			}
+		if text, ok := stale[r.inv.Index]; ok {
+			r.finding, r.bad = text, true
+			continue
 		}
 		if r.inv.Process == history.ProcessInit || r.inv.Process == history.ProcessFinal {
 			// The harness's own set-up writes and final reads need no lock.

@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -29,7 +30,9 @@ type Meta struct {
 	// times come from the harness's monotonic clock.
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration_ns"`
-	// Expect is the scenario's expectation: "violation", "safe" or "any".
+	// Expect is the scenario's expectation of this play: "violation",
+	// "safe" or "any", or its two answers apart, "lock violation, resource
+	// safe" (see Expectation).
 	Expect string `json:"expect,omitempty"`
 	// Command re-runs the scenario exactly, e.g.
 	// "splitbrain run clock-jump --seed 42".
@@ -39,28 +42,27 @@ type Meta struct {
 
 // Record is the content of result.json.
 type Record struct {
-	Meta   Meta           `json:"meta"`
+	Meta Meta `json:"meta"`
+	// Result is the checker's result as a summary: each key's counts are
+	// there, its beliefs and attempts are not (they are derived from the
+	// history again when needed; see Windows). A result.json written
+	// before they were left out reads as well, with them.
 	Result checker.Result `json:"result"`
 	// AsExpected says whether the verdict met Meta.Expect.
 	AsExpected bool `json:"as_expected"`
 	// Files lists the run's files by role (history, report, porcupine,
 	// log:<node>), as slash paths relative to the run folder.
 	Files map[string]string `json:"files"`
+	// Windows explain the listed violations of P1 and P2: the two beliefs
+	// and the history's events around each.
+	Windows []Window `json:"windows,omitempty"`
 }
 
 // AsExpected reports whether verdict v meets a scenario's expectation:
 // "violation" wants Invalid, "safe" wants Valid, "any" (or none) accepts
 // either. Unknown never meets an expectation: it is never a pass.
 func AsExpected(expect string, v checker.Verdict) bool {
-	switch expect {
-	case "violation":
-		return v == checker.Invalid
-	case "safe":
-		return v == checker.Valid
-	case "any", "":
-		return v == checker.Valid || v == checker.Invalid
-	}
-	return false
+	return meets(expect, v)
 }
 
 // Write stores a run's verdict in dir: result.json, report.html and, when
@@ -87,7 +89,7 @@ func Write(dir string, meta Meta, events []history.Event, res checker.Result) er
 		}
 	}
 
-	rec := Record{Meta: meta, Result: res, AsExpected: AsExpected(meta.Expect, res.Verdict),
+	rec := Record{Meta: meta, Result: res, AsExpected: Met(meta.Expect, res),
 		Files: map[string]string{"history": HistoryFile, "report": ReportFile}}
 	if hasPorcupine {
 		rec.Files["porcupine"] = PorcupineFile
@@ -106,7 +108,10 @@ func Write(dir string, meta Meta, events []history.Event, res checker.Result) er
 		errs = append(errs, err)
 	}
 
-	if err := writeJSON(dir, ResultFile, rec); err != nil {
+	sum := rec
+	sum.Result = summary(res)
+	sum.Windows = windows(res, events)
+	if err := writeJSON(dir, ResultFile, sum); err != nil {
 		errs = append(errs, err)
 	}
 	// A run folder made by NewRunDir sits in a store whose index lists it;
@@ -124,4 +129,23 @@ func ReadRecord(dir string) (Record, error) {
 	var rec Record
 	err := readJSON(dir, ResultFile, &rec)
 	return rec, err
+}
+
+// ReadMeta reads what a run's result.json says about the run, and nothing
+// else: a result.json written before it became a summary can be hundreds
+// of megabytes of beliefs.
+func ReadMeta(dir string) (Meta, error) {
+	var rec struct {
+		Meta Meta `json:"meta"`
+	}
+	path := filepath.Join(dir, ResultFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return Meta{}, fmt.Errorf("results: %w", err)
+	}
+	defer f.Close()
+	if err := json.NewDecoder(f).Decode(&rec); err != nil {
+		return Meta{}, fmt.Errorf("results: %s: %w", path, err)
+	}
+	return rec.Meta, nil
 }

@@ -274,7 +274,8 @@ func TestWriteValidReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Result.Verdict != checker.Valid || !rec.AsExpected || len(rec.Result.Keys) != 1 || len(rec.Result.Keys[0].Beliefs) != 2 {
+	if rec.Result.Verdict != checker.Valid || !rec.AsExpected || len(rec.Result.Keys) != 1 ||
+		rec.Result.Keys[0].Acquired != 2 || rec.Result.Keys[0].Failed != 1 || len(rec.Result.Keys[0].Beliefs) != 0 || len(rec.Result.Keys[0].Attempts) != 0 {
 		t.Errorf("record = %+v", rec)
 	}
 }

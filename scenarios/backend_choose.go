@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"splitbrain/nemesis"
+	"splitbrain/cluster"
+	"splitbrain/docker"
 )
 
 // Backend names, as --backend takes them and results.Meta records them.
@@ -16,55 +17,39 @@ const (
 // Backends are the names RunOptions.Backend accepts.
 var Backends = []string{BackendLocal, BackendDocker}
 
-// backend is where a run's Redis nodes live: redis-server processes on this
-// machine or Docker containers. The runner reaches the nodes only through
-// it, so a scenario runs unchanged on either.
-type backend interface {
-	// Nodes are the lock's nodes, n1..nN, in order.
-	Nodes() []backendNode
-	// Node finds a node (a replica too) by name.
-	Node(name string) (backendNode, bool)
-	Password() string
-	Close(ctx context.Context) error
+// startFunc starts a run's nodes on one backend.
+type startFunc func(context.Context, cluster.Config) (cluster.Backend, error)
+
+// backends maps each backend's name to its start: redis-server processes
+// on this machine, or Docker containers on a network of the run's own,
+// whose clients' proxies stay on this host and dial the containers'
+// addresses, so that link faults work as they do locally.
+var backends = map[string]startFunc{
+	BackendLocal: func(ctx context.Context, cfg cluster.Config) (cluster.Backend, error) {
+		return started(cluster.StartLocal(ctx, cfg))
+	},
+	BackendDocker: func(ctx context.Context, cfg cluster.Config) (cluster.Backend, error) {
+		return started(docker.Start(ctx, cfg))
+	},
 }
 
-// backendNode is a node as the runner and the node faults drive it. Faults
-// only some backends support (failover, which needs Promotable) are found
-// by type assertion, and a step asking for one on a backend without it
-// fails naming the step.
-type backendNode interface {
-	Addr() string
-	nemesis.ClockNode
-	nemesis.Pausable
-	nemesis.Stoppable
-	nemesis.Wipeable
-}
-
-// replicaBackend is a backend that can start replicas for cluster.replicas.
-type replicaBackend interface {
-	// AddReplica starts a replica named name of master, replicating
-	// through the proxy at via, and waits until it is in sync.
-	AddReplica(ctx context.Context, name string, master backendNode, via string) (backendNode, error)
-}
-
-// backendConfig is what every backend starts a cluster from.
-type backendConfig struct {
-	sc       *Scenario
-	dir      string
-	cacheDir string
-	logf     func(string, ...any)
-}
-
-// startBackend starts the scenario's nodes on the named backend; empty
-// means local.
-func startBackend(ctx context.Context, name string, cfg backendConfig) (backend, error) {
-	switch name {
-	case "", BackendLocal:
-		return startLocalBackend(ctx, cfg)
-	case BackendDocker:
-		return startDockerBackend(ctx, cfg)
+// started is a backend's start's result as a cluster.Backend, nil on error
+// (not an interface holding a nil pointer).
+func started[B cluster.Backend](b B, err error) (cluster.Backend, error) {
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("backend %q: want one of %v", name, Backends)
+	return b, nil
+}
+
+// startBackend starts cfg's nodes on the backend called name in starts;
+// empty means local.
+func startBackend(ctx context.Context, starts map[string]startFunc, name string, cfg cluster.Config) (cluster.Backend, error) {
+	start, ok := starts[backendName(name)]
+	if !ok {
+		return nil, fmt.Errorf("backend %q: want one of %v", name, Backends)
+	}
+	return start(ctx, cfg)
 }
 
 // backendName is the name a run records for RunOptions.Backend.

@@ -14,7 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/checker"
+	"splitbrain/cluster"
 	"splitbrain/docker"
+	"splitbrain/docker/dockertest"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/results"
@@ -22,9 +24,12 @@ import (
 )
 
 // dockerEngine connects to this machine's Docker engine, or skips the test
-// when none answers.
+// when none answers. The test holds the machine's Docker test lock shared
+// (see dockertest). The Docker tests do not run in parallel with one
+// another: assertNothingLeft counts every object this process made.
 func dockerEngine(t *testing.T) *docker.Engine {
 	t.Helper()
+	dockertest.Shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	eng, err := docker.Connect(ctx)
@@ -150,7 +155,7 @@ func TestDockerReplicationLinkFault(t *testing.T) {
 	eng := dockerEngine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cl, err := docker.StartCluster(ctx, eng, docker.Config{Nodes: 1, Dir: t.TempDir(), CacheDir: t.TempDir()})
+	cl, err := docker.StartCluster(ctx, eng, cluster.Config{Nodes: 1, Dir: t.TempDir(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +165,7 @@ func TestDockerReplicationLinkFault(t *testing.T) {
 		}
 		assertNothingLeft(t, eng)
 	}()
-	n1, _ := cl.Node("n1")
+	n1, _ := cl.Container("n1")
 	links, err := nemesis.NewNet([]string{"c1"}, []nemesis.Endpoint{{Name: "n1", Addr: n1.Addr()}})
 	if err != nil {
 		t.Fatal(err)
@@ -170,10 +175,10 @@ func TestDockerReplicationLinkFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1, err := cl.AddReplica(ctx, docker.ReplicaSpec{Name: "r1", Master: via})
-	if err != nil {
+	if _, err := cl.AddReplica(ctx, cluster.ReplicaSpec{Name: "r1", Of: "n1", Via: via}); err != nil {
 		t.Fatal(err)
 	}
+	r1, _ := cl.Container("r1")
 	if err := r1.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -334,6 +339,7 @@ func TestDockerBackendInterruptedRunLeavesNothing(t *testing.T) {
 
 // An unknown backend is an error naming the valid ones.
 func TestUnknownBackend(t *testing.T) {
+	t.Parallel()
 	sc, err := scenarios.Load("clock-jump")
 	if err != nil {
 		t.Fatal(err)

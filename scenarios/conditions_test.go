@@ -34,6 +34,7 @@ steps:
 // stops the script and makes the verdict unknown, naming the step; it is
 // not a failure of the harness.
 func TestStepNotAsScriptedMakesTheVerdictUnknown(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, steps string
 		want        string
@@ -56,6 +57,7 @@ func TestStepNotAsScriptedMakesTheVerdictUnknown(t *testing.T) {
 `, "step 2 (extend c1): expected refused, was no lease"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			out := runScenario(t, context.Background(), parse(t, threeNodes+tc.steps), 1)
 			res := out.Result
 			if res.Verdict != checker.Unknown || !strings.Contains(res.Reason, tc.want) {
@@ -81,6 +83,7 @@ func TestStepNotAsScriptedMakesTheVerdictUnknown(t *testing.T) {
 // A wait for a condition that does not come fails the run with
 // ErrWaitTimeout, and the verdict is unknown.
 func TestWaitUntilTimesOut(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, steps, want string
 	}{
@@ -95,6 +98,7 @@ func TestWaitUntilTimesOut(t *testing.T) {
 `, "step 2 (wait): wait until expired: c1's lease on \"lock\" is valid for"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			sc := parse(t, strings.Replace(threeNodes, "ttl: 1s", "ttl: 5s", 1)+tc.steps)
 			out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
 			if !errors.Is(err, scenarios.ErrWaitTimeout) || !strings.Contains(err.Error(), tc.want) {
@@ -110,6 +114,7 @@ func TestWaitUntilTimesOut(t *testing.T) {
 // lock.retries makes one acquire keep trying: c2 waits out c1's lease
 // instead of being refused at once, with our Redlock and with redsync.
 func TestLockRetries(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		kind, retries, want string
 	}{
@@ -119,6 +124,7 @@ func TestLockRetries(t *testing.T) {
 		{"redsync", ", retries: 60", "acquired"},
 	} {
 		t.Run(tc.kind+tc.retries, func(t *testing.T) {
+			t.Parallel()
 			lock := "lock: {kind: " + tc.kind + ", ttl: 1s, node_timeout: 250ms" + tc.retries + "}"
 			sc := parse(t, strings.Replace(threeNodes, "lock: {ttl: 1s, node_timeout: 250ms}", lock, 1)+
 				"  - acquire: {client: c1, expect: acquired}\n  - acquire: {client: c2, expect: "+tc.want+"}\n")
@@ -134,8 +140,10 @@ func TestLockRetries(t *testing.T) {
 // each critical section; the history records the extensions with later
 // deadlines, and the checker, judging by them, finds the run valid.
 func TestGeneratedWorkloadExtends(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"redlock", "redsync"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			sc := parse(t, `name: extend
 expect: safe
 cluster: {nodes: 3}

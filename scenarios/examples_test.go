@@ -17,6 +17,7 @@ const examplesDir = "../examples"
 // error, no step that did not go as scripted, so no unknown verdict) and
 // meets its expect.
 func TestExamples(t *testing.T) {
+	t.Parallel()
 	var files []string
 	for _, pattern := range []string{"*.yaml", "*.yml"} {
 		m, err := filepath.Glob(filepath.Join(examplesDir, pattern))
@@ -30,6 +31,7 @@ func TestExamples(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
 			sc, err := scenarios.Load(file)
 			if err != nil {
 				t.Fatal(err)

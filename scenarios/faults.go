@@ -2,11 +2,13 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"splitbrain/cluster"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
@@ -29,10 +31,6 @@ func (r *runner) setUpFaults(ctx context.Context) error {
 	if len(r.sc.Replicas) == 0 {
 		return nil
 	}
-	replicas, ok := r.cluster.(replicaBackend)
-	if !ok {
-		return fmt.Errorf("%s: cluster.replicas: this backend cannot start replicas; run the scenario with --backend local", r.sc.File)
-	}
 	for _, name := range r.sc.Replicas {
 		master, err := r.node(name)
 		if err != nil {
@@ -43,7 +41,11 @@ func (r *runner) setUpFaults(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		rep, err := replicas.AddReplica(ctx, rname, master, via)
+		rep, err := cluster.StartReplica(ctx, r.cluster, cluster.ReplicaSpec{Name: rname, Of: name, Via: via})
+		var unsupported *cluster.UnsupportedError
+		if errors.As(err, &unsupported) {
+			return fmt.Errorf("%s: cluster.replicas: %w", r.sc.File, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -93,7 +95,7 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 	case StepPartition:
 		return r.partition(ctx, st)
 	case StepStrobe:
-		node, err := r.node(st.Node)
+		node, err := nodeAs[nemesis.ClockNode](r, st.Node, cluster.FaultClock)
 		if err != nil {
 			return err
 		}
@@ -105,7 +107,7 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 		}
 		var nodes []nemesis.ClockNode
 		for _, name := range names {
-			n, err := r.node(name)
+			n, err := nodeAs[nemesis.ClockNode](r, name, cluster.FaultClock)
 			if err != nil {
 				return err
 			}
@@ -120,9 +122,9 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 				points := r.pausePoints()
 				at = points[r.nemRand.IntN(len(points))]
 			}
-			return r.start(ctx, st, nemesis.ClientPause{Gate: r.faults.gates[st.Client], At: at})
+			return r.pauseClient(ctx, st, at)
 		}
-		node, err := r.node(st.Node)
+		node, err := nodeAs[nemesis.Pausable](r, st.Node, cluster.FaultPause)
 		if err != nil {
 			return err
 		}
@@ -133,24 +135,29 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 		}
 		return r.stopOn(ctx, "resume", st.Node, nemesis.KindPause)
 	case StepKill, StepStop:
-		node, err := r.node(st.Node)
-		if err != nil {
-			return err
+		if st.Amnesia {
+			if _, err := nodeAs[nemesis.Wipeable](r, st.Node, cluster.FaultWipe); err != nil {
+				return err
+			}
 		}
 		if st.Kind == StepKill {
+			node, err := nodeAs[nemesis.Killable](r, st.Node, cluster.FaultKill)
+			if err != nil {
+				return err
+			}
 			return r.start(ctx, st, nemesis.Kill{Node: node, Amnesia: st.Amnesia})
+		}
+		node, err := nodeAs[nemesis.Stoppable](r, st.Node, cluster.FaultStop)
+		if err != nil {
+			return err
 		}
 		return r.start(ctx, st, nemesis.Stop{Node: node, Amnesia: st.Amnesia})
 	case StepRestart:
 		return r.stopOn(ctx, "restart", st.Node, nemesis.KindKill, nemesis.KindStop)
 	case StepPromote:
-		node, err := r.node(ReplicaName(st.Node))
+		rep, err := nodeAs[nemesis.Promotable](r, ReplicaName(st.Node), cluster.FaultReplica)
 		if err != nil {
 			return err
-		}
-		rep, ok := node.(nemesis.Promotable)
-		if !ok {
-			return fmt.Errorf("promote %s: this backend cannot promote a replica; run the scenario with --backend local", node.Name())
 		}
 		return r.start(ctx, st, nemesis.Promote{Net: r.net, Replica: rep, Links: clientLinks(r.sc.Clients, []string{st.Node})})
 	case StepRandom:
@@ -163,12 +170,51 @@ func clientLinks(clients, nodes []string) []history.Link {
 	return nemesis.Isolate(clients, nodes)
 }
 
-func (r *runner) node(name string) (backendNode, error) {
+func (r *runner) node(name string) (cluster.Node, error) {
 	n, ok := r.cluster.Node(name)
 	if !ok {
 		return nil, fmt.Errorf("no node %q", name)
 	}
 	return n, nil
+}
+
+// pauseClient arms a client pause: the client stops when it reaches at and
+// stays stopped for the step's "for" from then on; "within" bounds how
+// long the pause waits for the client to get there.
+func (r *runner) pauseClient(ctx context.Context, st Step, at nemesis.Point) error {
+	p := nemesis.ClientPause{Gate: r.faults.gates[st.Client], At: at, For: st.For.Draw(r.nemRand)}
+	desc := p.Describe().Detail
+	if st.Within > 0 {
+		desc += fmt.Sprintf(", armed for at most %v", st.Within)
+	}
+	r.logf("%s", desc)
+	_, _, err := r.nem.StartClientPause(ctx, p, st.Within)
+	return err
+}
+
+// nodeAs is node name as the interface C that fault f needs; the refusal,
+// when its kind or backend lacks f, is a *cluster.UnsupportedError.
+func nodeAs[C any](r *runner, name string, f cluster.Fault) (C, error) {
+	n, err := r.node(name)
+	if err != nil {
+		var zero C
+		return zero, err
+	}
+	return cluster.Capable[C](n, f)
+}
+
+// refuseLinks is the refusal of a link fault on a node whose kind takes
+// none; links to the storage node, which is no backend's, are always
+// proxied.
+func (r *runner) refuseLinks(links []history.Link) error {
+	for _, l := range links {
+		if n, ok := r.cluster.Node(l.Node); ok {
+			if err := n.Kind().Refuse(n.Name(), cluster.FaultLink); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // start injects f, healing it on its own after the step's "for" if given;
@@ -206,6 +252,9 @@ func (r *runner) stopOn(ctx context.Context, verb, target string, kinds ...strin
 }
 
 func (r *runner) linkFault(ctx context.Context, st Step, links []history.Link) error {
+	if err := r.refuseLinks(links); err != nil {
+		return err
+	}
 	dir := nemesis.Direction(st.Direction)
 	var f nemesis.Fault
 	switch st.Fault {
@@ -247,6 +296,9 @@ func (r *runner) partition(ctx context.Context, st Step) error {
 	default:
 		err = fmt.Errorf("unknown partition shape %q", st.Shape)
 	}
+	if err == nil {
+		err = r.refuseLinks(links)
+	}
 	if err != nil {
 		return err
 	}
@@ -264,7 +316,14 @@ func (r *runner) random(ctx context.Context, st Step) error {
 	}
 	env := nemesis.Env{Net: r.net, Nodes: map[string]nemesis.ScheduleNode{}, Gates: r.faults.gates}
 	for _, n := range r.cluster.Nodes() {
-		env.Nodes[n.Name()] = n
+		// Every node may take any of the schedule's faults.
+		for _, f := range []cluster.Fault{cluster.FaultLink, cluster.FaultClock, cluster.FaultPause, cluster.FaultKill, cluster.FaultStop, cluster.FaultWipe} {
+			sn, err := cluster.Capable[nemesis.ScheduleNode](n, f)
+			if err != nil {
+				return err
+			}
+			env.Nodes[n.Name()] = sn
+		}
 	}
 	r.logf("random schedule: %d faults over %v", len(ops), st.Schedule.Total)
 	return r.nem.RunSchedule(ctx, ops, env, func(op nemesis.Op) { r.logf("random: %s", op) })

@@ -241,8 +241,10 @@ func (p *parser) pauseTarget(st *Step, val *yaml.Node, field string, seen map[st
 	}
 	if node != nil {
 		st.Node = p.node(node, field+".node")
-		if v := seen["at"]; v != nil {
-			p.fail(v, field+".at", "only for a client pause")
+		for _, f := range []string{"at", "within"} {
+			if v := seen[f]; v != nil {
+				p.fail(v, field+"."+f, "only for a client pause")
+			}
 		}
 		return
 	}
@@ -262,7 +264,10 @@ func (p *parser) pauseTarget(st *Step, val *yaml.Node, field string, seen map[st
 	// Steps run one after another: a client held without an end would
 	// block the step that drives it, and with it the script, for good.
 	if !st.HasFor && seen["for"] == nil {
-		p.fail(val, field+".for", "missing: a client pause needs a duration, such as for: 3s")
+		p.fail(val, field+".for", "missing: a client pause needs a duration, how long the client stays stopped once it reaches its point, such as for: 3s")
+	}
+	if v := seen["within"]; v != nil {
+		st.Within = p.duration(v, field+".within", 0, time.Millisecond)
 	}
 }
 

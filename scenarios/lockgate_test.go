@@ -18,6 +18,7 @@ import (
 // redsync computes its validity, c1's attempt comes back refused — redsync
 // subtracts the elapsed time as our Redlock does.
 func TestClientPausesReachRedsync(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		scenario    string
 		wantVerdict checker.Verdict
@@ -31,6 +32,7 @@ func TestClientPausesReachRedsync(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
+			t.Parallel()
 			sc, err := scenarios.Load(tt.scenario)
 			if err != nil {
 				t.Fatal(err)

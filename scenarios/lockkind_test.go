@@ -43,6 +43,7 @@ steps:
 // partitions at all, so the same steps leave c2 without the lock, and the
 // run, whose story needs c2 to acquire, says so instead of passing.
 func TestScenarioAgainstEveryLock(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		kind        string
 		wantVerdict checker.Verdict
@@ -55,6 +56,7 @@ func TestScenarioAgainstEveryLock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind, func(t *testing.T) {
+			t.Parallel()
 			sc, err := scenarios.Load("clock-jump")
 			if err != nil {
 				t.Fatal(err)

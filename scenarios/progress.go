@@ -21,11 +21,12 @@ type tally struct {
 	acquires, writes map[history.Type]int
 }
 
+// add counts events, the ones recorded since the last call.
 func (t *tally) add(events []history.Event) {
 	if t.acquires == nil {
 		t.acquires, t.writes = map[history.Type]int{}, map[history.Type]int{}
 	}
-	for _, e := range events[min(t.seen, len(events)):] {
+	for _, e := range events {
 		if e.Type == history.Invoke {
 			continue
 		}
@@ -39,7 +40,7 @@ func (t *tally) add(events []history.Event) {
 			}
 		}
 	}
-	t.seen = max(t.seen, len(events))
+	t.seen += len(events)
 }
 
 // startProgress prints a progress line every opts' interval while a
@@ -66,7 +67,9 @@ func (r *runner) startProgress(total time.Duration) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				counts.add(r.rec.Events())
+				// Only what is new: a copy of the whole history every
+				// few seconds was most of a long run's memory.
+				counts.add(r.rec.EventsFrom(counts.seen))
 				r.logf("%s", r.progressLine(time.Since(start), total, &counts))
 			}
 		}

@@ -16,6 +16,7 @@ import (
 // ends. n5 is paused before the workload starts and stays paused until the
 // final heal, so every progress line must name it.
 func TestGeneratedWorkloadReportsProgress(t *testing.T) {
+	t.Parallel()
 	sc, err := scenarios.Parse([]byte(`name: progress
 expect: any
 cluster: {nodes: 5}
@@ -78,6 +79,7 @@ steps:
 
 // Without an interval shorter than the workload, no progress line.
 func TestShortWorkloadReportsNoProgress(t *testing.T) {
+	t.Parallel()
 	sc, err := scenarios.Parse([]byte(`name: short
 expect: any
 cluster: {nodes: 3}

@@ -21,6 +21,7 @@ type resourceLoss func(res checker.Result) (found bool, v checker.Verdict, reaso
 // resource's own check reports the harm; with fencing the storage rejects
 // the stale write (visible in the history) and the resource stays correct.
 func TestPauseInCriticalSectionOnEveryResource(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		kind string
 		// named is what the resource's reason calls the violation.
@@ -60,6 +61,7 @@ func TestPauseInCriticalSectionOnEveryResource(t *testing.T) {
 					name += "-fenced"
 				}
 				t.Run(tc.kind+"/"+name+"/"+at, func(t *testing.T) {
+					t.Parallel()
 					sc, err := scenarios.Load(name)
 					if err != nil {
 						t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/checker"
+	"splitbrain/cluster"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
@@ -87,6 +88,9 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		return nil, err
 	}
 	defer hlog.Close()
+	if err := writeScenarioFile(dir, sc); err != nil {
+		return nil, err
+	}
 	rec, err := history.Create(filepath.Join(dir, results.HistoryFile))
 	if err != nil {
 		return nil, err
@@ -153,7 +157,7 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 	// The last event says the run got this far; a history that lacks it
 	// was cut short by a crash (see history.Unfinished).
 	rec.Record(history.Event{Process: history.ProcessHarness, Type: history.Info, F: history.End, Err: incomplete})
-	events := rec.Events()
+	events := rec.TakeEvents()
 	if err := rec.Close(); err != nil {
 		cleanErr = errors.Join(cleanErr, err)
 	}
@@ -183,7 +187,7 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		Backend:     backendName(backend),
 	}
 	writeErr := results.Write(dir, meta, events, res)
-	out := &Outcome{Dir: dir, Result: res, AsExpected: results.AsExpected(meta.Expect, res.Verdict)}
+	out := &Outcome{Dir: dir, Result: res, AsExpected: results.Met(meta.Expect, res)}
 	return out, errors.Join(runErr, cleanErr, writeErr)
 }
 
@@ -197,7 +201,7 @@ type runner struct {
 	// progressEvery: see RunOptions.ProgressEvery.
 	progressEvery time.Duration
 
-	cluster backend
+	cluster cluster.Backend
 	net     *nemesis.Net
 	nem     *nemesis.Nemesis
 	clients map[string]*workload.Client
@@ -254,7 +258,9 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 
 func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error {
 	sc := r.sc
-	cl, err := startBackend(ctx, backend, backendConfig{sc: sc, dir: dir, cacheDir: cacheDir, logf: r.logf})
+	cl, err := startBackend(ctx, backends, backend, cluster.Config{
+		Nodes: sc.Nodes, NodePersistence: sc.Persistence, Dir: dir, CacheDir: cacheDir, Logf: r.logf,
+	})
 	if err != nil {
 		return err
 	}
@@ -328,6 +334,9 @@ func (r *runner) step(ctx context.Context, st Step) error {
 		for i, n := range st.Nodes {
 			links[i] = history.Link{Client: st.Client, Node: n}
 		}
+		if err := r.refuseLinks(links); err != nil {
+			return err
+		}
 		f := nemesis.Cut{Net: r.net, Links: links}
 		r.logf("cut %s", f.Describe().Detail)
 		_, err := r.nem.Start(ctx, f)
@@ -336,7 +345,7 @@ func (r *runner) step(ctx context.Context, st Step) error {
 		r.logf("heal %s", st.Heal)
 		return r.heal(ctx, st.Heal)
 	case StepClock:
-		node, err := r.node(st.Node)
+		node, err := nodeAs[nemesis.ClockNode](r, st.Node, cluster.FaultClock)
 		if err != nil {
 			return err
 		}
@@ -420,6 +429,22 @@ func (r *runner) nodeList() string {
 func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+// ScenarioFile is the scenario file a play was made from, kept in its run
+// folder: with the lock, seed and backend in result.json it makes the
+// folder self-contained, and `splitbrain matrix` reads it to place the
+// play in its family and to say which locks the story does not fit.
+const ScenarioFile = "scenario.yaml"
+
+func writeScenarioFile(dir string, sc *Scenario) error {
+	if sc.Source == nil {
+		return nil // built in Go, not parsed
+	}
+	if err := os.WriteFile(filepath.Join(dir, ScenarioFile), sc.Source, 0o644); err != nil {
+		return fmt.Errorf("run folder: %w", err)
+	}
+	return nil
 }
 
 // HarnessLog is the harness's own log of a run, beside the nodes' logs.

@@ -2,6 +2,7 @@ package scenarios_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -50,11 +51,12 @@ func assertCleanedUp(t *testing.T, dir, cache string) {
 // Kleppmann's clock jump breaks Redlock whatever the jump drawn from the
 // seed, and the stored history, when re-checked, says the same.
 func TestClockJumpFindsTheViolation(t *testing.T) {
-	sc, err := scenarios.Load("clock-jump")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for seed := int64(1); seed <= 10; seed++ {
+	t.Parallel()
+	forSeeds(t, 10, func(t *testing.T, seed int64) {
+		sc, err := scenarios.Load("clock-jump")
+		if err != nil {
+			t.Fatal(err)
+		}
 		out := runScenario(t, context.Background(), sc, seed)
 		res := out.Result
 		if res.Verdict != checker.Invalid || !out.AsExpected {
@@ -90,16 +92,17 @@ func TestClockJumpFindsTheViolation(t *testing.T) {
 		if strings.Join(grants["c1"], ",") != "n1,n2,n3" || strings.Join(grants["c2"], ",") != "n3,n4,n5" {
 			t.Errorf("seed %d: grants %v, want c1 on n1..n3 and c2 on n3..n5", seed, grants)
 		}
-	}
+	})
 }
 
 // Without the jump, the same steps are safe: the checker does not cry wolf.
 func TestClockJumpControlIsValid(t *testing.T) {
-	sc, err := scenarios.Load("clock-jump-control")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for seed := int64(1); seed <= 10; seed++ {
+	t.Parallel()
+	forSeeds(t, 10, func(t *testing.T, seed int64) {
+		sc, err := scenarios.Load("clock-jump-control")
+		if err != nil {
+			t.Fatal(err)
+		}
 		out := runScenario(t, context.Background(), sc, seed)
 		if out.Result.Verdict != checker.Valid || !out.AsExpected {
 			t.Fatalf("seed %d: verdict %s (%s), want valid", seed, out.Result.Verdict, out.Result.Reason)
@@ -107,12 +110,24 @@ func TestClockJumpControlIsValid(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out.Dir, results.PorcupineFile)); !os.IsNotExist(err) {
 			t.Errorf("seed %d: porcupine.html written for a valid run", seed)
 		}
+	})
+}
+
+// forSeeds runs f for seeds 1..n, each a parallel subtest with its own
+// nodes: the runs mostly wait on TTLs and faults.
+func forSeeds(t *testing.T, n int64, f func(t *testing.T, seed int64)) {
+	for seed := int64(1); seed <= n; seed++ {
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			t.Parallel()
+			f(t, seed)
+		})
 	}
 }
 
 // An interrupted run (Ctrl-C) still heals, stops every node, and writes a
 // report; without a recorded violation its verdict is unknown, never valid.
 func TestInterruptedRunCleansUpAndReportsUnknown(t *testing.T) {
+	t.Parallel()
 	sc, err := scenarios.Parse([]byte(`name: long
 expect: safe
 cluster: {nodes: 3}

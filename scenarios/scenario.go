@@ -40,12 +40,18 @@ const (
 type Scenario struct {
 	Name        string
 	Description string
-	Expect      Expect
-	Nodes       int
-	Clients     []string
-	Lock        Lock
-	Workload    Workload
-	Steps       []Step
+	// Expect is what a play against Lock.Kind should show (see
+	// ExpectFor): a word, or the two answers apart in results.Expectation's
+	// form; empty when the file states nothing for that lock.
+	Expect Expect
+	// Expects is the file's expect field: lock kind (or ExpectDefault) to
+	// expectation (expect.go).
+	Expects  map[string]Expect
+	Nodes    int
+	Clients  []string
+	Lock     Lock
+	Workload Workload
+	Steps    []Step
 	// File is where the scenario came from ("builtin/clock-jump.yaml" or a
 	// user path), for messages.
 	File string
@@ -61,6 +67,9 @@ type Scenario struct {
 	// Locks are the lock kinds the scenario is played against, once
 	// each (see Plays); Lock.Kind is the first.
 	Locks []string
+	// Source is the file as parsed, which each play keeps in its run
+	// folder (ScenarioFile) so that the folder alone says what was played.
+	Source []byte
 }
 
 // Lock kinds: our Redlock and its variants, and go-redsync/redsync.
@@ -150,8 +159,12 @@ type Step struct {
 	// For heals the fault on its own after this long (for kill and stop:
 	// restarts the node, 0s at once); unset (HasFor false) means until a
 	// heal, resume or restart step.
-	For      Span
-	HasFor   bool
+	For    Span
+	HasFor bool
+	// Within bounds how long a client pause stays armed waiting for the
+	// client to reach its point (zero: until the run ends); For counts
+	// from when the client gets there.
+	Within   time.Duration
 	Schedule nemesis.ScheduleSpec // random
 }
 
@@ -272,6 +285,7 @@ func Parse(data []byte, file string) (*Scenario, error) {
 		return nil, p.errs
 	}
 	sc.File = file
+	sc.Source = data
 	return sc, nil
 }
 
@@ -334,7 +348,7 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 	if !namePattern.MatchString(s.Name) {
 		p.fail(nil, "name", "%q: want a lower-case name of letters, digits and dashes, such as clock-jump", s.Name)
 	}
-	sc.Expect = Expect(p.enum(&s.Expect, "expect", "", "violation", "safe", "any"))
+	sc.Expects = p.expectation(&s.Expect)
 	sc.Nodes = p.count(&s.Cluster.Nodes, "cluster.nodes", 5, 1, 15)
 	p.nodes = map[string]bool{}
 	for i := 1; i <= sc.Nodes; i++ {
@@ -351,6 +365,8 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 	}
 	sc.Locks = p.lockKinds(&s.Lock.Kind)
 	sc.Lock.Kind = sc.Locks[0]
+	sc.Expect, _ = sc.ExpectFor(sc.Lock.Kind)
+	p.checkExpectLocks(&s.Expect, sc)
 	sc.Lock.TTL = p.duration(&s.Lock.TTL, "lock.ttl", 2*time.Second, time.Millisecond)
 	sc.Lock.NodeTimeout = p.duration(&s.Lock.NodeTimeout, "lock.node_timeout", 0, time.Millisecond)
 	if sc.Lock.NodeTimeout >= sc.Lock.TTL && sc.Lock.TTL > 0 {
@@ -410,15 +426,22 @@ func (p *parser) lockKinds(n *yaml.Node) []string {
 // Fenced reports whether lock kind k hands out fencing tokens.
 func Fenced(k string) bool { return k == LockFencedSimple || k == LockFencedTwoRound }
 
+// PlayAgainst returns a copy of the scenario played against lock kind k
+// alone, with k's expectation.
+func (sc *Scenario) PlayAgainst(k string) *Scenario {
+	c := *sc
+	c.Lock.Kind = k
+	c.Locks = []string{k}
+	c.Expect, _ = sc.ExpectFor(k)
+	return &c
+}
+
 // Plays returns the scenario once per lock kind it lists, each a copy
 // with that kind alone: what one run plays.
 func (sc *Scenario) Plays() []*Scenario {
 	out := make([]*Scenario, len(sc.Locks))
 	for i, k := range sc.Locks {
-		c := *sc
-		c.Lock.Kind = k
-		c.Locks = []string{k}
-		out[i] = &c
+		out[i] = sc.PlayAgainst(k)
 	}
 	if len(out) == 0 {
 		// Built in Go rather than parsed: Lock.Kind is the one kind.
@@ -510,7 +533,7 @@ var stepFields = map[StepKind]string{
 	StepPartition:   "shape, client, clients, nodes, for",
 	StepStrobe:      "node, delta, period, for",
 	StepClockReset:  "nodes",
-	StepPause:       "node, client, at, for",
+	StepPause:       "node, client, at, for, within",
 	StepResume:      "node, client",
 	StepKill:        "node, amnesia, for",
 	StepStop:        "node, amnesia, for",
@@ -687,6 +710,7 @@ func (sc *Scenario) Override(o Overrides) error {
 		}
 		sc.Lock.Kind = o.Lock
 		sc.Locks = []string{o.Lock}
+		sc.Expect, _ = sc.ExpectFor(o.Lock)
 	}
 	// Every play must be able to fence: a lock without tokens cannot
 	// write to a fenced storage at all.

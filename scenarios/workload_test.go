@@ -88,6 +88,7 @@ func TestWorkloadSectionParses(t *testing.T) {
 // played beside it: a storage node is started and stopped, the resource is
 // set up and read back, and everything checks.
 func TestGeneratedWorkloadRun(t *testing.T) {
+	t.Parallel()
 	sc, err := scenarios.Parse([]byte(strings.Replace(generated, "kind: counter", "kind: counter, duration: 1s, think: 1ms..5ms", 1)+
 		"steps:\n  - cut: {client: c1, nodes: [n3]}\n  - wait: 300ms\n  - heal: links\n"), "gen.yaml")
 	if err != nil {
@@ -127,8 +128,10 @@ func TestGeneratedWorkloadRun(t *testing.T) {
 // Think times far beyond the TTL play Kleppmann's pause without a nemesis:
 // the lock keeps its promise (P1), the resource loses updates.
 func TestGeneratedPauseRunLosesUpdates(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"counter", "set"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			sc, err := scenarios.Parse([]byte(strings.NewReplacer("expect: safe", "expect: violation", "ttl: 1s, node_timeout: 200ms", "ttl: 300ms, node_timeout: 100ms",
 				"kind: counter", "kind: "+kind+", duration: 2s, think: 1s").Replace(generated)), "pause.yaml")
 			if err != nil {
@@ -155,6 +158,7 @@ func TestGeneratedPauseRunLosesUpdates(t *testing.T) {
 // Fencing with a lock that hands out no tokens cannot test fencing: the run
 // fails and its verdict is unknown, never valid.
 func TestFencingWithoutTokensIsUnknown(t *testing.T) {
+	t.Parallel()
 	sc, err := scenarios.Parse([]byte(strings.Replace(generated, "kind: counter", "kind: counter, duration: 500ms, fencing: on", 1)), "f.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -84,7 +84,7 @@ func TestAdapters(t *testing.T) {
 			if !ext.Deadline.After(lease.Deadline.Add(5*time.Second)) || ext.Value != lease.Value {
 				t.Errorf("extended lease %+v, want the same value and a deadline about 10s out", ext)
 			}
-			for i, n := range cl.Nodes() {
+			for i, n := range cl.Processes() {
 				if d := n.Admin().PTTL(ctx, key).Val(); d <= time.Second {
 					t.Errorf("%s: PTTL %v after extending to 10s", names[i], d)
 				}
@@ -111,7 +111,7 @@ func TestAdapters(t *testing.T) {
 			}
 		})
 	}
-	for _, n := range cl.Nodes() {
+	for _, n := range cl.Processes() {
 		for _, tt := range tests {
 			key := "adapter:" + tt.name
 			if n.Admin().Exists(context.Background(), key).Val() != 0 {

@@ -13,11 +13,28 @@ import (
 	"time"
 
 	"splitbrain/docker"
+	"splitbrain/docker/dockertest"
 )
 
 // testDocker connects to this machine's Docker engine, or skips the test
-// when none answers.
+// when none answers. The test holds the machine's Docker test lock shared
+// (see dockertest).
 func testDocker(t *testing.T) *docker.Engine {
+	t.Helper()
+	dockertest.Shared(t)
+	return connectDocker(t)
+}
+
+// testDockerAlone is testDocker for a test that checks who reaps a killed
+// harness's run: it holds the lock alone, so no other test's run reaps it
+// first.
+func testDockerAlone(t *testing.T) *docker.Engine {
+	t.Helper()
+	dockertest.Exclusive(t)
+	return connectDocker(t)
+}
+
+func connectDocker(t *testing.T) *docker.Engine {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -138,7 +155,7 @@ func TestInterruptDockerRun(t *testing.T) {
 // starting its own, and says so.
 func TestKilledDockerHarnessIsReaped(t *testing.T) {
 	t.Parallel()
-	eng := testDocker(t)
+	eng := testDockerAlone(t)
 	e := newEnv(t)
 	file := filepath.Join(t.TempDir(), "long-wait.yaml")
 	writeFile(t, file, longScenario)

@@ -152,3 +152,23 @@ func TestCheckBadArguments(t *testing.T) {
 		t.Errorf("check --help: exit %d\n%s", res.code, res.stdout)
 	}
 }
+
+// A history whose process name holds markup is refused at its line, with
+// the field and what would be valid; nothing of it reaches the terminal
+// raw, and what came before it is checked.
+func TestCheckRefusesMarkupInAProcessName(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	lines := bytes.SplitAfter(clockJumpHistory(t), []byte("\n"))
+	lines[2] = bytes.Replace(lines[2], []byte(`"p":"c1"`), []byte(`"p":"c1\u003cimg src=x onerror=alert(1)\u003e\u001b[2J"`), 1)
+	dir := storeRun(t, bytes.Join(lines, nil))
+	res := e.run("check", dir)
+	for _, want := range []string{"history.jsonl:3", `field "p" is "c1<img src=x onerror=alert(1)>\x1b[2J"`, "lower-case letters, digits and dashes"} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		}
+	}
+	if res.code != 2 || strings.Contains(res.stdout+res.stderr, "\x1b") {
+		t.Errorf("exit %d (want 2: the prefix is judged, and is incomplete); a raw escape reached the terminal:\n%q", res.code, res.stdout+res.stderr)
+	}
+}

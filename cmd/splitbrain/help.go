@@ -49,24 +49,54 @@ arguments. The verdict decides, not the expectation: use suite for that.
 
 const suiteUsage = `Usage: splitbrain suite [SCENARIOS...|--all] [flags]
 
-Runs scenarios (built-in names or .yaml files; default and --all: every
-built-in), each once per lock it lists, and writes the safety matrix:
-STORE/matrix.html and STORE/matrix.json, a row per scenario, a column per
-lock, each cell the verdict linked to the run's report. Prints the matrix
-as a table. --time changes only the scenarios with a generated workload.
+Plays every story (built-in names or .yaml files; default and --all: every
+built-in) against every lock kind it fits — a cell per story and lock,
+n/a with the reason where the story cannot fit the lock — each cell --runs
+times on seeds derived from --seed, --parallel plays side by side, and
+writes the safety matrix: STORE/matrix.html and STORE/matrix.json, rows
+grouped by fault family, a column per lock, each cell k/N plays invalid
+with the lock's promise (P1) and the resource apart, a 95 % Wilson
+interval (in matrix.json) and a link to the first failing play's report.
+Prints the matrix as a table. --time changes only the scenarios with a
+generated workload. Ctrl-C stops every play in flight, heals and cleans up
+each, writes their reports and a matrix marked partial.
 
 Flags:
   --all           every built-in scenario (the default when none is named)
+  --runs N        plays per cell (default 1), on seeds derived from --seed:
+                  run 0 plays the seed itself, each play's seed is printed
+                  and re-runs it alone (splitbrain run S --lock K --seed X)
+  --parallel P    plays side by side, each with its own nodes, proxies,
+                  ports and run folder (default: 2 per core, at most 4)
 ` + runFlagsHelp + `
 Examples:
   splitbrain suite --store /tmp/runs                 the built-in suite and its matrix
   splitbrain suite --all --seed 5                    the same, reproducibly
+  splitbrain suite random-pause-counter --runs 20    how often each lock breaks under pauses
   splitbrain suite clock-jump failover --lock redsync
-  splitbrain suite a.yaml b.yaml --json              matrix path and every run as JSON
+  splitbrain suite a.yaml b.yaml --json              matrix path and every cell as JSON
 
-Exit codes: 0 when every run met its scenario's expectation (expect any
-accepts valid and invalid, never unknown), 1 otherwise, 254 bad arguments,
-255 internal error.
+Exit codes: 0 when every play met its expectation and no cell is flaky
+(a story that expects a verdict must be 0/N or N/N invalid; expect any
+accepts valid and invalid, never unknown), 1 otherwise, 2 when
+interrupted, 254 bad arguments, 255 internal error.
+`
+
+const matrixUsage = `Usage: splitbrain matrix DIR... [--out DIR]
+
+Assembles the safety matrix from run folders alone: every folder with a
+result.json under each DIR (run folders, or stores of them, perhaps made on
+several machines) is a play; its scenario, lock, seed, expectation and
+answers come from its result.json, its story's fault family and the locks
+it does not fit from the scenario.yaml beside it. Writes matrix.html and
+matrix.json into --out (default: the first DIR) and prints the matrix.
+
+Flags:
+  --out DIR   where matrix.html and matrix.json go (default: the first DIR)
+  -h, --help  this help
+
+Example:
+  splitbrain matrix store-a store-b --out /tmp/landscape
 `
 
 const listUsage = `Usage: splitbrain list
@@ -108,6 +138,7 @@ var commandUsage = map[string]string{
 	"list":   listUsage,
 	"run":    runUsage,
 	"suite":  suiteUsage,
+	"matrix": matrixUsage,
 	"check":  checkUsage,
 	"doctor": doctorUsage,
 	"serve":  serveUsage,
@@ -131,7 +162,7 @@ func printHelp(w io.Writer, command string) error {
 	}
 	u, ok := commandUsage[command]
 	if !ok {
-		return &usageError{fmt.Sprintf("help %q: no such command; want list, run, suite, check, serve or doctor", command)}
+		return &usageError{fmt.Sprintf("help %q: no such command; want list, run, suite, matrix, check, serve or doctor", command)}
 	}
 	fmt.Fprint(w, u)
 	return nil

@@ -17,7 +17,8 @@ func TestCommandHelp(t *testing.T) {
 		{"run", []string{"Usage: splitbrain run SCENARIO", "--seed N", "--store DIR", "--backend NAME", "--json", "--lock KIND",
 			"--clients N", "--time D", "Examples:", "kind: [redlock, redsync]", "255 if a play hit an internal error, else 1"}},
 		{"suite", []string{"Usage: splitbrain suite", "--all", "--seed N", "--lock KIND", "--time D", "Examples:", "matrix.json",
-			"expect any"}},
+			"expect any", "--runs N", "--parallel P", "n/a", "partial"}},
+		{"matrix", []string{"Usage: splitbrain matrix DIR", "--out DIR", "run folders alone", "Example:"}},
 		{"list", []string{"Usage: splitbrain list", "Example:"}},
 		{"check", []string{"Usage: splitbrain check RUN_DIR", "--timeout D", "--json", "Examples:"}},
 		{"doctor", []string{"Usage: splitbrain doctor", "Example:"}},
@@ -26,7 +27,7 @@ func TestCommandHelp(t *testing.T) {
 	e := newEnv(t)
 	for _, tt := range tests {
 		for _, args := range [][]string{{tt.command, "--help"}, {tt.command, "-h"}, {"help", tt.command}, {tt.command, "x.yaml", "--seed", "3", "-help"}} {
-			if tt.command == "list" || tt.command == "doctor" {
+			if tt.command == "list" || tt.command == "doctor" || tt.command == "matrix" {
 				if len(args) > 2 {
 					continue // they take no arguments
 				}

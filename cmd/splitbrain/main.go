@@ -30,7 +30,6 @@ import (
 	"splitbrain/checker"
 	"splitbrain/cluster"
 	"splitbrain/docker"
-	"splitbrain/results"
 	"splitbrain/scenarios"
 )
 
@@ -51,6 +50,7 @@ Usage:
                                         run scenarios (default: every built-in), write
                                         the safety matrix (STORE/matrix.html); exit 0
                                         only if each verdict meets its expectation
+  splitbrain matrix DIR... [--out DIR]  assemble the safety matrix from run folders alone
   splitbrain check RUN_DIR [--json]     re-check a stored run (also one cut short by a crash)
   splitbrain doctor                     check what the local and Docker backends need;
                                         exit 0 when the local backend can run
@@ -101,11 +101,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "list":
 		code, err = cmdList(args[1:], stdout)
 	case "run":
+		setMemoryLimit()
 		code, err = cmdRun(args[1:], stdout, stderr)
 	case "suite":
 		code, err = cmdSuite(args[1:], stdout, stderr)
 	case "check":
 		code, err = cmdCheck(args[1:], stdout, stderr)
+	case "matrix":
+		code, err = cmdMatrix(args[1:], stdout)
 	case "doctor":
 		code, err = cmdDoctor(args[1:], stdout)
 	case "serve":
@@ -117,7 +120,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		err = printHelp(stdout, strings.Join(args[1:], ""))
 	default:
-		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, check, serve or doctor", args[0])}
+		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, matrix, check, serve or doctor", args[0])}
 	}
 	var ue *usageError
 	switch {
@@ -142,7 +145,7 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		if err != nil {
 			return exitInternal, err
 		}
-		fmt.Fprintf(stdout, "%-30s expect %-9s %-17s %s\n", name, sc.Expect, strings.Join(sc.Locks, ","), firstSentence(sc.Description))
+		fmt.Fprintf(stdout, "%-30s expect %-9s %-17s %s\n", name, sc.ExpectSummary(), strings.Join(sc.Locks, ","), firstSentence(sc.Description))
 	}
 	return exitValid, nil
 }
@@ -170,6 +173,8 @@ type runFlags struct {
 	backend   string
 	json      bool
 	all       bool
+	runs      int // suite: plays per cell
+	parallel  int // suite: plays side by side
 	overrides scenarios.Overrides
 	// set are the override flags given, in order, for the rerun command.
 	set []string
@@ -188,6 +193,8 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 	fs.BoolVar(&f.json, "json", false, "no value (or =true, =false)")
 	if name == "suite" {
 		fs.BoolVar(&f.all, "all", false, "no value (or =true, =false)")
+		fs.IntVar(&f.runs, "runs", 1, "a whole number from 1 to 1000")
+		fs.IntVar(&f.parallel, "parallel", defaultParallel(), "a whole number from 1 to 64")
 	}
 	fs.StringVar(&f.overrides.Lock, "lock", "", "one of "+strings.Join(scenarios.LockKinds, ", "))
 	fs.IntVar(&f.overrides.Clients, "clients", 0, "a whole number from 1 to 64")
@@ -288,172 +295,6 @@ func worstExit(codes []int) int {
 		}
 	}
 	return exitValid
-}
-
-func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
-	f, pos, seed, err := parseRunFlags("suite", args)
-	if err != nil {
-		return exitUsage, err
-	}
-	if f.all && len(pos) > 0 {
-		return exitUsage, &usageError{fmt.Sprintf("suite takes scenario files or --all, not both; got --all and %q", strings.Join(pos, " "))}
-	}
-	if len(pos) == 0 {
-		pos = scenarios.Builtin()
-	}
-	// Load and check every scenario first: a bad file or flag should not
-	// be found only after minutes of runs.
-	type suitePlay struct {
-		sc    *scenarios.Scenario
-		multi bool // one of several plays of its scenario
-	}
-	var scs []suitePlay
-	for _, p := range pos {
-		sc, err := loadScenario(p)
-		if err != nil {
-			return exitUsage, err
-		}
-		o := f.overrides
-		if !sc.Workload.Generated() {
-			// A suite mixes scripted and generated scenarios; --time is
-			// for the generated ones (as the help says).
-			o.Duration = 0
-		}
-		if err := sc.Override(o); err != nil {
-			return exitUsage, &usageError{fmt.Sprintf("%s: %v", p, err)}
-		}
-		for _, play := range sc.Plays() {
-			scs = append(scs, suitePlay{play, len(sc.Locks) > 1})
-		}
-	}
-	if err := checkStore(f.store); err != nil {
-		return exitUsage, err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	started := time.Now()
-	var rows []runSummary
-	code := exitValid
-	for _, p := range scs {
-		if ctx.Err() != nil {
-			code = exitUnknown
-			break
-		}
-		out, err := runOne(ctx, p.sc, seed, f, p.multi, stdout, stderr)
-		if out == nil {
-			return exitInternal, err
-		}
-		row := summarize(p.sc, seed, out)
-		rows = append(rows, row)
-		if !row.AsExpected && code == exitValid {
-			code = exitInvalid
-		}
-		if !f.json {
-			fmt.Fprintln(stdout)
-		}
-	}
-	matrix, err := writeMatrix(f, seed, started, args, rows)
-	if err != nil {
-		return exitInternal, err
-	}
-	if f.json {
-		writeJSON(stdout, suiteSummary{Matrix: matrix, Runs: rows})
-		return code, nil
-	}
-	printMatrix(stdout, rows)
-	met := 0
-	for _, r := range rows {
-		if r.AsExpected {
-			met++
-		}
-	}
-	fmt.Fprintf(stdout, "%d of %d runs met their expectation (%d scenarios, seed %d, %v)\n",
-		met, len(scs), len(pos), seed, time.Since(started).Round(time.Second))
-	fmt.Fprintf(stdout, "safety matrix: %s\n", matrix)
-	return code, nil
-}
-
-type suiteSummary struct {
-	Matrix string       `json:"matrix"`
-	Runs   []runSummary `json:"runs"`
-}
-
-// writeMatrix writes the suite's safety matrix into the store and returns
-// the path of matrix.html.
-func writeMatrix(f runFlags, seed int64, started time.Time, args []string, rows []runSummary) (string, error) {
-	store, err := filepath.Abs(f.store)
-	if err != nil {
-		return "", err
-	}
-	m := results.Matrix{
-		Title:   "splitbrain suite",
-		Command: strings.Join(append([]string{"splitbrain", "suite"}, args...), " "),
-		Seed:    seed,
-		Started: started,
-	}
-	for _, r := range rows {
-		dir, err := filepath.Abs(r.Dir)
-		if err != nil {
-			return "", err
-		}
-		m.Cells = append(m.Cells, results.MatrixCell{Scenario: r.Scenario, Lock: r.Lock, Verdict: r.Verdict,
-			Expect: r.Expect, AsExpected: r.AsExpected, Seed: r.Seed, Reason: r.Reason, Dir: dir})
-	}
-	if err := results.WriteMatrix(store, m); err != nil {
-		return "", err
-	}
-	return filepath.Join(f.store, results.MatrixFile), nil
-}
-
-// printMatrix prints the safety matrix: a row per scenario, a column per
-// lock variant, each cell the verdict and whether it met the expectation.
-func printMatrix(w io.Writer, rows []runSummary) {
-	var locks []string
-	cells := map[[2]string]string{}
-	var names []string
-	for _, r := range rows {
-		if !slices.Contains(locks, r.Lock) {
-			locks = append(locks, r.Lock)
-		}
-		if !slices.Contains(names, r.Scenario) {
-			names = append(names, r.Scenario)
-		}
-		mark := "ok"
-		if !r.AsExpected {
-			mark = "NO"
-		}
-		cells[[2]string{r.Scenario, r.Lock}] = fmt.Sprintf("%s %s", r.Verdict, mark)
-	}
-	width := len("SCENARIO")
-	for _, n := range names {
-		width = max(width, len(n))
-	}
-	colw := make([]int, len(locks))
-	for i, l := range locks {
-		colw[i] = max(len(l), len("invalid NO"))
-	}
-	line := func(first, second string, cols []string) {
-		var b strings.Builder
-		fmt.Fprintf(&b, "%-*s  %-9s", width, first, second)
-		for i, c := range cols {
-			fmt.Fprintf(&b, "  %-*s", colw[i], c)
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
-	line("SCENARIO", "EXPECT", locks)
-	expect := map[string]string{}
-	for _, r := range rows {
-		expect[r.Scenario] = r.Expect
-	}
-	for _, n := range names {
-		cols := make([]string, len(locks))
-		for i, l := range locks {
-			if cols[i] = cells[[2]string{n, l}]; cols[i] == "" {
-				cols[i] = "-"
-			}
-		}
-		line(n, expect[n], cols)
-	}
 }
 
 func loadScenario(nameOrPath string) (*scenarios.Scenario, error) {

@@ -433,7 +433,7 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 		want []string
 	}{
 		{"no command", nil, []string{"Usage:", "splitbrain run SCENARIO"}},
-		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "list, run, suite, check, serve or doctor", "splitbrain help"}},
+		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "list, run, suite, matrix, check, serve or doctor", "splitbrain help"}},
 		{"run without scenario", []string{"run"}, []string{"run takes one scenario", "built-ins:", "clock-jump", "clock-jump-control"}},
 		{"run with two scenarios", []string{"run", "clock-jump", "clock-jump-control"}, []string{"run takes one scenario", "got 2"}},
 		{"unknown scenario", []string{"run", "no-such-scenario"},
@@ -450,9 +450,14 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 		{"nonexistent scenario file", []string{"run", missing}, []string{missing, "no such file"}},
 		{"list with arguments", []string{"list", "extra"}, []string{"list takes no arguments"}},
 		{"suite with files and --all", []string{"suite", "--all", "clock-jump"}, []string{"suite takes scenario files or --all, not both"}},
+		{"suite with no runs", []string{"suite", "clock-jump", "--runs", "0"}, []string{"--runs 0: want a whole number from 1 to 1000"}},
+		{"suite with a bad parallel", []string{"suite", "clock-jump", "--parallel", "65"}, []string{"--parallel 65: want a whole number from 1 to 64"}},
+		{"matrix without folders", []string{"matrix"}, []string{"matrix takes one or more folders"}},
+		{"matrix of a file", []string{"matrix", "go.mod"}, []string{`"go.mod" is not a folder`}},
 		{"suite with a bad file", []string{"suite", "clock-jump", unknownField}, []string{unknownField + ":5: colour"}},
 		{"unknown lock", []string{"run", "clock-jump", "--lock", "zookeeper"}, []string{`--lock "zookeeper"`, "redlock, single, naive, fenced-simple, fenced-two-round, redsync"}},
-		{"lock without tokens on a fenced scenario", []string{"suite", "pause-critical-section-fenced", "--lock", "redlock"},
+		// (A suite plays it as an n/a cell: see TestSuiteWritesTheMatrix.)
+		{"lock without tokens on a fenced scenario", []string{"run", "pause-critical-section-fenced", "--lock", "redlock"},
 			[]string{"pause-critical-section-fenced", "--lock redlock", "needs a lock with tokens"}},
 		{"empty lock list", []string{"run", emptyList}, []string{emptyList + ":4: lock.kind: empty list", "redlock, single, naive"}},
 		{"unknown lock in a list", []string{"suite", unknownInList}, []string{unknownInList + `:4: lock.kind[1]: "zookeeper" is not valid`, "fenced-two-round, redsync"}},

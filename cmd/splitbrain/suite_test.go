@@ -45,9 +45,9 @@ func TestSuiteWritesTheMatrix(t *testing.T) {
 	}
 	for _, want := range []string{
 		"SCENARIO", "naive",
-		"clock-jump-control", "valid ok",
-		"wrong-expectation", "invalid NO",
-		"1 of 2 runs met their expectation (2 scenarios, seed 3,",
+		"clock-jump-control  0/1 ok",
+		"wrong-expectation   1/1 NO",
+		"1 of 2 plays met their expectation (2 cells played, 0 n/a, 0 flaky; 2 stories, seed 3,",
 		"safety matrix: " + filepath.Join(store, results.MatrixFile),
 	} {
 		if !strings.Contains(res.stdout, want) {
@@ -63,10 +63,11 @@ func TestSuiteWritesTheMatrix(t *testing.T) {
 	}
 	want := map[string]checker.Verdict{"clock-jump-control": checker.Valid, "wrong-expectation": checker.Invalid}
 	for _, c := range m.Cells {
-		if c.Lock != "naive" || c.Verdict != want[c.Scenario] || c.AsExpected != (c.Scenario == "clock-jump-control") {
+		if c.Lock != "naive" || len(c.Plays) != 1 || c.Plays[0].Verdict != want[c.Scenario] || c.Plays[0].AsExpected != (c.Scenario == "clock-jump-control") {
 			t.Errorf("cell %+v, want lock naive, verdict %s", c, want[c.Scenario])
+			continue
 		}
-		if _, err := os.Stat(filepath.Join(store, filepath.FromSlash(c.Report))); err != nil {
+		if _, err := os.Stat(filepath.Join(store, filepath.FromSlash(c.Plays[0].Report))); err != nil {
 			t.Errorf("cell %s links to a missing report: %v", c.Scenario, err)
 		}
 	}
@@ -74,8 +75,10 @@ func TestSuiteWritesTheMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(page), m.Cells[0].Report) {
-		t.Errorf("matrix.html does not link to %s", m.Cells[0].Report)
+	for _, c := range m.Cells {
+		if c.Scenario == "wrong-expectation" && (c.FirstFailing == "" || !strings.Contains(string(page), c.FirstFailing)) {
+			t.Errorf("matrix.html does not link to the failing play %q", c.FirstFailing)
+		}
 	}
 	e.checkClean()
 }
@@ -86,11 +89,11 @@ func TestSuiteMeetsItsExpectations(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	store := filepath.Join(t.TempDir(), "runs")
-	res := e.run("suite", "clock-jump-control", "--time", "1s", "--seed", "1", "--store", store)
+	res := e.run("suite", "clock-jump-control", "--lock", "redsync", "--time", "1s", "--seed", "1", "--store", store)
 	if res.code != 0 {
 		t.Errorf("exit code %d, want 0", res.code)
 	}
-	if !strings.Contains(res.stdout, "1 of 1 runs met their expectation") {
+	if !strings.Contains(res.stdout, "1 of 1 plays met their expectation") {
 		t.Errorf("output does not count the met expectation")
 	}
 	if _, err := os.Stat(filepath.Join(store, results.MatrixJSON)); err != nil {

@@ -1,8 +1,11 @@
-// Command bench measures our Redlock side by side with go-redsync/redsync v4
-// and with the floor (one node, SET NX PX + compare-and-delete), in one run
-// on the same local redis-server nodes, and prints the ratios.
+// Command redlock-bench measures our Redlock side by side with
+// go-redsync/redsync v4 and with the floor (one node, SET NX PX +
+// compare-and-delete), in one run on the same local redis-server nodes,
+// and prints the ratios. It lives outside redlock/ because it starts its
+// nodes with the harness's cluster package, which the lock library does
+// not depend on.
 //
-//	go run ./redlock/bench            (or: make bench)
+//	go run ./cmd/redlock-bench       (or: make bench)
 //
 // Two workloads, each with -workers goroutines sharing one lock client per
 // contender (as a service shares one): "uncontended", where every worker

@@ -1,0 +1,139 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"splitbrain/cluster"
+)
+
+// fakeNode is a node of a kind whose faults the test picks; Capable's
+// logic has nothing to do with a server.
+type fakeNode struct{ kind *cluster.Kind }
+
+func (f fakeNode) Name() string                   { return "z1" }
+func (f fakeNode) Kind() *cluster.Kind            { return f.kind }
+func (f fakeNode) Addr() string                   { return "127.0.0.1:2181" }
+func (f fakeNode) Start(context.Context) error    { return nil }
+func (f fakeNode) Pause(context.Context) error    { return nil }
+func (f fakeNode) Resume(context.Context) error   { return nil }
+func (f fakeNode) Kill(context.Context) error     { return nil }
+func (f fakeNode) WipeData(context.Context) error { return nil }
+
+// Capable grants a capability only when the kind lists the fault and the
+// node has the methods; each refusal is an *UnsupportedError naming the
+// kind, the fault and the node, and says whether the backend is to blame.
+func TestCapableRefusesWithTypedError(t *testing.T) {
+	zk := &cluster.Kind{Name: "zookeeper", Faults: []cluster.Fault{cluster.FaultPause, cluster.FaultKill, cluster.FaultClock}}
+	n := fakeNode{kind: zk}
+	for _, tc := range []struct {
+		name        string
+		get         func() error
+		wantFault   cluster.Fault
+		wantBackend bool
+	}{
+		{"supported", func() error { _, err := cluster.Capable[cluster.Pauser](n, cluster.FaultPause); return err }, "", false},
+		{"kind lacks wipe", func() error { _, err := cluster.Capable[cluster.Wiper](n, cluster.FaultWipe); return err }, cluster.FaultWipe, false},
+		{"kind lacks replicas", func() error { _, err := cluster.Capable[cluster.Replica](n, cluster.FaultReplica); return err }, cluster.FaultReplica, false},
+		// The kind has clock offsets, this node's backend has no Clock.
+		{"backend lacks clock", func() error { _, err := cluster.Capable[cluster.Clock](n, cluster.FaultClock); return err }, cluster.FaultClock, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.get()
+			if tc.wantFault == "" {
+				if err != nil {
+					t.Fatalf("refused a supported fault: %v", err)
+				}
+				return
+			}
+			var ue *cluster.UnsupportedError
+			if !errors.As(err, &ue) {
+				t.Fatalf("error %v (%T), want an *UnsupportedError", err, err)
+			}
+			if ue.Kind != "zookeeper" || ue.Fault != tc.wantFault || ue.Node != "z1" || ue.Backend != tc.wantBackend {
+				t.Errorf("got %+v, want kind zookeeper, fault %q, node z1, backend %v", ue, tc.wantFault, tc.wantBackend)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "zookeeper") || !strings.Contains(msg, string(tc.wantFault)) {
+				t.Errorf("message %q names neither the kind nor the fault", msg)
+			}
+		})
+	}
+}
+
+// Redis takes every fault both backends offer.
+func TestRedisSupportsEveryFault(t *testing.T) {
+	for _, f := range []cluster.Fault{cluster.FaultLink, cluster.FaultPause, cluster.FaultKill, cluster.FaultStop,
+		cluster.FaultWipe, cluster.FaultClock, cluster.FaultReplica, cluster.FaultIsolate} {
+		if err := cluster.Redis.Refuse("n1", f); err != nil {
+			t.Errorf("Redis refuses %s: %v", f, err)
+		}
+	}
+}
+
+// A real node of a kind without some faults refuses them itself, with the
+// typed error, before touching its process, and still takes the others.
+// The kind is Redis with pause, wipe, clock offsets and replicas struck
+// off, as a kind that lacks them would declare.
+func TestNodeOfKindRefusesUnsupportedFaults(t *testing.T) {
+	limited := *cluster.Redis
+	limited.Name = "limited-redis"
+	limited.Faults = slices.DeleteFunc(slices.Clone(limited.Faults), func(f cluster.Fault) bool {
+		return f == cluster.FaultPause || f == cluster.FaultWipe || f == cluster.FaultClock || f == cluster.FaultReplica
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := cluster.StartLocal(ctx, cluster.Config{Kind: &limited, Nodes: 1, Dir: t.TempDir(), CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cl.Close(testCtx(t)); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	n := cl.Processes()[0]
+	for _, tc := range []struct {
+		fault cluster.Fault
+		do    func() error
+	}{
+		{cluster.FaultPause, func() error { return n.Pause(ctx) }},
+		{cluster.FaultClock, func() error { return n.SetClockOffset(time.Minute) }},
+		{cluster.FaultReplica, func() error { _, err := n.Promote(ctx); return err }},
+		{cluster.FaultReplica, func() error { return n.Follow(ctx, "127.0.0.1:1") }},
+		{cluster.FaultReplica, func() error {
+			_, err := cl.AddNode(ctx, cluster.NodeSpec{Name: "r1", ReplicaOf: n.Addr()})
+			return err
+		}},
+		{cluster.FaultReplica, func() error {
+			_, err := cluster.StartReplica(ctx, cl, cluster.ReplicaSpec{Name: "r1", Of: "n1"})
+			return err
+		}},
+	} {
+		err := tc.do()
+		var ue *cluster.UnsupportedError
+		if !errors.As(err, &ue) || ue.Kind != "limited-redis" || ue.Fault != tc.fault {
+			t.Errorf("%s: error %v, want an *UnsupportedError for limited-redis and %s", tc.fault, err, tc.fault)
+		}
+	}
+	if n.Paused() || n.ClockOffset() != 0 {
+		t.Errorf("a refused fault took effect: paused %v, clock offset %v", n.Paused(), n.ClockOffset())
+	}
+	// Kill and restart are still the kind's.
+	if err := n.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var ue *cluster.UnsupportedError
+	if err := n.WipeData(ctx); !errors.As(err, &ue) || ue.Fault != cluster.FaultWipe {
+		t.Errorf("WipeData of a stopped node: %v, want the refusal of wipe", err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Admin().Ping(ctx).Err(); err != nil {
+		t.Errorf("restarted node: %v", err)
+	}
+}

@@ -1,0 +1,58 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// PrivateDir makes dir, and its missing parents, for state no other user
+// may read: node configs (they hold the run's password), data and clock
+// offset files. dir must end up a real folder (not a symbolic link), owned
+// by this user and closed to everyone else (mode 0700); one that exists
+// with a looser mode is tightened, one that another user owns or that is a
+// link is refused, since whoever planted it could read or redirect what
+// the harness writes there.
+func PrivateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("private folder: %w", err)
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("private folder: %w", err)
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("private folder %s is a symbolic link; remove it (someone may have planted it to read the nodes' passwords)", dir)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("private folder %s is not a folder", dir)
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("private folder %s: cannot read its owner", dir)
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("private folder %s is owned by uid %d, not by this user (uid %d); remove it or point the cache dir elsewhere",
+			dir, st.Uid, os.Geteuid())
+	}
+	if info.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("private folder %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// newPrivateDir makes dir, which must not exist yet, private as
+// PrivateDir says; its parent must be private already.
+func newPrivateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("private folder %s exists already", dir)
+		}
+		return fmt.Errorf("private folder: %w", err)
+	}
+	return PrivateDir(dir)
+}

@@ -1,0 +1,162 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNoRedisServer means redis-server is not installed.
+var ErrNoRedisServer = errors.New("redis-server not found in PATH: install it (apt-get install -y redis-server)")
+
+// Redis is the Redis kind: a redis-server master (or a replica of one),
+// with every fault.
+var Redis = &Kind{
+	Name:        "redis",
+	Binary:      "redis-server",
+	NotFound:    ErrNoRedisServer,
+	Port:        6379,
+	ConfigFile:  "redis.conf",
+	Config:      redisConfig,
+	Args:        func(conf string) []string { return []string{conf} },
+	Dial:        func(addr, password string) Conn { return DialRedis(addr, password) },
+	ReadyLine:   "Ready to accept connections",
+	Persistence: []Persistence{PersistNone, PersistAOFEverysec, PersistAOFAlways},
+	Faults:      []Fault{FaultLink, FaultPause, FaultKill, FaultStop, FaultWipe, FaultClock, FaultReplica, FaultIsolate},
+}
+
+// redisConfig renders redis.conf. Both backends write it, so a setting
+// that matters to the harness (no snapshot on SIGTERM, a readable run
+// marker) is decided once, here.
+func redisConfig(c ServerConfig) string {
+	debug := "no"
+	if c.Debug {
+		debug = "local"
+	}
+	lines := []string{
+		"port " + strconv.Itoa(c.Port),
+		"bind " + c.Bind,
+		"protected-mode yes",
+		"requirepass " + quoteConf(c.Password),
+		"dir " + quoteConf(c.DataDir),
+		"logfile " + quoteConf(c.LogFile),
+		"daemonize no",
+		// Without this Redis snapshots on SIGTERM, and a "restart without
+		// persistence" would quietly keep its data.
+		`save ""`,
+		// DEBUG (SLEEP, SET-ACTIVE-EXPIRE, ...) can stall or corrupt a
+		// node; the harness never sends it, only some tests do.
+		"enable-debug-command " + debug,
+		// Redis rewrites its process title over the environment block by
+		// default, which would hide the run marker from the next start's
+		// reaper.
+		"set-proc-title no",
+		// A replica's first sync must not wait for more replicas to come
+		// along (the default waits 5 s).
+		"repl-diskless-sync-delay 0",
+	}
+	if c.ReplicaOf != "" {
+		host, port, _ := net.SplitHostPort(c.ReplicaOf)
+		lines = append(lines, "replicaof "+quoteConf(host)+" "+port, "masterauth "+quoteConf(c.Password))
+	}
+	switch c.Persistence {
+	case PersistAOFEverysec:
+		lines = append(lines, "appendonly yes", "appendfsync everysec")
+	case PersistAOFAlways:
+		lines = append(lines, "appendonly yes", "appendfsync always")
+	default:
+		lines = append(lines, "appendonly no")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// quoteConf quotes a value for redis.conf (sdssplitargs syntax).
+func quoteConf(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}
+
+// RedisConn is the harness's connection to a Redis node: a go-redis client
+// that fails fast (no retries, one-second timeouts), so that a probe of a
+// node that is down or frozen says so at once.
+type RedisConn struct {
+	*redis.Client
+}
+
+// DialRedis makes the connection; go-redis dials on first use.
+func DialRedis(addr, password string) *RedisConn {
+	return &RedisConn{redis.NewClient(&redis.Options{
+		Addr:        addr,
+		Password:    password,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		MaxRetries: -1, PoolSize: 2,
+	})}
+}
+
+// Probe asks the server for its process id (INFO server), which an
+// authenticated answer carries.
+func (c *RedisConn) Probe(ctx context.Context) (int, error) {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server has no process_id")
+}
+
+// Promote implements ReplicationConn: REPLICAOF NO ONE.
+func (c *RedisConn) Promote(ctx context.Context) error {
+	if err := c.Do(ctx, "replicaof", "no", "one").Err(); err != nil {
+		return fmt.Errorf("REPLICAOF NO ONE: %w", err)
+	}
+	return nil
+}
+
+// Follow implements ReplicationConn: the master's password, then REPLICAOF.
+func (c *RedisConn) Follow(ctx context.Context, addr, password string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("follow %q: want host:port: %w", addr, err)
+	}
+	if err := c.ConfigSet(ctx, "masterauth", password).Err(); err != nil {
+		return fmt.Errorf("follow: %w", err)
+	}
+	if err := c.Do(ctx, "replicaof", host, port).Err(); err != nil {
+		return fmt.Errorf("REPLICAOF %s %s: %w", host, port, err)
+	}
+	return nil
+}
+
+// WaitSynced implements ReplicationConn: it waits until the replica has
+// its link to its master up, its sync finished and, under AOF, the rewrite
+// that follows a sync done: until then Redis keeps no AOF a restart could
+// load, and a replica killed early comes back empty whatever appendfsync
+// says.
+func (c *RedisConn) WaitSynced(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ictx, cancel := context.WithTimeout(ctx, time.Second)
+		info, err := c.Info(ictx, "replication", "persistence").Result()
+		cancel()
+		if err == nil && strings.Contains(info, "master_link_status:up") && strings.Contains(info, "master_sync_in_progress:0") &&
+			strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replica not in sync: %w (last INFO error: %v)", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}

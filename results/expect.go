@@ -1,0 +1,141 @@
+package results
+
+import (
+	"fmt"
+	"strings"
+
+	"splitbrain/checker"
+)
+
+// A cell of the safety matrix has two answers, not one: whether the lock
+// kept its promise (P1: no two clients believed they held it at once), and
+// whether the resource it guards came to harm (lost update, broken bank,
+// lost add, a token accepted out of order). With fencing the first can
+// break while the second holds: Kleppmann's point, which a single verdict
+// hides.
+
+// Answers are a run's two answers, each valid, invalid or unknown.
+type Answers struct {
+	// Lock is P1's verdict.
+	Lock checker.Verdict `json:"lock"`
+	// Resource folds the resource checks (counter, bank, set, fencing):
+	// invalid if one is, else unknown if one is, else valid. Empty when
+	// the run had no resource.
+	Resource checker.Verdict `json:"resource,omitempty"`
+}
+
+// AnswersOf reads a result's two answers from the checker's per-property
+// verdicts. A result without properties (a run that recorded nothing) has
+// only its verdict, which is then the lock's answer.
+func AnswersOf(res checker.Result) Answers {
+	a := Answers{Lock: res.Verdict}
+	for _, p := range res.Properties {
+		switch p.Name {
+		case checker.PropLeaseLock:
+			a.Lock = p.Verdict
+		case checker.PropCounter, checker.PropBank, checker.PropSet, checker.PropFencing:
+			a.Resource = worse(a.Resource, p.Verdict)
+		}
+	}
+	return a
+}
+
+func worse(a, b checker.Verdict) checker.Verdict {
+	switch {
+	case a == checker.Invalid || b == checker.Invalid:
+		return checker.Invalid
+	case a == checker.Unknown || b == checker.Unknown:
+		return checker.Unknown
+	case a == "":
+		return b
+	}
+	return a
+}
+
+// Expectation is what a scenario expects of one play, in the form
+// Meta.Expect stores it: one word for the whole verdict ("violation",
+// "safe", "any"), or the two answers apart, "lock violation, resource
+// safe" (either part may be left out).
+type Expectation struct {
+	Verdict  string // violation, safe or any; empty when Lock or Resource is set
+	Lock     string
+	Resource string
+}
+
+// Expectation words.
+const (
+	ExpectViolation = "violation"
+	ExpectSafe      = "safe"
+	ExpectAny       = "any"
+)
+
+func (e Expectation) String() string {
+	if e.Lock == "" && e.Resource == "" {
+		return e.Verdict
+	}
+	var parts []string
+	if e.Lock != "" {
+		parts = append(parts, "lock "+e.Lock)
+	}
+	if e.Resource != "" {
+		parts = append(parts, "resource "+e.Resource)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ParseExpectation reads the form String writes.
+func ParseExpectation(s string) (Expectation, error) {
+	switch s {
+	case "", ExpectViolation, ExpectSafe, ExpectAny:
+		return Expectation{Verdict: s}, nil
+	}
+	var e Expectation
+	for _, part := range strings.Split(s, ",") {
+		what, word, _ := strings.Cut(strings.TrimSpace(part), " ")
+		if word != ExpectViolation && word != ExpectSafe && word != ExpectAny {
+			return e, fmt.Errorf("expectation %q: %q wants violation, safe or any", s, word)
+		}
+		switch {
+		case what == "lock" && e.Lock == "":
+			e.Lock = word
+		case what == "resource" && e.Resource == "":
+			e.Resource = word
+		default:
+			return e, fmt.Errorf("expectation %q: want violation, safe, any, or \"lock W, resource W\"", s)
+		}
+	}
+	return e, nil
+}
+
+// meets reports whether verdict v is what word expects: violation wants
+// invalid, safe valid, any (or nothing) either; unknown never meets an
+// expectation.
+func meets(word string, v checker.Verdict) bool {
+	switch word {
+	case ExpectViolation:
+		return v == checker.Invalid
+	case ExpectSafe:
+		return v == checker.Valid
+	case ExpectAny, "":
+		return v == checker.Valid || v == checker.Invalid
+	}
+	return false
+}
+
+// Met reports whether res meets the expectation expect (Meta.Expect's
+// form). A run whose verdict is unknown meets none; an expectation of the
+// resource meets nothing in a run without one.
+func Met(expect string, res checker.Result) bool {
+	e, err := ParseExpectation(expect)
+	if err != nil || res.Verdict == checker.Unknown {
+		return false
+	}
+	if e.Lock == "" && e.Resource == "" {
+		return meets(e.Verdict, res.Verdict)
+	}
+	a := AnswersOf(res)
+	if e.Lock != "" && !meets(e.Lock, a.Lock) {
+		return false
+	}
+	return e.Resource == "" || meets(e.Resource, a.Resource)
+}

@@ -1,0 +1,169 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"splitbrain/results"
+)
+
+// A scenario's expectation can differ per lock: the literature predicts a
+// clock jump breaks Redlock's promise whatever the lock, yet a fenced lock
+// keeps the resource safe when the storage checks its tokens. The
+// `expect:` field is therefore one of
+//
+//	expect: violation                            # every lock, the whole verdict
+//	expect: {lock: violation, resource: safe}    # every lock, the two answers apart
+//	expect:                                      # per lock kind, default for the rest
+//	  default: violation
+//	  fenced-simple: {lock: violation, resource: safe}
+//
+// A lock kind with no entry and no default has no expectation: the story
+// makes no claim about it, and a suite shows it as n/a with that reason.
+
+// ExpectDefault is the key of the per-lock map that applies to every lock
+// kind not listed.
+const ExpectDefault = "default"
+
+// expectWords are the valid one-word expectations.
+var expectWords = []string{string(ExpectViolation), string(ExpectSafe), string(ExpectAny)}
+
+// expectation parses the expect field into sc.Expects.
+func (p *parser) expectation(n *yaml.Node) map[string]Expect {
+	const field = "expect"
+	switch {
+	case n.Kind == 0:
+		p.fail(nil, field, "missing; want one of %s, {lock: W, resource: W}, or a map from lock kind (and default) to one of those",
+			strings.Join(expectWords, ", "))
+		return nil
+	case n.Kind == yaml.ScalarNode:
+		if e, ok := p.oneExpect(n, field); ok {
+			return map[string]Expect{ExpectDefault: e}
+		}
+		return nil
+	case n.Kind != yaml.MappingNode || len(n.Content) == 0:
+		p.fail(n, field, "want one of %s, {lock: W, resource: W}, or a map from lock kind (and default) to one of those",
+			strings.Join(expectWords, ", "))
+		return nil
+	}
+	if k := n.Content[0].Value; k == "lock" || k == "resource" {
+		// The two answers, for every lock.
+		if e, ok := p.oneExpect(n, field); ok {
+			return map[string]Expect{ExpectDefault: e}
+		}
+		return nil
+	}
+	out := map[string]Expect{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		f := field + "." + k.Value
+		switch {
+		case k.Value == "lock" || k.Value == "resource":
+			p.fail(k, f, "the two answers go under a lock kind here ({lock: W, resource: W}), or make the whole expect such a mapping")
+			continue
+		case k.Value != ExpectDefault && !slices.Contains(LockKinds, k.Value):
+			p.fail(k, f, "unknown lock kind %q; want %s, one of %s, or lock and resource alone", k.Value, ExpectDefault, strings.Join(LockKinds, ", "))
+			continue
+		case out[k.Value] != "":
+			p.fail(k, f, "listed twice")
+			continue
+		}
+		if e, ok := p.oneExpect(v, f); ok {
+			out[k.Value] = e
+		}
+	}
+	return out
+}
+
+// oneExpect parses one expectation: a word, or {lock: W, resource: W}.
+func (p *parser) oneExpect(n *yaml.Node, field string) (Expect, bool) {
+	word := func(n *yaml.Node, field string) string {
+		if n.Kind == yaml.ScalarNode && slices.Contains(expectWords, n.Value) {
+			return n.Value
+		}
+		p.fail(n, field, "%q is not valid; want one of %s", n.Value, strings.Join(expectWords, ", "))
+		return ""
+	}
+	if n.Kind == yaml.ScalarNode {
+		w := word(n, field)
+		return Expect(w), w != ""
+	}
+	if n.Kind != yaml.MappingNode || len(n.Content) == 0 {
+		p.fail(n, field, "want one of %s, or {lock: W, resource: W}", strings.Join(expectWords, ", "))
+		return "", false
+	}
+	var e results.Expectation
+	ok := true
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		f := field + "." + k.Value
+		switch {
+		case k.Value == "lock" && e.Lock == "":
+			e.Lock = word(v, f)
+			ok = ok && e.Lock != ""
+		case k.Value == "resource" && e.Resource == "":
+			e.Resource = word(v, f)
+			ok = ok && e.Resource != ""
+		case k.Value == "lock" || k.Value == "resource":
+			p.fail(k, f, "listed twice")
+			ok = false
+		default:
+			p.fail(k, f, "unknown field; want lock (P1: did two clients believe they held it at once?) and resource (was harm done at the storage?)")
+			ok = false
+		}
+	}
+	return Expect(e.String()), ok
+}
+
+// ExpectFor returns what the scenario expects of a play against lock kind
+// k, and false when it states nothing for k.
+func (sc *Scenario) ExpectFor(k string) (Expect, bool) {
+	if e, ok := sc.Expects[k]; ok {
+		return e, true
+	}
+	if e, ok := sc.Expects[ExpectDefault]; ok {
+		return e, true
+	}
+	if len(sc.Expects) == 0 && sc.Expect != "" {
+		// Built in Go rather than parsed: Expect is for every lock.
+		return sc.Expect, true
+	}
+	return "", false
+}
+
+// checkExpectLocks fails a per-lock expectation that names none of the
+// locks the file plays nor a default, which would leave a `run` of the
+// file with nothing to judge.
+func (p *parser) checkExpectLocks(n *yaml.Node, sc *Scenario) {
+	for _, k := range sc.Locks {
+		if _, ok := sc.ExpectFor(k); !ok && len(sc.Expects) > 0 {
+			p.fail(n, "expect", "states nothing for lock.kind %s; add %s: or a %s: entry", k, k, ExpectDefault)
+		}
+	}
+}
+
+// ExpectSummary says the scenario's expectations in one line: the
+// default, then each lock kind that differs, in parentheses —
+// "violation (fenced-simple: lock violation)".
+func (sc *Scenario) ExpectSummary() string {
+	if len(sc.Expects) == 0 {
+		return string(sc.Expect)
+	}
+	out := string(sc.Expects[ExpectDefault])
+	var parts []string
+	for _, k := range LockKinds {
+		if e, ok := sc.Expects[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s: %s", k, e))
+		}
+	}
+	if len(parts) == 0 {
+		return out
+	}
+	if out == "" {
+		return strings.Join(parts, "; ")
+	}
+	return out + " (" + strings.Join(parts, "; ") + ")"
+}

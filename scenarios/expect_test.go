@@ -1,0 +1,139 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+
+	"splitbrain/checker"
+	"splitbrain/results"
+)
+
+const expectBase = `name: t
+expect: EXPECT
+cluster: {nodes: 3}
+lock: {kind: [redlock, fenced-simple, redsync], ttl: 1s}
+workload: {clients: 2}
+steps:
+  - acquire: {client: c1}
+`
+
+func withExpect(e string) string { return strings.Replace(expectBase, "EXPECT", e, 1) }
+
+func TestPerLockExpectations(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, expect string
+		want         map[string]Expect // lock kind → its play's expectation
+	}{
+		{"one word", "violation", map[string]Expect{"redlock": "violation", "fenced-simple": "violation", "redsync": "violation", "single": "violation"}},
+		{"two answers", "{lock: violation, resource: safe}", map[string]Expect{"redlock": "lock violation, resource safe", "naive": "lock violation, resource safe"}},
+		{"per lock with default", "{default: violation, fenced-simple: {lock: violation, resource: safe}, redsync: any}",
+			map[string]Expect{"redlock": "violation", "fenced-simple": "lock violation, resource safe", "redsync": "any", "naive": "violation"}},
+		{"resource alone", "{default: safe, fenced-simple: {resource: safe}}", map[string]Expect{"fenced-simple": "resource safe", "redlock": "safe"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := Parse([]byte(withExpect(tc.expect)), "f.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, w := range tc.want {
+				if got, ok := sc.ExpectFor(k); !ok || got != w {
+					t.Errorf("ExpectFor(%s) = %q, %v; want %q", k, got, ok, w)
+				}
+			}
+			for _, play := range sc.Plays() {
+				if w, ok := tc.want[play.Lock.Kind]; ok && play.Expect != w {
+					t.Errorf("play against %s expects %q, want %q", play.Lock.Kind, play.Expect, w)
+				}
+			}
+		})
+	}
+	// Without a default, an unlisted lock has no expectation: the story
+	// makes no claim about it.
+	sc, err := Parse([]byte(withExpect("{redlock: violation, fenced-simple: safe, redsync: violation}")), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := sc.ExpectFor(LockNaive); ok {
+		t.Errorf("naive: %q, want no expectation", e)
+	}
+}
+
+func TestExpectParseErrorsNameLineAndField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, expect string
+		want         []string
+	}{
+		{"unknown word", "maybe", []string{"f.yaml:2", "expect:", `"maybe"`, "violation, safe, any"}},
+		{"unknown lock kind", "{default: safe, redlok: violation}", []string{"f.yaml:2", "expect.redlok", "unknown lock kind", "redlock, single"}},
+		{"unknown expectation of a lock", "{default: safe, redsync: broken}", []string{"f.yaml:2", "expect.redsync", `"broken"`, "violation, safe, any"}},
+		{"unknown answer", "{default: safe, redsync: {lock: violation, storage: safe}}", []string{"f.yaml:2", "expect.redsync.storage", "lock", "resource"}},
+		{"bad answer word", "{lock: violation, resource: fine}", []string{"f.yaml:2", "expect.resource", `"fine"`}},
+		{"mixed forms", "{default: safe, lock: violation}", []string{"f.yaml:2", "expect.lock", "under a lock kind"}},
+		{"lock played with no expectation", "{redlock: violation, fenced-simple: safe}", []string{"f.yaml:2", "expect", "nothing for lock.kind redsync"}},
+		{"twice", "{default: safe, redsync: safe, redsync: any}", []string{"f.yaml:2"}},
+		{"a list", "[safe, violation]", []string{"f.yaml:2", "expect", "map from lock kind"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(withExpect(tc.expect)), "f.yaml")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+	// A multi-line map names the line of the bad entry.
+	_, err := Parse([]byte(withExpect("\n  default: safe\n  redlok: violation")), "f.yaml")
+	if err == nil || !strings.Contains(err.Error(), "f.yaml:4: expect.redlok") {
+		t.Errorf("error %v, want it at f.yaml:4, field expect.redlok", err)
+	}
+}
+
+// Each answer is judged on its own, on both sides of the edge where it
+// flips.
+func TestTwoAnswersMeetTheirExpectation(t *testing.T) {
+	t.Parallel()
+	res := func(p1, counter checker.Verdict) checker.Result {
+		r := checker.Result{Verdict: checker.Valid, Properties: []checker.Property{{Name: checker.PropLeaseLock, Verdict: p1, Decides: true}}}
+		if counter != "" {
+			r.Properties = append(r.Properties, checker.Property{Name: checker.PropCounter, Verdict: counter, Decides: true})
+		}
+		if p1 == checker.Invalid || counter == checker.Invalid {
+			r.Verdict = checker.Invalid
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		expect       string
+		p1, resource checker.Verdict
+		met          bool
+	}{
+		{"lock violation, resource safe", checker.Invalid, checker.Valid, true},
+		{"lock violation, resource safe", checker.Invalid, checker.Invalid, false},
+		{"lock violation, resource safe", checker.Valid, checker.Valid, false},
+		{"lock violation, resource safe", checker.Invalid, "", false}, // no resource to be safe
+		{"lock safe, resource violation", checker.Valid, checker.Invalid, true},
+		{"lock safe, resource violation", checker.Valid, checker.Valid, false},
+		{"resource safe", checker.Invalid, checker.Valid, true},
+		{"lock any, resource safe", checker.Valid, checker.Valid, true},
+		{"violation", checker.Valid, checker.Invalid, true},
+		{"safe", checker.Valid, checker.Invalid, false},
+		{"safe", checker.Valid, checker.Valid, true},
+	} {
+		r := res(tc.p1, tc.resource)
+		if got := results.Met(tc.expect, r); got != tc.met {
+			t.Errorf("Met(%q, P1 %s, resource %q) = %v, want %v", tc.expect, tc.p1, tc.resource, got, tc.met)
+		}
+	}
+	// Unknown is never a pass, whatever the expectation.
+	r := res(checker.Invalid, checker.Valid)
+	r.Verdict = checker.Unknown
+	if results.Met("lock violation, resource safe", r) || results.Met("any", r) {
+		t.Error("an unknown verdict met an expectation")
+	}
+}

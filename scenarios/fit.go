@@ -1,0 +1,79 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// A story fits a lock when playing it against that lock tests what the
+// story is about. Fit is decided from what the scenario requires, read off
+// its fields and steps, not from a list per file:
+//
+//   - an expectation for the lock (the story makes a claim about it);
+//   - a storage that fences its writes needs a lock that hands out tokens;
+//   - a quorum story — one whose steps single out some of the lock's nodes
+//     (cut c1 from n4 and n5, jump n3's clock, kill n3) — needs a lock over
+//     every node: single locks n1 alone, so the faults either miss its one
+//     node or cut it off, and the story's scripted grants and refusals
+//     cannot happen.
+
+// Fit reports whether the scenario fits lock kind k, and why not.
+func (sc *Scenario) Fit(k string) (bool, string) {
+	if !slices.Contains(LockKinds, k) {
+		return false, fmt.Sprintf("%q is not a lock kind (%s)", k, strings.Join(LockKinds, ", "))
+	}
+	if _, ok := sc.ExpectFor(k); !ok {
+		return false, fmt.Sprintf("the story states no expectation for %s (its expect names %s)", k, sc.expectKinds())
+	}
+	if sc.Workload.Fencing && !Fenced(k) {
+		return false, fmt.Sprintf("the storage rejects writes without a fencing token (workload.fencing on), and %s hands out none", k)
+	}
+	if k == LockSingle && sc.Nodes > 1 {
+		if singled := sc.singledOut(); len(singled) > 0 {
+			return false, fmt.Sprintf("a quorum story: its steps act on part of its %d nodes (%s), and %s locks n1 alone",
+				sc.Nodes, strings.Join(singled, ", "), LockSingle)
+		}
+	}
+	return true, ""
+}
+
+func (sc *Scenario) expectKinds() string {
+	var out []string
+	for _, k := range append([]string{ExpectDefault}, LockKinds...) {
+		if _, ok := sc.Expects[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// singledOut lists the groups of lock nodes the steps act on when a step
+// acts on some of them and not all ("n4+n5", "n3"): a fault on every node
+// (cut c2 from n1..n5) treats a one-node lock as it treats a five-node
+// one, a fault on n3 does not. Random schedules draw their targets and
+// single out none in advance.
+func (sc *Scenario) singledOut() []string {
+	var out []string
+	for _, st := range sc.Steps {
+		var nodes []string
+		switch st.Kind {
+		case StepCut, StepNet, StepPartition:
+			nodes = st.Nodes
+		case StepClock, StepStrobe, StepPause, StepResume, StepKill, StepStop, StepRestart, StepPromote, StepReplication, StepWait:
+			nodes = []string{st.Node}
+		}
+		var lockNodes []string
+		for _, n := range nodes {
+			if n != "" && n != "storage" && !slices.Contains(lockNodes, n) {
+				lockNodes = append(lockNodes, n)
+			}
+		}
+		if len(lockNodes) > 0 && len(lockNodes) < sc.Nodes {
+			if g := strings.Join(lockNodes, "+"); !slices.Contains(out, g) {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}

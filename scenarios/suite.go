@@ -1,0 +1,255 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// A suite plays cells: a story against one lock kind, each played Runs
+// times on seeds derived from the suite's seed, several plays side by side.
+// Each play is self-contained — scenario, lock, seed and backend make one
+// run folder — so that a matrix can be assembled from run folders alone.
+
+// Cell is a story against one lock kind: a play, or n/a and why.
+type Cell struct {
+	// Scenario is the story played against Lock alone (PlayAgainst), with
+	// that lock's expectation.
+	Scenario *Scenario
+	Lock     string
+	// NA says why the story does not fit the lock; empty when it does.
+	NA string
+}
+
+// Cells lays out scenarios × lock kinds, in that order; a pair that does
+// not fit is a cell that says why.
+func Cells(scs []*Scenario, locks []string) []Cell {
+	var out []Cell
+	for _, sc := range scs {
+		for _, k := range locks {
+			c := Cell{Scenario: sc.PlayAgainst(k), Lock: k}
+			if ok, why := sc.Fit(k); !ok {
+				c.NA = why
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// PlaySeed is the seed of the run-th play (from 0) of every cell of a
+// suite seeded with seed: the first play uses the suite's seed itself, so
+// that a suite of one run replays as `run NAME --seed SEED`; the others
+// derive theirs by SplitMix64, so that neighbouring suite seeds do not
+// share plays. It does not depend on the lock, so run i of every lock
+// of a random schedule meets the same faults.
+func PlaySeed(seed int64, run int) int64 {
+	if run == 0 {
+		return seed
+	}
+	z := uint64(seed) + uint64(run)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	// Non-negative, as the seeds a user types are.
+	return int64(z >> 1)
+}
+
+// SuiteOptions configures RunSuite.
+type SuiteOptions struct {
+	// Seed is the suite's seed; each play's is PlaySeed(Seed, run).
+	Seed int64
+	// Runs is how many times each cell is played (at least 1).
+	Runs int
+	// Parallel is how many plays run side by side (at least 1).
+	Parallel int
+	// Run is the template of each play's options; Seed, Command and
+	// Progress are set per play.
+	Run RunOptions
+	// Command returns the command that re-runs one play alone.
+	Command func(sc *Scenario, seed int64) string
+	// Progress returns where one play's step lines go; nil discards them
+	// (they stay in the play's harness log).
+	Progress func(sc *Scenario, seed int64) io.Writer
+	// Done is called as each play ends, one call at a time.
+	Done func(PlayResult)
+}
+
+// PlayResult is one play of a cell.
+type PlayResult struct {
+	Cell    int // index into the cells given to RunSuite
+	Run     int // 0 .. Runs-1
+	Seed    int64
+	Outcome *Outcome // nil when no run folder was made
+	Err     error
+}
+
+// ErrNoRunFolder means a play could not even make its run folder (no
+// redis-server, no engine): every other play would fail the same way, so
+// the suite stops.
+var ErrNoRunFolder = errors.New("a play made no run folder")
+
+// RunSuite plays every cell that fits, opts.Runs times each, opts.Parallel
+// at a time, first every cell's first run, then every cell's second, so
+// that a suite cut short has a matrix as wide as possible. When ctx ends
+// (Ctrl-C) no new play starts; the plays in flight stop, heal, clean up
+// and write their reports (Run does), and RunSuite returns what was
+// played. The error is ErrNoRunFolder (wrapped) when a play made nothing.
+func RunSuite(ctx context.Context, cells []Cell, opts SuiteOptions) ([]PlayResult, error) {
+	runs, par := max(opts.Runs, 1), max(opts.Parallel, 1)
+	type job struct{ cell, run int }
+	var jobs []job
+	for run := range runs {
+		for i, c := range cells {
+			if c.NA == "" {
+				jobs = append(jobs, job{i, run})
+			}
+		}
+	}
+	// A fatal error stops the feeding, not the plays in flight: they
+	// must still clean up.
+	feedCtx, stopFeeding := context.WithCancel(ctx)
+	defer stopFeeding()
+	var (
+		mu    sync.Mutex
+		out   []PlayResult
+		fatal error
+		wg    sync.WaitGroup
+		next  = make(chan job)
+	)
+	for range par {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				c := cells[j.cell]
+				seed := PlaySeed(opts.Seed, j.run)
+				ro := opts.Run
+				ro.Seed = seed
+				if opts.Command != nil {
+					ro.Command = opts.Command(c.Scenario, seed)
+				}
+				ro.Progress = nil
+				if opts.Progress != nil {
+					ro.Progress = opts.Progress(c.Scenario, seed)
+				}
+				o, err := Run(ctx, c.Scenario, ro)
+				pr := PlayResult{Cell: j.cell, Run: j.run, Seed: seed, Outcome: o, Err: err}
+				mu.Lock()
+				out = append(out, pr)
+				if o == nil && fatal == nil {
+					fatal = fmt.Errorf("%w: %s against %s: %v", ErrNoRunFolder, c.Scenario.Name, c.Lock, err)
+					stopFeeding()
+				}
+				if opts.Done != nil {
+					opts.Done(pr)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, j := range jobs {
+		select {
+		case next <- j:
+		case <-feedCtx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	// In the order of the jobs, whatever order they finished in.
+	slices.SortFunc(out, func(a, b PlayResult) int {
+		if a.Run != b.Run {
+			return a.Run - b.Run
+		}
+		return a.Cell - b.Cell
+	})
+	return out, fatal
+}
+
+// Family is the fault family a story belongs to, the matrix's row groups.
+type Family string
+
+// Fault families, in the matrix's order.
+const (
+	FamilyClock     Family = "clock"
+	FamilyPause     Family = "process pause"
+	FamilyRestart   Family = "restart and persistence"
+	FamilyFailover  Family = "failover"
+	FamilyDelay     Family = "network delay"
+	FamilyPartition Family = "network partition"
+	FamilyRandom    Family = "random schedules"
+)
+
+// Families lists the fault families in the matrix's order.
+var Families = []Family{FamilyClock, FamilyPause, FamilyRestart, FamilyFailover, FamilyDelay, FamilyPartition, FamilyRandom}
+
+// FamilyOf reads a story's fault family off its steps: the fault that
+// makes the story, when it has several (clock-jump cuts links to shape
+// the quorums, but the jump is what breaks the lock).
+func FamilyOf(sc *Scenario) Family {
+	has := map[Family]bool{}
+	for _, st := range sc.Steps {
+		switch st.Kind {
+		case StepRandom:
+			has[FamilyRandom] = true
+		case StepPromote, StepReplication:
+			has[FamilyFailover] = true
+		case StepClock, StepStrobe, StepClockReset:
+			has[FamilyClock] = true
+		case StepKill, StepStop, StepRestart:
+			has[FamilyRestart] = true
+		case StepPause, StepResume:
+			has[FamilyPause] = true
+		case StepNet:
+			if st.Fault == "delay" {
+				has[FamilyDelay] = true
+			}
+			has[FamilyPartition] = true
+		case StepCut, StepPartition:
+			has[FamilyPartition] = true
+		}
+	}
+	for _, f := range []Family{FamilyRandom, FamilyFailover, FamilyClock, FamilyRestart, FamilyPause, FamilyDelay, FamilyPartition} {
+		if has[f] {
+			return f
+		}
+	}
+	return FamilyPartition
+}
+
+// Families assigns each scenario its family; a scenario named after
+// another of the set (clock-jump-control after clock-jump) joins that
+// one's family, so a control sits beside its story.
+func FamiliesOf(scs []*Scenario) map[string]Family {
+	out := map[string]Family{}
+	for _, sc := range scs {
+		out[sc.Name] = FamilyOf(sc)
+	}
+	for _, sc := range scs {
+		best := ""
+		for _, o := range scs {
+			if o.Name != sc.Name && strings.HasPrefix(sc.Name, o.Name+"-") && len(o.Name) > len(best) {
+				best = o.Name
+			}
+		}
+		if best != "" {
+			out[sc.Name] = FamilyOf(scenarioNamed(scs, best))
+		}
+	}
+	return out
+}
+
+func scenarioNamed(scs []*Scenario, name string) *Scenario {
+	for _, sc := range scs {
+		if sc.Name == name {
+			return sc
+		}
+	}
+	return nil
+}
