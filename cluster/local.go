@@ -247,7 +247,7 @@ func (n *Process) Start(ctx context.Context) error {
 	fixedPort := n.port != 0
 	const tries = 5
 	var err error
-	for range tries {
+	for i := range tries {
 		if !fixedPort {
 			if n.port, err = freePort(); err != nil {
 				return fmt.Errorf("node %s: %w", n.Name(), err)
@@ -256,10 +256,19 @@ func (n *Process) Start(ctx context.Context) error {
 		if err = n.spawn(ctx); err == nil {
 			return nil
 		}
-		// Someone took the port between our probe and the server's bind;
-		// a fresh port fixes that, a fixed one (restart) cannot move.
-		if fixedPort || !errors.Is(err, errPortTaken) {
+		if !errors.Is(err, errPortTaken) {
 			return err
+		}
+		// Someone took the port between our probe and the server's bind;
+		// a fresh port fixes that. A fixed one (a restart) cannot move:
+		// what took it while the node was down is most likely a
+		// connection that picked it as its local port, gone soon.
+		if fixedPort && i < tries-1 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(i+1) * 200 * time.Millisecond):
+			}
 		}
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
@@ -100,7 +101,15 @@ func (n *Net) Upstream(l history.Link) (string, error) {
 // Retarget points a link's proxy at another node, on the same listening
 // address, as a failover (Sentinel, a DNS change) points clients at a
 // promoted replica. Connections open on the link are closed; toxics stay.
-func (n *Net) Retarget(l history.Link, addr string) error {
+//
+// toxiproxy moves a proxy by closing its listener and listening again on
+// the same port. In that instant the port is free, and on a busy machine a
+// connection being opened elsewhere can take it as its local port (a client
+// redialling the closed proxy can even connect to itself). Such a socket
+// goes away once its owner sees it is useless, so the listen is tried
+// again until ctx ends or retargetPatience passes: clients must keep
+// dialling the address they were given.
+func (n *Net) Retarget(ctx context.Context, l history.Link, addr string) error {
 	p, err := n.proxy(l)
 	if err != nil {
 		return err
@@ -108,11 +117,30 @@ func (n *Net) Retarget(l history.Link, addr string) error {
 	p.Lock()
 	listen := p.Listen
 	p.Unlock()
-	if err := p.Update(&toxiproxy.Proxy{Listen: listen, Upstream: addr, Enabled: true}); err != nil {
-		return fmt.Errorf("net: retarget %s to %s: %w", l, addr, err)
+	err = p.Update(&toxiproxy.Proxy{Listen: listen, Upstream: addr, Enabled: true})
+	if err == nil {
+		return nil
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, retargetPatience)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for errors.Is(err, syscall.EADDRINUSE) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("net: retarget %s to %s: %s stayed taken for %v: %w", l, addr, listen, retargetPatience, err)
+		case <-tick.C:
+		}
+		// Update left the proxy stopped with its new upstream.
+		if err = p.Start(); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("net: retarget %s to %s: %w", l, addr, err)
 }
+
+// retargetPatience bounds how long Retarget waits for its port.
+const retargetPatience = 5 * time.Second
 
 // Addr is the address client must dial to reach node.
 func (n *Net) Addr(client, node string) (string, error) {

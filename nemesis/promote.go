@@ -75,7 +75,7 @@ func (p Promote) Inject(ctx context.Context) (Heal, error) {
 	heal := func(ctx context.Context) error {
 		var errs []error
 		for _, i := range moved {
-			errs = append(errs, p.Net.Retarget(p.Links[i], old[i]))
+			errs = append(errs, p.Net.Retarget(ctx, p.Links[i], old[i]))
 		}
 		if master != "" {
 			errs = append(errs, p.Replica.Follow(ctx, master))
@@ -83,7 +83,7 @@ func (p Promote) Inject(ctx context.Context) (Heal, error) {
 		return errors.Join(errs...)
 	}
 	for i, l := range p.Links {
-		if err := p.Net.Retarget(l, p.Replica.Addr()); err != nil {
+		if err := p.Net.Retarget(ctx, l, p.Replica.Addr()); err != nil {
 			return nil, errors.Join(err, heal(ctx))
 		}
 		moved = append(moved, i)

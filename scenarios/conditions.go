@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"splitbrain/history"
 	"splitbrain/workload"
 )
 
@@ -133,6 +134,12 @@ func (r *runner) waitUntil(ctx context.Context, st Step, key string) error {
 	if timeout == 0 {
 		timeout = DefaultWaitTimeout
 	}
+	switch st.Until {
+	case UntilPaused:
+		return r.waitPaused(ctx, st.Client, timeout)
+	case UntilWrote:
+		return r.waitWrote(ctx, st.Client, timeout)
+	}
 	want := st.Until == UntilUp
 	r.logf("wait until %s is %s (at most %v)", st.Node, st.Until, timeout)
 	start := time.Now()
@@ -149,6 +156,61 @@ func (r *runner) waitUntil(ctx context.Context, st Step, key string) error {
 		}
 		workload.Sleep(ctx, pollEvery)
 	}
+}
+
+// waitPaused waits until client is stopped at a client pause's point.
+func (r *runner) waitPaused(ctx context.Context, client string, timeout time.Duration) error {
+	r.logf("wait until %s is paused (at most %v)", client, timeout)
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	g := r.faults.gates[client]
+	if g == nil {
+		return fmt.Errorf("wait until %s paused: no such client", client)
+	}
+	if err := g.WaitBlocked(wctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("wait until %s paused: not paused after %v (%w): %w", client, timeout, err, ErrWaitTimeout)
+	}
+	r.logf("%s is paused after %v", client, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// waitWrote waits until a write of client's to the storage completes
+// (applied or rejected), one invoked after the wait began or still in
+// flight then.
+func (r *runner) waitWrote(ctx context.Context, client string, timeout time.Duration) error {
+	r.logf("wait until %s wrote (at most %v)", client, timeout)
+	start := time.Now()
+	from := len(r.rec.Events())
+	for {
+		evs := r.rec.EventsFrom(from)
+		from += len(evs)
+		for _, e := range evs {
+			if e.Process == client && isStorageWrite(e.F) && e.Type != history.Invoke {
+				r.logf("%s wrote after %v", client, time.Since(start).Round(time.Millisecond))
+				return nil
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(start) >= timeout {
+			return fmt.Errorf("wait until %s wrote: no write completed after %v: %w", client, timeout, ErrWaitTimeout)
+		}
+		workload.Sleep(ctx, 2*time.Millisecond)
+	}
+}
+
+// isStorageWrite reports whether f writes the storage.
+func isStorageWrite(f history.Func) bool {
+	switch f {
+	case history.Write, history.Transfer, history.Add:
+		return true
+	}
+	return false
 }
 
 // answers reports whether node answers an authenticated PING from the

@@ -96,6 +96,10 @@ func TestWaitUntilTimesOut(t *testing.T) {
 		{"lease outlives the timeout", `  - acquire: {client: c1, expect: acquired}
   - wait: {until: expired, client: c1, timeout: 100ms}
 `, "step 2 (wait): wait until expired: c1's lease on \"lock\" is valid for"},
+		// Armed at a point the scripted client never reaches.
+		{"client never paused", `  - pause: {client: c1, at: before-release, for: 1s}
+  - wait: {until: paused, client: c1, timeout: 200ms}
+`, "step 2 (wait): wait until c1 paused: not paused after 200ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

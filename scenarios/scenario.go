@@ -387,7 +387,11 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 			sc.Steps = append(sc.Steps, st)
 			if sc.Workload.Kind != WorkloadSteps && drivesClient(st) {
 				p.fail(&s.Steps[i], fmt.Sprintf("steps[%d].%s", i, st.Kind),
-					"not allowed with workload.kind %s: the generator drives the clients; its steps may inject faults and wait for a time, or until a node is up or down", sc.Workload.Kind)
+					"not allowed with workload.kind %s: the generator drives the clients; its steps may inject faults and wait for a time, until a node is up or down, or until a client is paused or wrote", sc.Workload.Kind)
+			}
+			if st.Kind == StepWait && st.Until == UntilWrote && !p.storage {
+				p.fail(&s.Steps[i], fmt.Sprintf("steps[%d].wait.until", i),
+					"wrote waits for a write to the storage, which workload.kind %s does not make; want a workload with a resource (counter, bank or set)", sc.Workload.Kind)
 			}
 		}
 	}

@@ -24,6 +24,8 @@ const (
 	UntilExpired = "expired" // the client's lease validity deadline has passed
 	UntilUp      = "up"      // the node answers PING
 	UntilDown    = "down"    // the node does not answer (killed, stopped or paused)
+	UntilPaused  = "paused"  // the client is stopped at a client pause's point
+	UntilWrote   = "wrote"   // the client's next write to the storage completed
 )
 
 // DefaultWaitTimeout bounds a wait for a condition that gives no timeout;
@@ -77,21 +79,21 @@ func (p *parser) waitSpan(n *yaml.Node, field string) (Span, bool) {
 	sp, ok := p.span(n, field, false)
 	if !ok {
 		e := p.errs[len(p.errs)-1]
-		e.Msg += ", or a condition such as {until: expired, client: c1}, {until: up, node: n3} or {until: down, node: n3}"
+		e.Msg += ", or a condition such as {until: expired, client: c1}, {until: up, node: n3}, {until: down, node: n3}, {until: paused, client: c1} or {until: wrote, client: c2}"
 	}
 	return sp, ok
 }
 
 // waitUntil parses a wait for a condition: {until: expired, client: c1},
-// {until: up, node: n3} or {until: down, node: n3}, each with an optional
-// timeout.
+// {until: up, node: n3}, {until: down, node: n3}, {until: paused, client:
+// c1} or {until: wrote, client: c2}, each with an optional timeout.
 func (p *parser) waitUntil(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) bool {
 	before := len(p.errs)
 	v := need("until")
 	if v == nil {
 		return false
 	}
-	st.Until = p.enum(v, field+".until", "", UntilExpired, UntilUp, UntilDown)
+	st.Until = p.enum(v, field+".until", "", UntilExpired, UntilUp, UntilDown, UntilPaused, UntilWrote)
 	only := func(name, why string) {
 		if n := seen[name]; n != nil {
 			p.fail(n, field+"."+name, "not used by until %s: %s", st.Until, why)
@@ -107,6 +109,16 @@ func (p *parser) waitUntil(st *Step, val *yaml.Node, field string, seen map[stri
 			st.Key = k.Value
 		}
 		only("node", "it waits for a client's lease, given as client")
+	case UntilPaused, UntilWrote:
+		// Story points that timing alone cannot pin on a loaded machine:
+		// a fault that must begin after a client's read and before its
+		// write, or end after another client wrote.
+		if seen["client"] == nil {
+			p.fail(val, field+".client", "missing: until %s waits for this client", st.Until)
+		}
+		st.Client = p.client(seen["client"], field+".client")
+		only("node", "it waits for a client, given as client")
+		only("key", "it waits for a client, given as client")
 	case UntilUp, UntilDown:
 		if seen["node"] == nil {
 			p.fail(val, field+".node", "missing: until %s waits for this node", st.Until)
