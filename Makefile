@@ -49,8 +49,8 @@ timed = t0=$$(date +%s); $(2) || exit $$?; echo "== $(1): $$(( $$(date +%s) - t0
 # executions, not seconds: with a time budget Go 1.26's fuzz coordinator
 # can fail at the deadline with "context deadline exceeded" and no crasher
 # (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
-HISTORY_FUZZ ?= 300000x
-SCENARIO_FUZZ ?= 30000x
+HISTORY_FUZZ ?= 100000x
+SCENARIO_FUZZ ?= 10000x
 fuzz:
 	$(GO) test ./history -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(HISTORY_FUZZ)
 	$(GO) test ./history -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(HISTORY_FUZZ)
