@@ -174,7 +174,7 @@ func checkMeta(dir string) (results.Meta, error) {
 	}
 	return results.Meta{
 		Scenario: filepath.Base(filepath.Dir(abs)),
-		Command:  "splitbrain check " + dir,
+		Command:  shellCommand("splitbrain", "check", dir),
 	}, err
 }
 

@@ -395,7 +395,7 @@ func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags, multi bool) st
 	if b := effectiveBackend(sc, f); b != scenarios.BackendLocal {
 		parts = append(parts, "--backend", b)
 	}
-	return strings.Join(parts, " ")
+	return shellCommand(parts...)
 }
 
 // effectiveBackend is where sc's nodes run: --backend, else the file's
