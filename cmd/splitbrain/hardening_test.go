@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -199,4 +201,78 @@ func TestNoRedisServer(t *testing.T) {
 		}
 	}
 	e.checkClean()
+}
+
+// checkStopped asserts that a run stopped early by a signal (or a closed
+// stdout) ended as Ctrl-C ends it: by its own exit, not killed by the
+// signal, with an unknown or invalid verdict, a report and a result.json,
+// and nothing left running.
+func checkStopped(t *testing.T, e *env, state *os.ProcessState, store, scenario string) {
+	t.Helper()
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		t.Fatalf("the harness was killed by %v: no report, no result", ws.Signal())
+	}
+	if code := state.ExitCode(); code != 2 && code != 1 {
+		t.Errorf("exit code %d, want 2 (unknown) or 1 (invalid)", code)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(store, scenario, "2*"))
+	if len(dirs) != 1 {
+		t.Fatalf("run folders %v, want one", dirs)
+	}
+	for _, f := range []string{"report.html", "result.json", "history.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
+			t.Errorf("the stopped run left no %s: %v", f, err)
+		}
+	}
+	if rec := readRecord(t, dirs[0]); rec.Result.Verdict != "unknown" && rec.Result.Verdict != "invalid" {
+		t.Errorf("result.json verdict %q, want unknown or invalid", rec.Result.Verdict)
+	}
+	e.checkClean()
+}
+
+// `splitbrain run … | head -1`: the reader goes away after one line. The
+// run is not lost: the harness stops as at Ctrl-C and writes its report
+// and result, where it used to die of SIGPIPE (exit 141) at its next line.
+func TestClosedStdoutStopsLikeCtrlC(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := filepath.Join(t.TempDir(), "runs")
+	cmd := e.command(t.Context(), "run", "clock-jump", "--seed", "3", "--store", store)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = pw, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	// As head -1 does: read a block, keep its first line, exit.
+	first, _ := bufio.NewReader(pr).ReadString('\n')
+	pr.Close()
+	err = cmd.Wait()
+	t.Logf("first line %q; wait: %v; stderr:\n%s", first, err, stderr.String())
+	if !strings.Contains(first, "scenario clock-jump") {
+		t.Errorf("first line %q", first)
+	}
+	checkStopped(t, e, cmd.ProcessState, store, "clock-jump")
+}
+
+// A closed terminal sends SIGHUP to its foreground job: the run stops as at
+// Ctrl-C, with a report and a result, where it used to die at once
+// (exit 129) and leave its cluster for the next start to reap.
+func TestHangupStopsLikeCtrlC(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "long-wait.yaml")
+	writeFile(t, file, longScenario)
+	store := filepath.Join(t.TempDir(), "runs")
+	r := e.start("run", file, "--seed", "1", "--store", store)
+	r.waitFor(t, "wait 1m0s", 30*time.Second)
+	if err := syscall.Kill(-r.cmd.Process.Pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, 15*time.Second)
+	checkStopped(t, e, r.cmd.ProcessState, store, "long-wait")
 }

@@ -17,12 +17,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -75,6 +73,7 @@ func main() {
 	// go-redis logs every failed dial; under a nemesis that is most of them,
 	// and the history already records what matters.
 	redis.SetLogger(quietLogger{})
+	keepSIGPIPE()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -248,7 +247,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := checkStore(f.store); err != nil {
 		return exitUsage, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stdout, stderr, stop := stopContext(stdout, stderr)
 	defer stop()
 	plays := sc.Plays()
 	var rows []runSummary

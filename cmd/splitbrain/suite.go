@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"splitbrain/results"
@@ -89,7 +87,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 			ready[b] = true
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stdout, stderr, stop := stopContext(stdout, stderr)
 	defer stop()
 
 	progress := stderr
