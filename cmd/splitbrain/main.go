@@ -217,6 +217,8 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 		return f, nil, 0, &usageError{fmt.Sprintf("--clients %d: want a whole number from 1 to 64", o.Clients)}
 	case given["time"] && o.Duration < time.Millisecond:
 		return f, nil, 0, &usageError{fmt.Sprintf("--time %v: want a duration of at least 1ms such as 10s", o.Duration)}
+	case given["time"] && scenarios.CheckDuration(o.Duration) != nil:
+		return f, nil, 0, &usageError{fmt.Sprintf("--time %v: %v", o.Duration, scenarios.CheckDuration(o.Duration))}
 	}
 	if f.backend != "" && !slices.Contains(scenarios.Backends, f.backend) {
 		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: want one of %s", f.backend, strings.Join(scenarios.Backends, ", "))}
