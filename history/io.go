@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -249,16 +250,45 @@ func validate(e *Event, want, lastTime int64) error {
 	return nil
 }
 
-// ReadFile reads the history at path.
+// MaxFileSize bounds a history ReadFile reads: ten times a run of a
+// million operations (207 MB), and past what a machine that reads it whole
+// (some three bytes of memory per byte of history) is likely to have.
+const MaxFileSize = 2 << 30
+
+// ErrNotFile marks a history path that is not a regular file: a FIFO
+// would wait for a writer, a device never ends.
+var ErrNotFile = errors.New("not a regular file")
+
+// ErrTooLarge marks a history larger than MaxFileSize.
+var ErrTooLarge = errors.New("history too large")
+
+// ReadFile reads the history at path: a regular file of at most
+// MaxFileSize bytes. It is opened without blocking, so that a FIFO is
+// refused rather than waited on.
 func ReadFile(path string) ([]Event, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
-	var size int64
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		size = fi.Size()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
 	}
-	return parse(f, path, size)
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("history: %s: %w", path, ErrNotFile)
+	}
+	tooLarge := func(size int64) error {
+		return fmt.Errorf("%w: %s: %d bytes, more than the %d GiB a history may have", ErrTooLarge, path, size, MaxFileSize>>30)
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, tooLarge(fi.Size())
+	}
+	// A file still growing is read up to one byte past the limit, to tell.
+	lr := &io.LimitedReader{R: f, N: MaxFileSize + 1}
+	events, err := parse(lr, path, fi.Size())
+	if lr.N == 0 {
+		return nil, tooLarge(MaxFileSize + 1)
+	}
+	return events, err
 }

@@ -37,7 +37,33 @@ func (n notFoundFS) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
+	if d, ok := f.(fs.ReadDirFile); ok {
+		return listedDir{d}, nil
+	}
 	return f, nil
+}
+
+// listedDir is a folder whose listing names only what can be served:
+// not hidden names (the store's temporary files, which allowedPath
+// refuses), and not symbolic links, which may lead anywhere (os.Root
+// serves those that stay in the store when asked for by name).
+type listedDir struct{ fs.ReadDirFile }
+
+func (d listedDir) ReadDir(n int) ([]fs.DirEntry, error) {
+	for {
+		entries, err := d.ReadDirFile.ReadDir(n)
+		shown := entries[:0]
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), ".") && e.Type()&fs.ModeSymlink == 0 {
+				shown = append(shown, e)
+			}
+		}
+		// For n > 0 an empty slice must come with an error: a batch of
+		// nothing but hidden names is followed by the next.
+		if len(shown) > 0 || err != nil || n <= 0 {
+			return shown, err
+		}
+	}
 }
 
 // Close releases the store.

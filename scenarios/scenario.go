@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -227,7 +226,7 @@ func (es Errors) Error() string {
 // errors can name their line.
 type fileSpec struct {
 	Name        string       `yaml:"name"`
-	Description string       `yaml:"description"`
+	Description yaml.Node    `yaml:"description"`
 	Expect      yaml.Node    `yaml:"expect"`
 	Cluster     clusterSpec  `yaml:"cluster"`
 	Lock        lockSpec     `yaml:"lock"`
@@ -273,6 +272,9 @@ var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
 
 // Parse reads a scenario from data; file names it in errors.
 func Parse(data []byte, file string) (*Scenario, error) {
+	if len(data) > MaxFileSize {
+		return nil, Errors{{File: file, Msg: fmt.Sprintf("%d bytes, more than the %d KiB a scenario file may have", len(data), MaxFileSize>>10)}}
+	}
 	var spec fileSpec
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -344,9 +346,23 @@ func (p *parser) fail(n *yaml.Node, field, format string, args ...any) {
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
 func (p *parser) scenario(s *fileSpec) *Scenario {
-	sc := &Scenario{Name: s.Name, Description: strings.TrimSpace(s.Description)}
-	if !namePattern.MatchString(s.Name) {
+	sc := &Scenario{Name: s.Name, Description: strings.TrimSpace(s.Description.Value)}
+	switch {
+	case len(s.Name) > MaxName:
+		p.fail(nil, "name", "%d characters, more than the %d a name may have", len(s.Name), MaxName)
+	case !namePattern.MatchString(s.Name):
 		p.fail(nil, "name", "%q: want a lower-case name of letters, digits and dashes, such as clock-jump", s.Name)
+	}
+	switch d := &s.Description; {
+	case d.Kind != 0 && d.Kind != yaml.ScalarNode:
+		p.fail(d, "description", "want text")
+	case len(sc.Description) > MaxDescription:
+		p.fail(d, "description", "%d bytes, more than the %d a description may have; keep the story short, and the rest in comments", len(sc.Description), MaxDescription)
+	}
+	if len(s.Steps) > MaxSteps {
+		// Parsing 800 000 steps one by one would only list as many errors.
+		p.fail(&s.Steps[MaxSteps], "steps", "%d steps, more than the %d a scenario may have", len(s.Steps), MaxSteps)
+		return sc
 	}
 	sc.Expects = p.expectation(&s.Expect)
 	sc.Nodes = p.count(&s.Cluster.Nodes, "cluster.nodes", 5, 1, 15)
@@ -491,6 +507,10 @@ func (p *parser) duration(n *yaml.Node, field string, def, min time.Duration) ti
 		p.fail(n, field, "%q is not valid; want a duration of at least %v such as 1500ms or 2s", n.Value, min)
 		return def
 	}
+	if err := CheckDuration(d); err != nil {
+		p.fail(n, field, "%q is too long; %v", n.Value, err)
+		return def
+	}
 	return d
 }
 
@@ -520,6 +540,12 @@ func (p *parser) span(n *yaml.Node, field string, allowNegative bool) (Span, boo
 	}
 	if !allowNegative && min < 0 {
 		return bad()
+	}
+	for _, d := range []time.Duration{min, max} {
+		if err := CheckDuration(d); err != nil {
+			p.fail(n, field, "%q is too long; %v", n.Value, err)
+			return Span{}, false
+		}
 	}
 	return Span{Min: min, Max: max}, true
 }
@@ -690,9 +716,9 @@ func Load(nameOrPath string) (*Scenario, error) {
 		}
 		return Parse(data, "builtin/"+nameOrPath+".yaml")
 	}
-	data, err := os.ReadFile(nameOrPath)
+	data, err := readFile(nameOrPath)
 	if err != nil {
-		return nil, fmt.Errorf("scenario: %w", err)
+		return nil, err
 	}
 	return Parse(data, nameOrPath)
 }
@@ -753,6 +779,9 @@ func (sc *Scenario) Override(o Overrides) error {
 		}
 		if o.Duration < time.Millisecond {
 			return fmt.Errorf("--time %v: want a duration of at least 1ms such as 10s", o.Duration)
+		}
+		if err := CheckDuration(o.Duration); err != nil {
+			return fmt.Errorf("--time %v: %w", o.Duration, err)
 		}
 		sc.Workload.Duration = o.Duration
 	}

@@ -77,9 +77,9 @@ func (p *parser) expectOutcome(st *Step, n *yaml.Node, field string) bool {
 // names the other form, a wait for a condition.
 func (p *parser) waitSpan(n *yaml.Node, field string) (Span, bool) {
 	sp, ok := p.span(n, field, false)
-	if !ok {
-		e := p.errs[len(p.errs)-1]
-		e.Msg += ", or a condition such as {until: expired, client: c1}, {until: up, node: n3}, {until: down, node: n3}, {until: paused, client: c1} or {until: wrote, client: c2}"
+	// A duration too long is not helped by the other form.
+	if e := p.errs; !ok && strings.Contains(e[len(e)-1].Msg, "is not valid") {
+		e[len(e)-1].Msg += ", or a condition such as {until: expired, client: c1}, {until: up, node: n3}, {until: down, node: n3}, {until: paused, client: c1} or {until: wrote, client: c2}"
 	}
 	return sp, ok
 }

@@ -99,6 +99,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	var le *history.LineError
 	switch {
 	case err == nil:
+	case errors.Is(err, history.ErrTooLarge):
+		return exitUsage, &usageError{fmt.Sprintf("%v; a run of a million operations writes some 200 MB", err)}
+	case errors.Is(err, history.ErrNotFile):
+		// Replaced after the stat above: refused all the same.
+		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %v", dir, err)}
 	case errors.As(err, &le) && errors.Is(err, history.ErrTruncated):
 		incomplete = fmt.Sprintf("%s ends in a line cut short at line %d, as a crash leaves it; the %d event(s) before it were checked",
 			results.HistoryFile, le.Line, len(events))
@@ -174,7 +179,7 @@ func checkMeta(dir string) (results.Meta, error) {
 	}
 	return results.Meta{
 		Scenario: filepath.Base(filepath.Dir(abs)),
-		Command:  "splitbrain check " + dir,
+		Command:  shellCommand("splitbrain", "check", dir),
 	}, err
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -170,5 +171,49 @@ func TestCheckRefusesMarkupInAProcessName(t *testing.T) {
 	}
 	if res.code != 2 || strings.Contains(res.stdout+res.stderr, "\x1b") {
 		t.Errorf("exit %d (want 2: the prefix is judged, and is incomplete); a raw escape reached the terminal:\n%q", res.code, res.stdout+res.stderr)
+	}
+}
+
+// A history check cannot use is refused at once with 254: one that is not
+// a regular file (a FIFO would wait for a writer, a device never ends) or
+// one larger than any run writes (read whole, it would take the machine's
+// memory). The large one is sparse: its size costs no disk.
+func TestCheckRefusesHistoriesItCannotUse(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	fifo := storeRun(t, nil)
+	os.Remove(filepath.Join(fifo, "history.jsonl"))
+	if err := syscall.Mkfifo(filepath.Join(fifo, "history.jsonl"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	device := storeRun(t, nil)
+	os.Remove(filepath.Join(device, "history.jsonl"))
+	if err := os.Symlink("/dev/zero", filepath.Join(device, "history.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	huge := storeRun(t, []byte("{\"not\": \"an event\"}\n"))
+	if err := os.Truncate(filepath.Join(huge, "history.jsonl"), history.MaxFileSize+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dir string
+		want      []string
+	}{
+		{"fifo", fifo, []string{"history.jsonl is a named pipe, not a file"}},
+		{"device", device, []string{"history.jsonl is a device, not a file"}},
+		{"oversized", huge, []string{"history.jsonl: 2147483649 bytes, more than the 2 GiB a history may have"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			res := e.runFor(10*time.Second, "check", tc.dir)
+			if res.code != 254 || time.Since(start) > 5*time.Second {
+				t.Errorf("exit %d after %v, want 254 at once", res.code, time.Since(start).Round(time.Millisecond))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stderr, w) {
+					t.Errorf("stderr lacks %q", w)
+				}
+			}
+		})
 	}
 }

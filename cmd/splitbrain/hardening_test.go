@@ -1,6 +1,8 @@
 package main_test
 
 import (
+	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -199,4 +202,168 @@ func TestNoRedisServer(t *testing.T) {
 		}
 	}
 	e.checkClean()
+}
+
+// checkStopped asserts that a run stopped early by a signal (or a closed
+// stdout) ended as Ctrl-C ends it: by its own exit, not killed by the
+// signal, with an unknown or invalid verdict, a report and a result.json,
+// and nothing left running.
+func checkStopped(t *testing.T, e *env, state *os.ProcessState, store, scenario string) {
+	t.Helper()
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		t.Fatalf("the harness was killed by %v: no report, no result", ws.Signal())
+	}
+	if code := state.ExitCode(); code != 2 && code != 1 {
+		t.Errorf("exit code %d, want 2 (unknown) or 1 (invalid)", code)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(store, scenario, "2*"))
+	if len(dirs) != 1 {
+		t.Fatalf("run folders %v, want one", dirs)
+	}
+	for _, f := range []string{"report.html", "result.json", "history.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
+			t.Errorf("the stopped run left no %s: %v", f, err)
+		}
+	}
+	if rec := readRecord(t, dirs[0]); rec.Result.Verdict != "unknown" && rec.Result.Verdict != "invalid" {
+		t.Errorf("result.json verdict %q, want unknown or invalid", rec.Result.Verdict)
+	}
+	e.checkClean()
+}
+
+// `splitbrain run … | head -1`: the reader goes away after one line. The
+// run is not lost: the harness stops as at Ctrl-C and writes its report
+// and result, where it used to die of SIGPIPE (exit 141) at its next line.
+func TestClosedStdoutStopsLikeCtrlC(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := filepath.Join(t.TempDir(), "runs")
+	cmd := e.command(t.Context(), "run", "clock-jump", "--seed", "3", "--store", store)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = pw, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	// As head -1 does: read a block, keep its first line, exit.
+	first, _ := bufio.NewReader(pr).ReadString('\n')
+	pr.Close()
+	err = cmd.Wait()
+	t.Logf("first line %q; wait: %v; stderr:\n%s", first, err, stderr.String())
+	if !strings.Contains(first, "scenario clock-jump") {
+		t.Errorf("first line %q", first)
+	}
+	checkStopped(t, e, cmd.ProcessState, store, "clock-jump")
+}
+
+// A closed terminal sends SIGHUP to its foreground job: the run stops as at
+// Ctrl-C, with a report and a result, where it used to die at once
+// (exit 129) and leave its cluster for the next start to reap.
+func TestHangupStopsLikeCtrlC(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "long-wait.yaml")
+	writeFile(t, file, longScenario)
+	store := filepath.Join(t.TempDir(), "runs")
+	r := e.start("run", file, "--seed", "1", "--store", store)
+	r.waitFor(t, "wait 1m0s", 30*time.Second)
+	if err := syscall.Kill(-r.cmd.Process.Pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, 15*time.Second)
+	checkStopped(t, e, r.cmd.ProcessState, store, "long-wait")
+}
+
+// Input the harness cannot use is refused at once with exit 254 and a
+// message saying what is wrong and what would do: a path that is not a
+// regular file (a device never ends, a FIFO waits for a writer), a file
+// or a part of one too large to be a scenario, a duration longer than any
+// run. The child runs under an address-space limit, so that a regression
+// fails here instead of taking the machine's memory.
+func TestUnboundedInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scenario := func(name, body string) string {
+		path := filepath.Join(dir, name+".yaml")
+		writeFile(t, path, "name: "+name+"\nexpect: any\ncluster: {nodes: 3}\n"+body)
+		return path
+	}
+	huge := scenario("huge", "steps:\n  - wait: 1ms\n"+strings.Repeat("# padding\n", 30_000))
+	var steps strings.Builder
+	steps.WriteString("steps:\n")
+	for range 10_001 {
+		steps.WriteString("  - wait: 1ms\n")
+	}
+	manySteps := scenario("many-steps", steps.String())
+	longDescription := scenario("long-description", "description: "+strings.Repeat("x", 5000)+"\nsteps:\n  - wait: 1ms\n")
+	longWait := scenario("long-wait", "steps:\n  - wait: 100000h\n")
+	longRange := scenario("long-range", "steps:\n  - wait: 1s..100000h\n")
+	longClock := scenario("long-clock", "steps:\n  - clock: {node: n1, jump: -100000h}\n")
+	longWorkload := scenario("long-workload", "workload: {kind: counter, duration: 100000h}\n")
+	longTTL := scenario("long-ttl", "lock: {ttl: 100000h}\nsteps:\n  - wait: 1ms\n")
+	longName := filepath.Join(dir, "long-name.yaml")
+	writeFile(t, longName, "name: "+strings.Repeat("a", 200)+"\nexpect: any\nsteps:\n  - wait: 1ms\n")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"device", []string{"run", "/dev/zero"}, []string{"/dev/zero: a device, not a regular file"}},
+		{"fifo", []string{"run", fifo}, []string{fifo + ": a named pipe, not a regular file"}},
+		{"folder", []string{"run", dir + "/"}, []string{dir + "/: a folder, not a regular file"}},
+		{"fifo in a suite", []string{"suite", fifo}, []string{fifo + ": a named pipe, not a regular file"}},
+		{"oversized file", []string{"run", huge}, []string{huge + ": ", "bytes, more than the 256 KiB a scenario file may have"}},
+		{"too many steps", []string{"run", manySteps}, []string{manySteps + ":10005: steps: 10001 steps, more than the 10000 a scenario may have"}},
+		{"long description", []string{"run", longDescription}, []string{longDescription + ":4: description: 5000 bytes, more than the 4096"}},
+		{"long name", []string{"run", longName}, []string{longName + ": name: 200 characters, more than the 64"}},
+		{"long wait", []string{"run", longWait}, []string{longWait + ":5: steps[0].wait", `"100000h"`, "at most 24h"}},
+		{"long range", []string{"run", longRange}, []string{longRange + ":5: steps[0].wait", `"1s..100000h"`, "at most 24h"}},
+		{"long clock jump", []string{"run", longClock}, []string{longClock + ":5: steps[0].clock.jump", "at most 24h"}},
+		{"long workload", []string{"run", longWorkload}, []string{longWorkload + ":4: workload.duration", `"100000h"`, "at most 24h"}},
+		{"long ttl", []string{"run", longTTL}, []string{longTTL + ":4: lock.ttl", "at most 24h"}},
+		{"long --time", []string{"run", "random-all-counter", "--time", "100000h"}, []string{"--time 100000h0m0s", "at most 24h"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			store := filepath.Join(t.TempDir(), "runs")
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			cmd := e.command(ctx)
+			cmd.Path = "/bin/sh"
+			cmd.Args = append([]string{"sh", "-c", `ulimit -v 4000000 && exec "$0" "$@"`, binary}, append(tc.args, "--store", store)...)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			t.Logf("exit %d after %v; stderr:\n%.2000s", cmd.ProcessState.ExitCode(), took.Round(time.Millisecond), stderr.String())
+			if code := cmd.ProcessState.ExitCode(); code != 254 {
+				t.Errorf("exit code %d, want 254", code)
+			}
+			if took > 5*time.Second {
+				t.Errorf("took %v, want an answer at once", took)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q", w)
+				}
+			}
+			if _, err := os.Stat(store); err == nil {
+				t.Errorf("bad input made the store")
+			}
+		})
+	}
 }

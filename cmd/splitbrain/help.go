@@ -30,7 +30,9 @@ Runs one scenario, a built-in name (splitbrain list) or a .yaml file, and
 prints its seed, its progress, its verdict and the path of its report. A
 scenario whose lock.kind lists several locks (kind: [redlock, redsync]) is
 played once per lock, one after another, each play its own run folder and
-report, each verdict printed.
+report, each verdict printed. Ctrl-C, SIGTERM, SIGHUP (a closed terminal)
+or a closed stdout (run … | head -1) stops the run; it heals, cleans up and
+still writes its report and result.json.
 
 Flags:
 ` + runFlagsHelp + `

@@ -17,12 +17,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -75,6 +73,7 @@ func main() {
 	// go-redis logs every failed dial; under a nemesis that is most of them,
 	// and the history already records what matters.
 	redis.SetLogger(quietLogger{})
+	keepSIGPIPE()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -218,6 +217,8 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 		return f, nil, 0, &usageError{fmt.Sprintf("--clients %d: want a whole number from 1 to 64", o.Clients)}
 	case given["time"] && o.Duration < time.Millisecond:
 		return f, nil, 0, &usageError{fmt.Sprintf("--time %v: want a duration of at least 1ms such as 10s", o.Duration)}
+	case given["time"] && scenarios.CheckDuration(o.Duration) != nil:
+		return f, nil, 0, &usageError{fmt.Sprintf("--time %v: %v", o.Duration, scenarios.CheckDuration(o.Duration))}
 	}
 	if f.backend != "" && !slices.Contains(scenarios.Backends, f.backend) {
 		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: want one of %s", f.backend, strings.Join(scenarios.Backends, ", "))}
@@ -248,7 +249,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := checkStore(f.store); err != nil {
 		return exitUsage, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stdout, stderr, stop := stopContext(stdout, stderr)
 	defer stop()
 	plays := sc.Plays()
 	var rows []runSummary
@@ -395,7 +396,7 @@ func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags, multi bool) st
 	if b := effectiveBackend(sc, f); b != scenarios.BackendLocal {
 		parts = append(parts, "--backend", b)
 	}
-	return strings.Join(parts, " ")
+	return shellCommand(parts...)
 }
 
 // effectiveBackend is where sc's nodes run: --backend, else the file's

@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"splitbrain/results"
@@ -55,7 +53,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stdout, stderr, stop := stopContext(stdout, stderr)
 	defer stop()
 	if err := serveStore(ctx, f, stdout, stderr); err != nil {
 		return exitInternal, err

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"splitbrain/results"
@@ -89,7 +87,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 			ready[b] = true
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stdout, stderr, stop := stopContext(stdout, stderr)
 	defer stop()
 
 	progress := stderr
@@ -146,7 +144,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	runsRead, readErr := scenarios.ReadRuns(dirs)
 	m := scenarios.AssembleMatrix(runsRead, scs, locks)
 	m.Title = "splitbrain suite"
-	m.Command = strings.Join(append([]string{"splitbrain", "suite"}, args...), " ")
+	m.Command = shellCommand(append([]string{"splitbrain", "suite"}, args...)...)
 	m.Seed, m.Seeds, m.Runs, m.Started, m.Wall = seed, seeds, f.runs, started, results.Duration(wall.Round(time.Second))
 	if ctx.Err() != nil {
 		m.Partial = fmt.Sprintf("the suite was interrupted after %v; %d of %d plays ended (each healed, cleaned up and reported), the others were not started",
@@ -391,7 +389,7 @@ func cmdMatrix(args []string, stdout io.Writer) (int, error) {
 	runs, readErr := scenarios.ReadRuns(dirs)
 	m := scenarios.AssembleMatrix(runs, nil, slices.Clone(scenarios.LockKinds))
 	m.Title = "splitbrain matrix"
-	m.Command = strings.Join(append([]string{"splitbrain", "matrix"}, args...), " ")
+	m.Command = shellCommand(append([]string{"splitbrain", "matrix"}, args...)...)
 	seeds := map[int64]bool{}
 	for _, r := range runs {
 		seeds[r.Rec.Meta.Seed] = true

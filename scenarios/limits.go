@@ -1,0 +1,98 @@
+package scenarios
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Limits of a scenario file. A scenario is written by hand: the largest
+// built-in is under 2 KB and 20 steps. The limits keep a wrong path
+// (/dev/zero), a generated file gone wrong or a hostile one from taking the
+// machine's memory or keeping a run going for years; each is refused at
+// once with a message naming it.
+const (
+	// MaxFileSize bounds a scenario file: its YAML is parsed whole, at
+	// some 200 bytes of memory per byte of steps.
+	MaxFileSize = 256 << 10
+	// MaxSteps bounds the steps of one scenario.
+	MaxSteps = 10_000
+	// MaxDescription bounds the description, which result.json and every
+	// report carry.
+	MaxDescription = 4 << 10
+	// MaxName bounds the name, which names the run folders.
+	MaxName = 64
+	// MaxDuration bounds every duration a scenario or --time gives (a
+	// wait, a fault's for, a clock jump, a workload's duration, a TTL):
+	// a day is longer than any run is meant to be.
+	MaxDuration = 24 * time.Hour
+)
+
+// maxDurationText is MaxDuration as people write it.
+var maxDurationText = strings.TrimSuffix(MaxDuration.String(), "0m0s")
+
+// CheckDuration says why d cannot be a duration of a run, or nil.
+func CheckDuration(d time.Duration) error {
+	switch {
+	case d > MaxDuration:
+		return fmt.Errorf("want at most %s", maxDurationText)
+	case d < -MaxDuration:
+		// A clock jump back.
+		return fmt.Errorf("want at most %s either way", maxDurationText)
+	}
+	return nil
+}
+
+// readFile reads the scenario file at path: a regular file of at most
+// MaxFileSize bytes. It is opened without blocking so that a FIFO is
+// refused rather than waited on.
+func readFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("a %s, not a regular file; give a scenario .yaml file or a built-in name", fileKind(fi.Mode()))}
+	}
+	tooLarge := func(size int64) error {
+		return &Error{File: path, Msg: fmt.Sprintf("%d bytes, more than the %d KiB a scenario file may have", size, MaxFileSize>>10)}
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, tooLarge(fi.Size())
+	}
+	// The file may grow after the stat: read one byte past the limit to
+	// tell.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("scenario: reading %s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, tooLarge(int64(len(data)))
+	}
+	return data, nil
+}
+
+// fileKind names what a file that is not a regular file is, for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "folder"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	}
+	return "special file"
+}
