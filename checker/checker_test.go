@@ -622,3 +622,48 @@ func TestLeaseLapsedAtGrantIsP2sToJudge(t *testing.T) {
 			byName[PropCriticalSection], res.Verdict, res.Reason)
 	}
 }
+
+// One rule for a grant whose validity had ended by the time its client saw
+// it: it carries no belief for P1, in the interval sweep and in porcupine's
+// operations alike. c2 holds the lock from 0.15s to 2s; c1's acquire,
+// invoked at 0.1s, comes back at 1s with a deadline around it. Before the
+// OK (or at it) the grant promised nothing: P1 holds, whatever porcupine
+// would make of an expiry at the deadline. After it, c1 believed for an
+// instant inside c2's belief: P1 is broken.
+func TestLapsedGrantOneRule(t *testing.T) {
+	tests := []struct {
+		name     string
+		deadline float64
+		p1       Verdict
+		overlaps int
+	}{
+		{"deadline well before the OK, after the other grant", 0.5, Valid, 0},
+		{"deadline just before the OK", 0.999, Valid, 0},
+		{"deadline at the OK", 1.0, Valid, 0},
+		{"deadline just after the OK", 1.001, Invalid, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &historytest.Builder{}
+			b.Add("c1", history.Invoke, history.Acquire, "k", 0.1)
+			b.Acquire("c2", "k", 0.12, 0.15, 2.0)
+			b.Add("c1", history.OK, history.Acquire, "k", 1.0, historytest.Deadline(tt.deadline))
+			res := Check(b.Events())
+			p1 := property(t, res, PropLeaseLock)
+			if p1.Verdict != tt.p1 || res.ViolationCount != tt.overlaps {
+				t.Fatalf("P1 = %s with %d overlap(s) (%s), want %s with %d", p1.Verdict, res.ViolationCount, p1.Reason, tt.p1, tt.overlaps)
+			}
+			if tt.p1 == Valid && res.Ops != 2 {
+				t.Errorf("ops = %d, want c2's 2 only: the lapsed grant is no operation of P1", res.Ops)
+			}
+			if tt.p1 == Invalid && !strings.Contains(p1.Reason, "1 overlapping belief interval") {
+				t.Errorf("reason = %q, want the overlap named", p1.Reason)
+			}
+			// P2 still judges what c1 did with the grant, in the sweep
+			// and in porcupine's operations alike.
+			if cs := res.CriticalSection; cs == nil || cs.Verdict != Invalid || cs.Ops != 4 {
+				t.Errorf("P2 = %+v, want invalid over the 4 operations of both grants", cs)
+			}
+		})
+	}
+}
