@@ -388,6 +388,7 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 		k := a.key(inv.Key)
 		switch e.Type {
 		case history.OK:
+			a.plausible(inv, e)
 			k.Acquired++
 			// A lease ends at its deadline, its release or its
 			// replacement by a granted lease — not at a new attempt:
@@ -409,6 +410,7 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 		if e.Type != history.OK || e.Deadline == nil {
 			return
 		}
+		a.plausible(inv, e)
 		pk = holderOf(active, inv)
 		b, ok := active[pk]
 		switch {
@@ -427,6 +429,35 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 			active[procKey{inv.Process, inv.Key}] = newBelief(inv, e)
 			a.notes = append(a.notes, fmt.Sprintf("extend by %s at event %d succeeded after its lease had lapsed", inv.Process, e.Index))
 		}
+	}
+}
+
+// driftAllowance is what Redlock takes off a lease's validity for clock
+// drift (DESIGN.md): 1% of the TTL plus 2ms. Here it is slack: no lock
+// grants more than the TTL from an instant before its OK.
+func driftAllowance(ttl int64) int64 { return ttl/100 + int64(2*time.Millisecond) }
+
+// plausible records as a problem a deadline that no lock could have granted
+// on the harness's one clock: a lock measures the validity from an instant
+// at or after the invoke and before the OK, and grants at most the TTL from
+// there. So the deadline is neither before the invoke nor later than the
+// OK + TTL + drift allowance (the TTL the invoke records; without it only
+// the first bound is known). The bound counts from the OK, not the invoke:
+// a lock set to retry begins its last attempt long after the invoke. Such
+// a deadline is a broken history — a wrong clock or a bug of the lock's
+// adapter — and a violation found from it would be made up.
+func (a *analysis) plausible(inv, ok *history.Event) {
+	if ok.Deadline == nil {
+		return
+	}
+	d := *ok.Deadline
+	switch {
+	case d < inv.Time:
+		a.problem(fmt.Sprintf("event %d: %s by %s granted a lease valid until %s, before the %s was invoked at %s (event %d)",
+			ok.Index, ok.F, ok.Process, Seconds(d), inv.F, Seconds(inv.Time), inv.Index))
+	case inv.TTL > 0 && d-inv.TTL-driftAllowance(inv.TTL) > ok.Time:
+		a.problem(fmt.Sprintf("event %d: %s by %s granted a lease valid until %s, later than its OK at %s plus the TTL (%s) and the drift allowance (%s)",
+			ok.Index, ok.F, ok.Process, Seconds(d), Seconds(ok.Time), Seconds(inv.TTL), Seconds(driftAllowance(inv.TTL))))
 	}
 }
 

@@ -83,6 +83,9 @@ func TestClientRecordsOutcomes(t *testing.T) {
 					t.Fatalf("recorded %v, want %v", types, want)
 				}
 			}
+			if events[0].TTL != int64(time.Second) {
+				t.Errorf("acquire invoke records TTL %d, want the %d asked for", events[0].TTL, int64(time.Second))
+			}
 			ok := events[1]
 			if tc.wantAcquire == history.OK {
 				if ok.Deadline == nil || *ok.Deadline <= ok.Time || ok.StringValue() != "v-k" || len(ok.Nodes) != 2 {
