@@ -61,6 +61,10 @@ type Belief struct {
 
 	// lastOp is when the lease's last resource operation completed.
 	lastOp int64
+	// root is the belief that began the lease: itself, or for a belief
+	// begun by a late extension the belief of the lease it extended. The
+	// lease's resource operations are one critical section across both.
+	root *Belief
 }
 
 // Attempt is an acquire whose client did not see it succeed: failed,
@@ -156,18 +160,23 @@ type analysis struct {
 	ops      []*resourceOp // resource operations, in invoke order
 	problems []string      // inconsistencies: the history cannot be judged
 	notes    []string      // oddities that do not affect the verdict
+	// byValue is the latest belief of each lease, by key and lock value:
+	// resource operations name their lease by its value.
+	byValue map[leaseKey]*Belief
 }
 
 type procKey struct{ process, key string }
+
+type leaseKey struct{ key, value string }
 
 // resourceOp is one operation on the protected resource: an invoke and its
 // completion, and the lease it ran under.
 type resourceOp struct {
 	inv  int // position of the invoke in the history
 	done int // position of the completion; -1 while pending
-	// lease is the belief of the invoking process on the op's key; nil for
-	// the harness's initial writes and final reads, and for an operation
-	// outside any lease.
+	// lease is the belief of the lease the op ran under (see leaseOf); nil
+	// for the harness's initial writes and final reads, and for an
+	// operation outside any lease.
 	lease *Belief
 }
 
@@ -187,7 +196,7 @@ func isResource(f history.Func) bool {
 // belief intervals and attempts, resource operations into resourceOps tied
 // to their leases, and nemesis events into fault windows.
 func analyze(events []history.Event) *analysis {
-	a := &analysis{events: events, keys: map[string]*KeyInfo{}}
+	a := &analysis{events: events, keys: map[string]*KeyInfo{}, byValue: map[leaseKey]*Belief{}}
 	a.presize(events)
 	// One map lookup per event finds the process's pending invoke and
 	// resource operation.
@@ -230,7 +239,7 @@ func analyze(events []history.Event) *analysis {
 			}
 			pr.pending, pr.op = i, nil
 			if isResource(e.F) {
-				op := &resourceOp{inv: i, done: -1, lease: active[procKey{e.Process, e.Key}]}
+				op := &resourceOp{inv: i, done: -1, lease: a.leaseOf(e, active)}
 				if op.lease != nil {
 					op.lease.ResourceOps++
 				}
@@ -388,6 +397,7 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 		k := a.key(inv.Key)
 		switch e.Type {
 		case history.OK:
+			a.plausible(inv, e)
 			k.Acquired++
 			// A lease ends at its deadline, its release or its
 			// replacement by a granted lease — not at a new attempt:
@@ -395,7 +405,7 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 			// granted (workload.Client replaces it only then), so a
 			// refused or unknown re-acquire leaves the old belief whole.
 			a.close(active, pk, e.Time, e.Index, EndReacquire)
-			active[pk] = newBelief(inv, e)
+			active[pk] = a.newBelief(inv, e)
 		case history.Fail, history.Info:
 			if e.Type == history.Fail {
 				k.Failed++
@@ -409,6 +419,7 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 		if e.Type != history.OK || e.Deadline == nil {
 			return
 		}
+		a.plausible(inv, e)
 		pk = holderOf(active, inv)
 		b, ok := active[pk]
 		switch {
@@ -424,16 +435,76 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 			// the client believes again from here: that is a new claim.
 			a.close(active, pk, e.Time, -1, "")
 			a.key(inv.Key).Acquired++
-			active[procKey{inv.Process, inv.Key}] = newBelief(inv, e)
+			active[procKey{inv.Process, inv.Key}] = a.newBelief(inv, e)
 			a.notes = append(a.notes, fmt.Sprintf("extend by %s at event %d succeeded after its lease had lapsed", inv.Process, e.Index))
 		}
 	}
 }
 
-func newBelief(inv, ok *history.Event) *Belief {
-	return &Belief{Client: inv.Process, Key: inv.Key, Value: lockValue(inv, ok), Invoke: inv.Time, Start: ok.Time,
+// driftAllowance is what Redlock takes off a lease's validity for clock
+// drift (DESIGN.md): 1% of the TTL plus 2ms. Here it is slack: no lock
+// grants more than the TTL from an instant before its OK.
+func driftAllowance(ttl int64) int64 { return ttl/100 + int64(2*time.Millisecond) }
+
+// plausible records as a problem a deadline that no lock could have granted
+// on the harness's one clock: a lock measures the validity from an instant
+// at or after the invoke and before the OK, and grants at most the TTL from
+// there. So the deadline is neither before the invoke nor later than the
+// OK + TTL + drift allowance (the TTL the invoke records; without it only
+// the first bound is known). The bound counts from the OK, not the invoke:
+// a lock set to retry begins its last attempt long after the invoke. Such
+// a deadline is a broken history — a wrong clock or a bug of the lock's
+// adapter — and a violation found from it would be made up.
+func (a *analysis) plausible(inv, ok *history.Event) {
+	if ok.Deadline == nil {
+		return
+	}
+	d := *ok.Deadline
+	switch {
+	case d < inv.Time:
+		a.problem(fmt.Sprintf("event %d: %s by %s granted a lease valid until %s, before the %s was invoked at %s (event %d)",
+			ok.Index, ok.F, ok.Process, Seconds(d), inv.F, Seconds(inv.Time), inv.Index))
+	case inv.TTL > 0 && d-inv.TTL-driftAllowance(inv.TTL) > ok.Time:
+		a.problem(fmt.Sprintf("event %d: %s by %s granted a lease valid until %s, later than its OK at %s plus the TTL (%s) and the drift allowance (%s)",
+			ok.Index, ok.F, ok.Process, Seconds(d), Seconds(ok.Time), Seconds(inv.TTL), Seconds(driftAllowance(inv.TTL))))
+	}
+}
+
+// newBelief begins a belief at an acquire's (or a late extension's) OK. A
+// belief of a lock value already granted on the key continues that lease
+// (a late extension: the same lease, believed again).
+func (a *analysis) newBelief(inv, ok *history.Event) *Belief {
+	b := &Belief{Client: inv.Process, Key: inv.Key, Value: lockValue(inv, ok), Invoke: inv.Time, Start: ok.Time,
 		Deadline: ok.Deadline, Nodes: ok.Nodes, Token: ok.Token,
 		InvokeIndex: inv.Index, OKIndex: ok.Index, EndIndex: -1}
+	b.root = b
+	if b.Value == "" {
+		return b
+	}
+	lk := leaseKey{b.Key, b.Value}
+	if prev := a.byValue[lk]; prev != nil && inv.F == history.Extend {
+		b.root = prev.root
+	}
+	a.byValue[lk] = b
+	return b
+}
+
+// leaseOf finds the lease a resource operation ran under. The operation
+// names it by its lock value (Event.Lease, what the client believed it
+// held), which ties it to its lease wherever it was made: after the
+// lease's deadline or release, or under the process id a client continues
+// as after an unknown outcome. A history that does not record the value
+// falls back to the process: the belief it holds on the key, if any.
+func (a *analysis) leaseOf(e *history.Event, active map[procKey]*Belief) *Belief {
+	if e.Lease == "" {
+		return active[procKey{e.Process, e.Key}]
+	}
+	if b := a.byValue[leaseKey{e.Key, e.Lease}]; b != nil {
+		return b
+	}
+	a.notes = append(a.notes, fmt.Sprintf("%s by %s on %q at event %d names lease %q, which no acquire of %q was granted",
+		e.F, e.Process, e.Key, e.Index, e.Lease, e.Key))
+	return nil
 }
 
 // close ends pk's belief at min(deadline, at) for P1 and its critical

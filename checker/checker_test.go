@@ -622,3 +622,130 @@ func TestLeaseLapsedAtGrantIsP2sToJudge(t *testing.T) {
 			byName[PropCriticalSection], res.Verdict, res.Reason)
 	}
 }
+
+// One rule for a grant whose validity had ended by the time its client saw
+// it: it carries no belief for P1, in the interval sweep and in porcupine's
+// operations alike. c2 holds the lock from 0.15s to 2s; c1's acquire,
+// invoked at 0.1s, comes back at 1s with a deadline around it. Before the
+// OK (or at it) the grant promised nothing: P1 holds, whatever porcupine
+// would make of an expiry at the deadline. After it, c1 believed for an
+// instant inside c2's belief: P1 is broken.
+func TestLapsedGrantOneRule(t *testing.T) {
+	tests := []struct {
+		name     string
+		deadline float64
+		p1       Verdict
+		overlaps int
+	}{
+		{"deadline well before the OK, after the other grant", 0.5, Valid, 0},
+		{"deadline just before the OK", 0.999, Valid, 0},
+		{"deadline at the OK", 1.0, Valid, 0},
+		{"deadline just after the OK", 1.001, Invalid, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &historytest.Builder{}
+			b.Add("c1", history.Invoke, history.Acquire, "k", 0.1)
+			b.Acquire("c2", "k", 0.12, 0.15, 2.0)
+			b.Add("c1", history.OK, history.Acquire, "k", 1.0, historytest.Deadline(tt.deadline))
+			res := Check(b.Events())
+			p1 := property(t, res, PropLeaseLock)
+			if p1.Verdict != tt.p1 || res.ViolationCount != tt.overlaps {
+				t.Fatalf("P1 = %s with %d overlap(s) (%s), want %s with %d", p1.Verdict, res.ViolationCount, p1.Reason, tt.p1, tt.overlaps)
+			}
+			if tt.p1 == Valid && res.Ops != 2 {
+				t.Errorf("ops = %d, want c2's 2 only: the lapsed grant is no operation of P1", res.Ops)
+			}
+			if tt.p1 == Invalid && !strings.Contains(p1.Reason, "1 overlapping belief interval") {
+				t.Errorf("reason = %q, want the overlap named", p1.Reason)
+			}
+			// P2 still judges what c1 did with the grant, in the sweep
+			// and in porcupine's operations alike.
+			if cs := res.CriticalSection; cs == nil || cs.Verdict != Invalid || cs.Ops != 4 {
+				t.Errorf("P2 = %+v, want invalid over the 4 operations of both grants", cs)
+			}
+		})
+	}
+}
+
+// A deadline no lock could have granted on the harness's one clock makes
+// the history inconsistent: unknown with the reason, never invalid. A
+// lock measures the validity from an instant after the invoke and before
+// the OK, and grants at most the TTL from there (less the drift
+// allowance, ttl/100 + 2ms): so a deadline before the invoke, or later
+// than the OK + TTL + drift, cannot happen. The upper bound counts from
+// the OK, not the invoke: a lock set to retry starts its last attempt
+// long after the invoke. Each edge both sides; the plausible side of each
+// is judged as usual.
+func TestImplausibleDeadlineIsUnknown(t *testing.T) {
+	const ttl = 1.0
+	drift := 0.01*ttl + 0.002
+	at := func(ns int64) historytest.Mod {
+		return func(e *history.Event) { e.Deadline = &ns }
+	}
+	// c1's grant overlaps c2's (granted at 1.21s) when its deadline is
+	// past 1.21s: a violation when plausible.
+	upper := func(dl int64, f history.Func) []history.Event {
+		b := &historytest.Builder{}
+		b.Add("c1", history.Invoke, history.Acquire, "k", 0.1, historytest.TTL(ttl))
+		ok := 0.2
+		if f == history.Extend {
+			// Granted until 0.5s, extended at 0.3s.
+			b.Add("c1", history.OK, history.Acquire, "k", 0.2, historytest.Deadline(0.5), historytest.Value("v1"))
+			b.Add("c1", history.Invoke, history.Extend, "k", 0.25, historytest.TTL(ttl), historytest.Value("v1"))
+			ok = 0.3
+		}
+		b.Add("c1", history.OK, f, "k", ok, at(dl), historytest.Value("v1"))
+		b.Acquire("c2", "k", 1.205, 1.21, 2.0)
+		return b.Events()
+	}
+	// c1 is invoked at 1s and sees its grant at 1.5s, inside c2's belief.
+	lower := func(dl int64) []history.Event {
+		b := &historytest.Builder{}
+		b.Acquire("c2", "k", 0.4, 0.5, 3.0)
+		b.Add("c1", history.Invoke, history.Acquire, "k", 1.0, historytest.TTL(ttl))
+		b.Add("c1", history.OK, history.Acquire, "k", 1.5, at(dl))
+		return b.Events()
+	}
+	edge := historytest.Sec(0.2 + ttl + drift)
+	tests := []struct {
+		name    string
+		events  []history.Event
+		verdict Verdict
+		reason  string
+	}{
+		{"deadline at OK + TTL + drift", upper(edge, history.Acquire), Invalid, "mutual exclusion violated"},
+		{"deadline 1ns past OK + TTL + drift", upper(edge+1, history.Acquire), Unknown,
+			"later than its OK at 0.200s plus the TTL (1.00s) and the drift allowance (0.012s)"},
+		{"extend: deadline at OK + TTL + drift", upper(edge+historytest.Sec(0.1), history.Extend), Invalid, "mutual exclusion violated"},
+		{"extend: deadline 1ns past OK + TTL + drift", upper(edge+historytest.Sec(0.1)+1, history.Extend), Unknown,
+			"later than its OK at 0.300s"},
+		{"without a TTL recorded, no upper bound", func() []history.Event {
+			ev := upper(edge+historytest.Sec(5), history.Acquire)
+			ev[0].TTL = 0
+			return ev
+		}(), Invalid, "mutual exclusion violated"},
+		{"deadline at the invoke", lower(historytest.Sec(1.0)), Invalid, "critical sections overlapped"},
+		{"deadline 1ns before the invoke", lower(historytest.Sec(1.0) - 1), Unknown,
+			"before the acquire was invoked at 1.00s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Check(tt.events)
+			if res.Verdict != tt.verdict || !strings.Contains(res.Reason, tt.reason) {
+				t.Fatalf("verdict %s (%s), want %s with %q", res.Verdict, res.Reason, tt.verdict, tt.reason)
+			}
+			if tt.verdict == Unknown && !strings.Contains(res.Reason, "inconsistent") {
+				t.Errorf("reason %q does not say the history is inconsistent", res.Reason)
+			}
+		})
+	}
+	// A lock that retried: its last attempt began long after the invoke,
+	// so the deadline is far past invoke + TTL, and plausible.
+	b := &historytest.Builder{}
+	b.Add("c1", history.Invoke, history.Acquire, "k", 0.1, historytest.TTL(ttl))
+	b.Add("c1", history.OK, history.Acquire, "k", 3.0, historytest.Deadline(3.0+ttl-drift))
+	if res := Check(b.Events()); res.Verdict != Valid {
+		t.Errorf("retried acquire: %s (%s), want valid", res.Verdict, res.Reason)
+	}
+}

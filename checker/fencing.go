@@ -91,8 +91,9 @@ func checkFencing(a *analysis, rs []*resource) *FencingResult {
 }
 
 // sameLease reports whether two beliefs are of one lease: the same belief,
-// or beliefs of one client's lock value on one key (a late extension starts
-// a new belief of the lease it extends, and the lease keeps its token).
+// a belief and the one its late extension began (the lease keeps its
+// token), or beliefs of one client's lock value on one key.
 func sameLease(a, b *Belief) bool {
-	return a == b || a != nil && b != nil && a.Value != "" && a.Value == b.Value && a.Key == b.Key && a.Client == b.Client
+	return a == b || a != nil && b != nil &&
+		(a.root != nil && a.root == b.root || a.Value != "" && a.Value == b.Value && a.Key == b.Key && a.Client == b.Client)
 }

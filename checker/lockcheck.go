@@ -93,11 +93,11 @@ func intervalNoun(cs bool) string {
 }
 
 // sameIntervals reports whether every critical section ended with its
-// belief, so P2's operations equal P1's.
+// belief and P1 judges every belief, so P2's operations equal P1's.
 func sameIntervals(keys []KeyInfo) bool {
 	for _, k := range keys {
 		for _, b := range k.Beliefs {
-			if b.CSEnd != b.End || b.CSEndReason != b.EndReason {
+			if b.CSEnd != b.End || b.CSEndReason != b.EndReason || holds(b, true) != holds(b, false) {
 				return false
 			}
 		}
@@ -110,13 +110,16 @@ func end(b Belief, cs bool) (int64, string) {
 	if cs {
 		return b.CSEnd, b.CSEndReason
 	}
-	if lapsedAtGrant(b) {
-		// Belief.End is clamped to Start for display; for the check the
-		// lock's promise ended at the deadline, before the grant was seen.
-		return *b.Deadline, EndDeadline
-	}
 	return b.End, b.EndReason
 }
+
+// holds is the one rule for which intervals a property judges, used alike
+// by the sweep (overlaps), porcupine's operations and the visualization: a
+// grant whose validity had ended by the time its client saw it (a pause
+// after the validity check, or the naive variant, which skips it) carries
+// no belief for P1 — the lock promised nothing — while P2 still judges
+// what the client then did with it.
+func holds(b Belief, cs bool) bool { return cs || !lapsedAtGrant(b) }
 
 // opMeta describes an operation in the visualization.
 type opMeta struct {
@@ -148,6 +151,9 @@ func operations(keys []KeyInfo, clients []string, cs bool) []porcupine.Operation
 	for _, k := range keys {
 		inputs := map[string]*[2]interface{}{}
 		for _, b := range k.Beliefs {
+			if !holds(b, cs) {
+				continue
+			}
 			in := inputs[b.Client]
 			if in == nil {
 				in = &[2]interface{}{
@@ -182,7 +188,7 @@ func withMeta(ops []porcupine.Operation, keys []KeyInfo, in map[string]bool, fro
 			continue
 		}
 		for _, b := range k.Beliefs {
-			if b.Start < from || b.Invoke > to {
+			if b.Start < from || b.Invoke > to || !holds(b, cs) {
 				continue
 			}
 			meta[at{b.Client, b.Start, OpAcquire}] = opMeta{client: b.Client, from: b.InvokeIndex, to: b.OKIndex}
@@ -215,13 +221,7 @@ func overlaps(keys []KeyInfo, faults []FaultWindow, cs bool) ([]Violation, int) 
 		for i := range bs {
 			for j := i + 1; j < len(bs) && bs[j].Start <= intervalEnd(bs[i], cs); j++ {
 				x, y := bs[i], bs[j]
-				if x.Client == y.Client {
-					continue
-				}
-				if !cs && (lapsedAtGrant(x) || lapsedAtGrant(y)) {
-					// A lease whose validity had ended before its client
-					// saw the grant was never valid: the lock promised
-					// nothing. What the client then did is P2's to judge.
+				if x.Client == y.Client || !holds(x, cs) || !holds(y, cs) {
 					continue
 				}
 				from, to := max(x.Start, y.Start), min(intervalEnd(x, cs), intervalEnd(y, cs))
@@ -242,8 +242,8 @@ func overlaps(keys []KeyInfo, faults []FaultWindow, cs bool) ([]Violation, int) 
 }
 
 // lapsedAtGrant reports whether b's deadline had passed by the time its
-// client saw the grant (a pause after the validity check, or the naive
-// variant, which skips it).
+// client saw the grant: the validity ends at the deadline, so a deadline at
+// the very instant of the OK has passed too.
 func lapsedAtGrant(b Belief) bool { return b.Deadline != nil && *b.Deadline <= b.Start }
 
 func strictlyInside(t int64, b Belief, cs bool) bool { return b.Start < t && t < intervalEnd(b, cs) }

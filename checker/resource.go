@@ -32,9 +32,11 @@ type resource struct {
 	reads []*resourceOp
 }
 
-// section is the resource operations run under one lease.
+// section is the resource operations run under one lease (its root
+// belief), or a process's run of operations outside any lease: in either,
+// a write is computed from the section's read before it.
 type section struct {
-	lease *Belief
+	lease *Belief // nil outside any lease
 	ops   []*resourceOp
 }
 
@@ -50,12 +52,16 @@ type writeOp struct {
 }
 
 // collectResources groups the resource operations by key, and within a key
-// by lease (critical sections).
+// by lease (critical sections). Every operation is checked, in a lease or
+// not: a process's operations outside any lease form sections of their own
+// (a run of them, up to its next operation under a lease), so a write made
+// from a read outside a lease is judged as any other.
 func collectResources(a *analysis) ([]*resource, []string) {
 	byKey := map[string]*resource{}
 	var order []string
 	var notes []string
 	bySection := map[*Belief]*section{}
+	outside := map[procKey]*section{}
 	lastRead := map[*section]*resourceOp{}
 	for _, op := range a.ops {
 		ev := &a.events[op.inv]
@@ -67,16 +73,28 @@ func collectResources(a *analysis) ([]*resource, []string) {
 		}
 		typ := op.typ(a.events)
 		var sec *section
-		if op.lease != nil {
-			sec = bySection[op.lease]
+		pk := procKey{ev.Process, ev.Key}
+		switch {
+		case op.lease != nil:
+			root := op.lease.root
+			sec = bySection[root]
 			if sec == nil {
-				sec = &section{lease: op.lease}
-				bySection[op.lease] = sec
+				sec = &section{lease: root}
+				bySection[root] = sec
 				r.sections = append(r.sections, sec)
 			}
-			sec.ops = append(sec.ops, op)
-		} else if ev.Process != history.ProcessInit && ev.Process != history.ProcessFinal {
+			delete(outside, pk)
+		case ev.Process != history.ProcessInit && ev.Process != history.ProcessFinal:
 			notes = append(notes, fmt.Sprintf("%s by %s on %q at event %d ran outside any lease", ev.F, ev.Process, ev.Key, ev.Index))
+			sec = outside[pk]
+			if sec == nil {
+				sec = &section{}
+				outside[pk] = sec
+				r.sections = append(r.sections, sec)
+			}
+		}
+		if sec != nil {
+			sec.ops = append(sec.ops, op)
 		}
 		if ev.F == history.Read {
 			if typ == history.OK {

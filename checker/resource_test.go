@@ -14,10 +14,29 @@ import (
 )
 
 // rb writes hand-made histories of critical sections on the protected
-// resource, in the format the workload records (history/values.go).
-type rb struct{ *historytest.Builder }
+// resource, in the format the workload records (history/values.go). Its
+// reads and writes name no lease, as histories recorded before the field,
+// unless under gives one.
+type rb struct {
+	*historytest.Builder
+	lease string
+}
 
-func newRB() rb { return rb{&historytest.Builder{}} }
+// under makes the reads and writes of the builder it returns name lease
+// (history.Event.Lease), as the workload records them.
+func (b rb) under(lease string) rb {
+	b.lease = lease
+	return b
+}
+
+func (b rb) leaseMod() historytest.Mod {
+	if b.lease == "" {
+		return noMod
+	}
+	return historytest.Lease(b.lease)
+}
+
+func newRB() rb { return rb{Builder: &historytest.Builder{}} }
 
 func val(v any) historytest.Mod { return func(e *history.Event) { e.Value = history.MustValue(v) } }
 
@@ -33,7 +52,7 @@ func (b rb) init(key string, v any) rb {
 }
 
 func (b rb) read(p, key string, inv, ok float64, v any) rb {
-	b.Add(p, history.Invoke, history.Read, key, inv)
+	b.Add(p, history.Invoke, history.Read, key, inv, b.leaseMod())
 	b.Add(p, history.OK, history.Read, key, ok, val(v))
 	return b
 }
@@ -45,7 +64,7 @@ func (b rb) write(p string, f history.Func, key string, inv, done float64, v any
 	if token > 0 {
 		t = tok(token)
 	}
-	b.Add(p, history.Invoke, f, key, inv, val(v), t)
+	b.Add(p, history.Invoke, f, key, inv, val(v), t, b.leaseMod())
 	switch typ {
 	case history.OK:
 		b.Add(p, typ, f, key, done, val(history.Ack{Seq: seqOrHighest}), t)
@@ -584,5 +603,104 @@ func TestFencingComparesLeasesNotBeliefs(t *testing.T) {
 	}
 	if res := Check(build(true)); res.Fencing == nil || res.Fencing.Verdict != Invalid {
 		t.Errorf("another lease with the same token: fencing %+v (%s)", res.Fencing, res.Reason)
+	}
+}
+
+// Every resource operation is tied to its lease by the lease's value when
+// the history records it (history.Event.Lease), and every applied write is
+// checked, in a lease or not. Histories without the field fall back to the
+// process: the belief it holds on the key.
+func TestResourceOpsTiedToTheirLease(t *testing.T) {
+	// c1 reads 0 under its lease and releases; c2 increments 0 to 1; c1
+	// then writes 1, computed from its read: c2's increment is lost.
+	afterRelease := func(named bool) []history.Event {
+		b := newRB().init("k", 0)
+		l1, l2 := b, b
+		if named {
+			l1, l2 = b.under("v-c1"), b.under("v-c2")
+		}
+		b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+		l1.read("c1", "k", 0.03, 0.04, 0)
+		b.release("c1", "k", 0.05, 0.06, history.OK)
+		b.acquire("c2", "k", 0.1, 0.11, 1.1, 0)
+		l2.read("c2", "k", 0.12, 0.13, 0)
+		l2.write("c2", history.Write, "k", 0.14, 0.15, 1, 0, history.OK, 2)
+		b.release("c2", "k", 0.16, 0.17, history.OK)
+		l1.write("c1", history.Write, "k", 0.2, 0.21, 1, 0, history.OK, 3)
+		return b.read(history.ProcessFinal, "k", 1, 1.01, 1).Events()
+	}
+	// The workload's shape: c1's extension has an unknown outcome, so c1
+	// continues as c1.1, still holding its lease, and writes after a
+	// pause past its deadline.
+	afterUnknownExtend := func(named bool) []history.Event {
+		b := newRB().init("k", 0)
+		l1, l2 := b, b
+		if named {
+			l1, l2 = b.under("v-c1"), b.under("v-c2")
+		}
+		b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+		l1.read("c1", "k", 0.03, 0.04, 0)
+		b.Add("c1", history.Invoke, history.Extend, "k", 0.5, historytest.Value("v-c1"))
+		b.Add("c1", history.Info, history.Extend, "k", 0.6, historytest.Value("v-c1"), historytest.Err("i/o timeout"))
+		b.acquire("c2", "k", 1.1, 1.11, 2.1, 0)
+		l2.read("c2", "k", 1.12, 1.13, 0)
+		l2.write("c2", history.Write, "k", 1.14, 1.15, 1, 0, history.OK, 2)
+		b.release("c2", "k", 1.16, 1.17, history.OK)
+		l1.write("c1.1", history.Write, "k", 1.5, 1.51, 1, 0, history.OK, 3)
+		b.releaseAs("c1.1", "c1", "k", 1.52, 1.53, history.Fail)
+		return b.read(history.ProcessFinal, "k", 2.5, 2.51, 1).Events()
+	}
+	for _, tc := range []struct {
+		name    string
+		events  []history.Event
+		verdict Verdict
+		reason  string
+		note    string
+	}{
+		{"a write after its release, named by its lease", afterRelease(true), Invalid,
+			"c1's write of 1 (read at 0.040s, written at 0.210s) was computed from a read of 0, but the counter was 1 by then", ""},
+		{"the same without lease values: outside any lease, checked, but its read is not known", afterRelease(false), Valid,
+			"", `write by c1 on "k" at event 16 ran outside any lease`},
+		{"a write under a new process after an unknown extend, named by its lease", afterUnknownExtend(true), Invalid,
+			"c1.1's write of 1", ""},
+		{"the same without lease values", afterUnknownExtend(false), Valid, "", `write by c1.1 on "k" at event 16 ran outside any lease`},
+		{"an applied write outside any lease is part of the register", func() []history.Event {
+			b := newRB().init("k", 0)
+			b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+			b.release("c1", "k", 0.05, 0.06, history.OK)
+			b.write("c1", history.Write, "k", 0.2, 0.21, 7, 0, history.OK, 2)
+			return b.read(history.ProcessFinal, "k", 1, 1.01, 7).Events()
+		}(), Valid, "", "ran outside any lease"},
+		{"a read-then-write outside any lease is a critical section of its own", func() []history.Event {
+			b := newRB().init("k", 0)
+			b.read("c3", "k", 0.03, 0.04, 0)
+			b.increment("c2", 0.1, 0, 0, 2)
+			b.write("c3", history.Write, "k", 0.3, 0.31, 1, 0, history.OK, 3)
+			return b.read(history.ProcessFinal, "k", 1, 1.01, 1).Events()
+		}(), Invalid, "c3's write of 1", ""},
+		{"a late extension continues its lease's critical section", func() []history.Event {
+			b := newRB().init("k", 0)
+			b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+			b.read("c1", "k", 0.1, 0.11, 0)
+			b.increment("c2", 1.1, 0, 0, 2)
+			b.Add("c1", history.Invoke, history.Extend, "k", 1.4, historytest.Value("v-c1"))
+			b.Add("c1", history.OK, history.Extend, "k", 1.45, historytest.Value("v-c1"), historytest.Deadline(3.0))
+			b.write("c1", history.Write, "k", 1.5, 1.51, 1, 0, history.OK, 3)
+			b.release("c1", "k", 1.6, 1.61, history.OK)
+			return b.read(history.ProcessFinal, "k", 3.5, 3.51, 1).Events()
+		}(), Invalid, "c1's write of 1 (read at 0.110s", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Check(tc.events)
+			if res.Counter == nil {
+				t.Fatal("no counter check")
+			}
+			if res.Counter.Verdict != tc.verdict || !strings.Contains(res.Counter.Reason, tc.reason) {
+				t.Fatalf("counter %s (%s), want %s with %q", res.Counter.Verdict, res.Counter.Reason, tc.verdict, tc.reason)
+			}
+			if tc.note != "" && !strings.Contains(strings.Join(res.Notes, "\n"), tc.note) {
+				t.Errorf("notes %q lack %q", res.Notes, tc.note)
+			}
+		})
 	}
 }

@@ -57,6 +57,7 @@ const (
 	fieldToken
 	fieldLease
 	fieldDeadline
+	fieldTTL
 	fieldNodes
 	fieldErr
 )
@@ -147,6 +148,9 @@ func (d *decoder) fast(b []byte, e *Event) bool {
 		case "deadline":
 			bit = fieldDeadline
 			e.Deadline, p, ok = d.intPtr(b, p)
+		case "ttl":
+			bit = fieldTTL
+			e.TTL, p, ok = integer(b, p)
 		case "nodes":
 			bit = fieldNodes
 			e.Nodes, p, ok = d.stringList(b, p)

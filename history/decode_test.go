@@ -38,7 +38,7 @@ func recorded(t testing.TB) []byte {
 	for _, e := range []Event{
 		{Process: ProcessNemesis, Type: Info, F: Nemesis, Value: MustValue(Fault{ID: 1, Kind: "cut", Phase: PhaseStart,
 			Links: []Link{{Client: "c1", Node: "n4"}}, Detail: "c1→n4 <cut> & \"quoted\""})},
-		{Process: "c1", Type: Invoke, F: Acquire, Key: "lock"},
+		{Process: "c1", Type: Invoke, F: Acquire, Key: "lock", TTL: 2_000_000_000},
 		{Process: "c1", Type: OK, F: Acquire, Key: "lock", Value: MustValue("v-1"), Deadline: &d, Token: &tok, Nodes: []string{"n1", "n2", "n3"}},
 		{Process: "c1", Type: Invoke, F: Read, Key: "lock", Lease: "v-1"},
 		{Process: "c1", Type: OK, F: Read, Key: "lock", Lease: "v-1", Value: MustValue(41)},

@@ -22,6 +22,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"i":0,"p":"c1","type":"invoke","f":"acquire","t":-1}` + "\r\n"))
 	f.Add([]byte(`{"i":0,"p":"c1.2","type":"ok","f":"write","t":1,"lease":"v","deadline":4,"nodes":[]}` + "\n"))
 	f.Add([]byte(`{"i":0,"p":"c1<b>","type":"ok","f":"write","t":1}` + "\n"))
+	f.Add([]byte(`{"i":0,"p":"c1","type":"invoke","f":"acquire","key":"k","t":1,"ttl":2000000000}` + "\n"))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		events, err := history.Parse(bytes.NewReader(data), "fuzz")

@@ -95,6 +95,11 @@ type Event struct {
 	// Deadline is the validity deadline of a granted lease, in the same
 	// time base as Time.
 	Deadline *int64 `json:"deadline,omitempty"`
+	// TTL is, on the invoke of an acquire or extend, the time to live the
+	// client asked for, in nanoseconds (0: not recorded). The validity a
+	// lock can grant is bounded by it, so the checker can tell a deadline
+	// that no lock could have given from one that a fault made wrong.
+	TTL int64 `json:"ttl,omitempty"`
 	// Nodes are the nodes that granted an acquire (or that a release
 	// reached), by name.
 	Nodes []string `json:"nodes,omitempty"`

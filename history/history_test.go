@@ -257,6 +257,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{`field "p" is "c1<img src=x onerror=alert(1)>"`, "lower-case letters, digits and dashes", "c1.2"}, false},
 		{"terminal escape in the process", l0 + "\n" + strings.Replace(l1, `"p":"c1"`, `"p":"c1\u001b[2J"`, 1) + "\n", 2, 1,
 			[]string{`field "p" is "c1\x1b[2J"`}, false},
+		{"negative ttl", strings.Replace(l0, `"t":`, `"ttl":-5,"t":`, 1) + "\n", 1, 0,
+			[]string{`field "ttl" is -5`, "above 0"}, false},
 		{"upper-case process", strings.Replace(l0, `"p":"c1"`, `"p":"C1"`, 1) + "\n", 1, 0, []string{`field "p" is "C1"`}, false},
 		{"process with a space", strings.Replace(l0, `"p":"c1"`, `"p":"c 1"`, 1) + "\n", 1, 0, []string{`field "p" is "c 1"`}, false},
 		{"continuation without a number", strings.Replace(l0, `"p":"c1"`, `"p":"c1."`, 1) + "\n", 1, 0, []string{`field "p" is "c1."`}, false},

@@ -802,3 +802,27 @@ func TestPropertiesEscapeHostileText(t *testing.T) {
 		t.Errorf("P1 row %q: want invalid with its overlap counted", p1)
 	}
 }
+
+// A write names the lease it ran under (history.Event.Lease): after an
+// unknown outcome the client writes as c1.1, still inside c1's lease, and
+// the report judges the write against that lease, not c1.1's beliefs
+// (none). A write naming its lease after the lease ended is flagged.
+func TestWriteJudgedAgainstTheLeaseItNames(t *testing.T) {
+	b := &historytest.Builder{}
+	b.Add("c1", history.Invoke, history.Acquire, "k", 0.1)
+	b.Add("c1", history.OK, history.Acquire, "k", 0.2, historytest.Deadline(2), historytest.Value("v1"))
+	b.Add("c1", history.Invoke, history.Extend, "k", 0.3, historytest.Value("v1"))
+	b.Add("c1", history.Info, history.Extend, "k", 0.4, historytest.Value("v1"))
+	b.Add("c1.1", history.Invoke, history.Write, "k", 0.5, historytest.Lease("v1"), func(e *history.Event) { e.Value = history.MustValue(1) })
+	b.Add("c1.1", history.OK, history.Write, "k", 0.6)
+	b.Add("c1.1", history.Invoke, history.Write, "k", 2.5, historytest.Lease("v1"), func(e *history.Event) { e.Value = history.MustValue(2) })
+	b.Add("c1.1", history.OK, history.Write, "k", 2.6)
+	events := b.Events()
+	var findings []string
+	for _, r := range resourceOps(pairOps(events), checker.Check(events)) {
+		findings = append(findings, fmt.Sprintf("%v %s", r.bad, r.finding))
+	}
+	if len(findings) != 2 || findings[0] != "false " || !strings.Contains(findings[1], `although c1's belief in "k" had ended at 2.00s (validity deadline)`) {
+		t.Errorf("findings %q, want the first write inside c1's lease and the second after it", findings)
+	}
+}

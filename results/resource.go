@@ -90,18 +90,31 @@ func (o resourceOp) at() int64 {
 // had accepted before. It works from history events alone, so it renders
 // whatever workload recorded them.
 func resourceOps(ops []op, res checker.Result) []resourceOp {
+	// A write that names its lease (history.Event.Lease) is judged against
+	// that lease's beliefs, whatever process the client wrote as; one
+	// that does not, against its process's.
+	type lease struct{ key, value string }
 	beliefs := map[string]*clientBeliefs{}
+	byLease := map[lease]*clientBeliefs{}
+	add := func(cb *clientBeliefs, b checker.Belief) *clientBeliefs {
+		if cb == nil {
+			cb = &clientBeliefs{}
+		}
+		cb.bs = append(cb.bs, b)
+		return cb
+	}
 	for _, k := range res.Keys {
 		for _, b := range k.Beliefs {
-			cb := beliefs[b.Client]
-			if cb == nil {
-				cb = &clientBeliefs{}
-				beliefs[b.Client] = cb
+			beliefs[b.Client] = add(beliefs[b.Client], b)
+			if b.Value != "" {
+				byLease[lease{b.Key, b.Value}] = add(byLease[lease{b.Key, b.Value}], b)
 			}
-			cb.bs = append(cb.bs, b)
 		}
 	}
 	for _, cb := range beliefs {
+		cb.index()
+	}
+	for _, cb := range byLease {
 		cb.index()
 	}
 	var out []resourceOp
@@ -147,6 +160,9 @@ func resourceOps(ops []op, res checker.Result) []resourceOp {
 			continue
 		}
 		cb := beliefs[r.inv.Process]
+		if r.inv.Lease != "" {
+			cb = byLease[lease{r.inv.Key, r.inv.Lease}]
+		}
 		if cb == nil {
 			cb = &clientBeliefs{}
 		}
@@ -211,7 +227,7 @@ func (c *clientBeliefs) outsideLease(o op) string {
 	}
 	if b, ok := c.covering(o.inv.Time); ok {
 		return fmt.Sprintf("%s was sent at %s while %s held %q, but took effect only by %s, after that belief ended at %s (%s)",
-			describeOp(o), checker.Seconds(o.inv.Time), o.inv.Process, b.Key, checker.Seconds(o.end.Time), checker.Seconds(b.End), endText(b.EndReason))
+			describeOp(o), checker.Seconds(o.inv.Time), b.Client, b.Key, checker.Seconds(o.end.Time), checker.Seconds(b.End), endText(b.EndReason))
 	}
 	// Nothing covers the invoke, so every belief that started by then had
 	// ended: the latest end among them is the lease the client last held.
@@ -221,7 +237,7 @@ func (c *clientBeliefs) outsideLease(o op) string {
 	}
 	last := c.bs[c.maxEnd[j]]
 	return fmt.Sprintf("%s took effect at %s although %s's belief in %q had ended at %s (%s)",
-		describeOp(o), checker.Seconds(o.end.Time), o.inv.Process, last.Key, checker.Seconds(last.End), endText(last.EndReason))
+		describeOp(o), checker.Seconds(o.end.Time), last.Client, last.Key, checker.Seconds(last.End), endText(last.EndReason))
 }
 
 func token(o op) *int64 {

@@ -59,7 +59,9 @@ func (c *Client) Deadline(key string) (deadline time.Time, ok bool) {
 // process, as in Jepsen. The returned error is for the caller's log only: a
 // lost attempt is an outcome, not a failure of the run.
 func (c *Client) Acquire(ctx context.Context, key string, ttl time.Duration) error {
-	c.record(history.Invoke, history.Acquire, key, nil)
+	// The TTL asked for bounds the deadline a lock can grant: the checker
+	// tells an impossible one from a broken promise by it.
+	c.record(history.Invoke, history.Acquire, key, func(e *history.Event) { e.TTL = int64(ttl) })
 	lease, err := c.lock.Acquire(ctx, key, ttl)
 	if err != nil {
 		typ := history.Info
@@ -120,7 +122,10 @@ func (c *Client) Extend(ctx context.Context, key string, ttl time.Duration) erro
 	if lease == nil {
 		return nil
 	}
-	c.record(history.Invoke, history.Extend, key, func(e *history.Event) { e.Value = history.MustValue(lease.Value) })
+	c.record(history.Invoke, history.Extend, key, func(e *history.Event) {
+		e.Value = history.MustValue(lease.Value)
+		e.TTL = int64(ttl)
+	})
 	ext, err := c.lock.Extend(ctx, lease, ttl)
 	if err != nil {
 		typ := history.Info

@@ -52,6 +52,9 @@ func TestClientRecordsExtend(t *testing.T) {
 			if inv.F != history.Extend || inv.Type != history.Invoke || out.F != history.Extend || out.Type != tc.want {
 				t.Fatalf("extend recorded as %s %s / %s %s, want invoke / %s", inv.F, inv.Type, out.F, out.Type, tc.want)
 			}
+			if inv.TTL != int64(time.Minute) {
+				t.Errorf("extend invoke records TTL %d, want the %d asked for", inv.TTL, int64(time.Minute))
+			}
 			if out.StringValue() != "v-k" {
 				t.Errorf("extend outcome value %q, want the lease's value", out.StringValue())
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +84,9 @@ func TestClientRecordsOutcomes(t *testing.T) {
 					t.Fatalf("recorded %v, want %v", types, want)
 				}
 			}
+			if events[0].TTL != int64(time.Second) {
+				t.Errorf("acquire invoke records TTL %d, want the %d asked for", events[0].TTL, int64(time.Second))
+			}
 			ok := events[1]
 			if tc.wantAcquire == history.OK {
 				if ok.Deadline == nil || *ok.Deadline <= ok.Time || ok.StringValue() != "v-k" || len(ok.Nodes) != 2 {
@@ -98,5 +102,45 @@ func TestClientRecordsOutcomes(t *testing.T) {
 				t.Errorf("process %q after the run, want %q", c.process, tc.wantProcess)
 			}
 		})
+	}
+}
+
+// Every read and write of a client names the lease it believes it holds
+// (history.Event.Lease), so the checker ties it to that lease exactly: also
+// after an unknown outcome, when the client continues under a new process.
+// The harness's own operations name none.
+func TestClientRecordsTheLeaseOfEachOperation(t *testing.T) {
+	var buf bytes.Buffer
+	rec := history.NewRecorder(&buf, time.Now())
+	c := NewClient("c1", &fakeLock{}, rec)
+	ctx := context.Background()
+	st := NewStorage(nil, false)
+	read := func(c *Client) {
+		if err := c.read(ctx, "k", func() (any, error) { return 0, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Acquire(ctx, "k", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	read(c)
+	// A write of unknown outcome: c1 continues as c1.1, lease in hand.
+	_ = c.write(ctx, st, history.Write, "k", 1, func(*int64) (int64, error) { return 0, errors.New("i/o timeout") })
+	_ = c.write(ctx, st, history.Write, "k", 1, func(*int64) (int64, error) { return 2, nil })
+	init := NewClient(history.ProcessInit, nil, rec)
+	read(init)
+	events, err := history.Parse(&buf, "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range events {
+		if e.Type == history.Invoke && (e.F == history.Read || e.F == history.Write) {
+			got = append(got, e.Process+":"+e.Lease)
+		}
+	}
+	want := []string{"c1:v-k", "c1:v-k", "c1.1:v-k", "init:"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("invokes name leases %q, want %q", got, want)
 	}
 }

@@ -92,7 +92,7 @@ func (c *Client) read(ctx context.Context, key string, do func() (any, error)) e
 	if c.leases[key] == nil && !c.harness() {
 		return ErrNoLease
 	}
-	c.record(history.Invoke, history.Read, key, nil)
+	c.record(history.Invoke, history.Read, key, c.leaseOf(key))
 	v, err := do()
 	if err != nil {
 		c.record(history.Fail, history.Read, key, func(e *history.Event) { e.Err = err.Error() })
@@ -116,7 +116,9 @@ func (c *Client) write(ctx context.Context, st *Storage, f history.Func, key str
 			return ErrNoToken
 		}
 	}
+	named := c.leaseOf(key)
 	c.record(history.Invoke, f, key, func(e *history.Event) {
+		named(e)
 		e.Value = history.MustValue(value)
 		e.Token = token
 	})
@@ -142,6 +144,18 @@ func (c *Client) write(ctx context.Context, st *Storage, f history.Func, key str
 		})
 	}
 	return err
+}
+
+// leaseOf names, on an operation's invoke, the lease the client believes
+// it holds on key (none for the harness's processes): the checker ties the
+// operation to that lease by it, whatever process the client continues as
+// and whether or not the lease was still valid.
+func (c *Client) leaseOf(key string) func(*history.Event) {
+	return func(e *history.Event) {
+		if l := c.leases[key]; l != nil {
+			e.Lease = l.Value
+		}
+	}
 }
 
 // harness reports whether c is one of the harness's own processes (initial

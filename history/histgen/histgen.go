@@ -185,7 +185,7 @@ func (g *gen) run() {
 		switch {
 		case c.pending == "" && !c.holding:
 			c.pending, c.invoked = history.Acquire, now
-			g.emit(history.Event{Process: c.process, Type: history.Invoke, F: history.Acquire, Key: Key, Time: now})
+			g.emit(history.Event{Process: c.process, Type: history.Invoke, F: history.Acquire, Key: Key, Time: now, TTL: TTL})
 			c.next = now + ms + g.r.Int64N(2*ms)
 		case c.pending == history.Acquire:
 			ops++
@@ -220,7 +220,7 @@ func (g *gen) run() {
 			c.extends--
 			c.pending, c.invoked = history.Extend, now
 			g.emit(history.Event{Process: c.process, Type: history.Invoke, F: history.Extend, Key: Key, Time: now,
-				Value: history.MustValue(c.value)})
+				Value: history.MustValue(c.value), TTL: TTL})
 			c.next = now + ms + g.r.Int64N(2*ms)
 		case c.pending == history.Extend:
 			ops++

@@ -21,6 +21,12 @@ type Mod func(*history.Event)
 // Deadline sets a granted lease's validity deadline.
 func Deadline(s float64) Mod { return func(e *history.Event) { d := Sec(s); e.Deadline = &d } }
 
+// TTL sets the time to live an acquire or extend asked for.
+func TTL(s float64) Mod { return func(e *history.Event) { e.TTL = Sec(s) } }
+
+// Lease sets the lock value of the lease a resource operation ran under.
+func Lease(v string) Mod { return func(e *history.Event) { e.Lease = v } }
+
 // Nodes sets the nodes that granted or released.
 func Nodes(n ...string) Mod { return func(e *history.Event) { e.Nodes = n } }
 
