@@ -731,13 +731,50 @@ type Overrides struct {
 	Duration time.Duration // a generated workload's duration
 }
 
+// MaxClients bounds --clients.
+const MaxClients = 64
+
+// Check says whether each override given is a valid value at all, whatever
+// the scenario; given names the flags the user set (lock, clients, time), so
+// that a zero given (--clients 0) is refused rather than taken for unset.
+// It is the one place these values are judged: the command line calls it
+// before any scenario is read, Override calls it again.
+func (o Overrides) Check(given func(flag string) bool) error {
+	switch {
+	case given("lock") && !slices.Contains(LockKinds, o.Lock):
+		return fmt.Errorf("--lock %q: want one of %s", o.Lock, strings.Join(LockKinds, ", "))
+	case given("clients") && (o.Clients < 1 || o.Clients > MaxClients):
+		return fmt.Errorf("--clients %d: want a whole number from 1 to %d", o.Clients, MaxClients)
+	case given("time") && o.Duration < time.Millisecond:
+		return fmt.Errorf("--time %v: want a duration of at least 1ms such as 10s", o.Duration)
+	case given("time"):
+		if err := CheckDuration(o.Duration); err != nil {
+			return fmt.Errorf("--time %v: %w", o.Duration, err)
+		}
+	}
+	return nil
+}
+
+// nonZero is Check's given for overrides set in code: a zero field is unset.
+func (o Overrides) nonZero(flag string) bool {
+	switch flag {
+	case "lock":
+		return o.Lock != ""
+	case "clients":
+		return o.Clients != 0
+	case "time":
+		return o.Duration != 0
+	}
+	return false
+}
+
 // Override applies o to sc, or says which override does not fit sc and
 // what would.
 func (sc *Scenario) Override(o Overrides) error {
+	if err := o.Check(o.nonZero); err != nil {
+		return err
+	}
 	if o.Lock != "" {
-		if !slices.Contains(LockKinds, o.Lock) {
-			return fmt.Errorf("--lock %q: want one of %s", o.Lock, strings.Join(LockKinds, ", "))
-		}
 		sc.Lock.Kind = o.Lock
 		sc.Locks = []string{o.Lock}
 		sc.Expect, _ = sc.ExpectFor(o.Lock)
@@ -755,9 +792,6 @@ func (sc *Scenario) Override(o Overrides) error {
 		}
 	}
 	if o.Clients != 0 {
-		if o.Clients < 1 || o.Clients > 64 {
-			return fmt.Errorf("--clients %d: want a whole number from 1 to 64", o.Clients)
-		}
 		for _, st := range sc.Steps {
 			for _, c := range append([]string{st.Client}, st.Clients...) {
 				if n, err := strconv.Atoi(strings.TrimPrefix(c, "c")); err == nil && n > o.Clients {
@@ -776,12 +810,6 @@ func (sc *Scenario) Override(o Overrides) error {
 		if !sc.Workload.Generated() {
 			return fmt.Errorf("--time %v: %s is scripted, its steps set its length; --time is for a generated workload (workload.kind %s)",
 				o.Duration, sc.Name, generatorKinds)
-		}
-		if o.Duration < time.Millisecond {
-			return fmt.Errorf("--time %v: want a duration of at least 1ms such as 10s", o.Duration)
-		}
-		if err := CheckDuration(o.Duration); err != nil {
-			return fmt.Errorf("--time %v: %w", o.Duration, err)
 		}
 		sc.Workload.Duration = o.Duration
 	}

@@ -21,7 +21,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -196,7 +195,7 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 		fs.IntVar(&f.parallel, "parallel", defaultParallel(), "a whole number from 1 to 64")
 	}
 	fs.StringVar(&f.overrides.Lock, "lock", "", "one of "+strings.Join(scenarios.LockKinds, ", "))
-	fs.IntVar(&f.overrides.Clients, "clients", 0, "a whole number from 1 to 64")
+	fs.IntVar(&f.overrides.Clients, "clients", 0, fmt.Sprintf("a whole number from 1 to %d", scenarios.MaxClients))
 	fs.DurationVar(&f.overrides.Duration, "time", 0, "a duration such as 10s or 1m30s")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -210,15 +209,8 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 			f.set = append(f.set, "--"+fl.Name, fl.Value.String())
 		}
 	})
-	switch o := f.overrides; {
-	case given["lock"] && !slices.Contains(scenarios.LockKinds, o.Lock):
-		return f, nil, 0, &usageError{fmt.Sprintf("--lock %q: want one of %s", o.Lock, strings.Join(scenarios.LockKinds, ", "))}
-	case given["clients"] && (o.Clients < 1 || o.Clients > 64):
-		return f, nil, 0, &usageError{fmt.Sprintf("--clients %d: want a whole number from 1 to 64", o.Clients)}
-	case given["time"] && o.Duration < time.Millisecond:
-		return f, nil, 0, &usageError{fmt.Sprintf("--time %v: want a duration of at least 1ms such as 10s", o.Duration)}
-	case given["time"] && scenarios.CheckDuration(o.Duration) != nil:
-		return f, nil, 0, &usageError{fmt.Sprintf("--time %v: %v", o.Duration, scenarios.CheckDuration(o.Duration))}
+	if err := f.overrides.Check(func(name string) bool { return given[name] }); err != nil {
+		return f, nil, 0, &usageError{err.Error()}
 	}
 	if f.backend != "" && !slices.Contains(scenarios.Backends, f.backend) {
 		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: want one of %s", f.backend, strings.Join(scenarios.Backends, ", "))}
