@@ -191,7 +191,8 @@ var Families = []Family{FamilyClock, FamilyPause, FamilyRestart, FamilyFailover,
 
 // FamilyOf reads a story's fault family off its steps: the fault that
 // makes the story, when it has several (clock-jump cuts links to shape
-// the quorums, but the jump is what breaks the lock).
+// the quorums, but the jump is what breaks the lock; delayed-write pauses
+// its client a moment only to start the delay at the right instant).
 func FamilyOf(sc *Scenario) Family {
 	has := map[Family]bool{}
 	for _, st := range sc.Steps {
@@ -215,7 +216,7 @@ func FamilyOf(sc *Scenario) Family {
 			has[FamilyPartition] = true
 		}
 	}
-	for _, f := range []Family{FamilyRandom, FamilyFailover, FamilyClock, FamilyRestart, FamilyPause, FamilyDelay, FamilyPartition} {
+	for _, f := range []Family{FamilyRandom, FamilyFailover, FamilyClock, FamilyRestart, FamilyDelay, FamilyPause, FamilyPartition} {
 		if has[f] {
 			return f
 		}
