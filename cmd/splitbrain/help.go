@@ -123,7 +123,9 @@ Example:
 const serveUsage = `Usage: splitbrain serve [--store DIR] [--addr HOST:PORT]
 
 Serves the store's runs, reports and safety matrix over HTTP, read-only,
-until Ctrl-C.
+until Ctrl-C. It answers only to the names it listens under (localhost,
+127.0.0.1, [::1] or HOST, with PORT), so that a web page cannot reach it
+through a name of its own; listings show no hidden names and no links.
 
 Flags:
   --store DIR       the folder of runs (default: store)

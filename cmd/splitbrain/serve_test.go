@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -145,4 +146,173 @@ func TestServe(t *testing.T) {
 	if stderr.String() != "" {
 		t.Errorf("stderr %q: a loopback server warns about nothing", stderr.String())
 	}
+}
+
+// startServe serves f in the background and returns the address it
+// listens on; the server stops at the end of the test.
+func startServe(t *testing.T, f serveFlags) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- serveStore(ctx, f, &stdout, &stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	re := regexp.MustCompile(`http://([^/]+)/`)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stdout.String()); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("server did not say where it listens: %q %q", stdout.String(), stderr.String())
+	return ""
+}
+
+// rawGet sends one request with the given Host header on a connection of
+// its own and returns the status.
+func rawGet(t *testing.T, addr, host, target string) int {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target, host)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A page on another site can make its own name resolve to 127.0.0.1 (DNS
+// rebinding) and read what answers there: the server answers only to the
+// names it listens under.
+func TestServeAnswersOnlyToItsOwnNames(t *testing.T) {
+	store := t.TempDir()
+	addr := startServe(t, serveFlags{store: store, addr: "127.0.0.1:0"})
+	_, port, _ := net.SplitHostPort(addr)
+	for _, tt := range []struct {
+		host string
+		code int
+	}{
+		{addr, 200},
+		{"localhost:" + port, 200},
+		{"LOCALHOST:" + port, 200},
+		{"[::1]:" + port, 200},
+		{"evil.example:" + port, http.StatusMisdirectedRequest},
+		{"127.0.0.1.nip.io:" + port, http.StatusMisdirectedRequest},
+		{"localhost.evil.example:" + port, http.StatusMisdirectedRequest},
+		{"localhost:1", http.StatusMisdirectedRequest},
+		{"localhost", http.StatusMisdirectedRequest},
+		{"10.0.0.1:" + port, http.StatusMisdirectedRequest},
+	} {
+		if code := rawGet(t, addr, tt.host, "/"); code != tt.code {
+			t.Errorf("Host %q: %d, want %d", tt.host, code, tt.code)
+		}
+	}
+	// Bound to every address, it answers to an address of the machine
+	// (which no rebinding name can be), still not to a name.
+	addr = startServe(t, serveFlags{store: store, addr: "0.0.0.0:0"})
+	_, port, _ = net.SplitHostPort(addr)
+	for _, tt := range []struct {
+		host string
+		code int
+	}{
+		{"127.0.0.1:" + port, 200},
+		{"192.0.2.7:" + port, 200},
+		{"evil.example:" + port, http.StatusMisdirectedRequest},
+	} {
+		if code := rawGet(t, "127.0.0.1:"+port, tt.host, "/"); code != tt.code {
+			t.Errorf("listening on 0.0.0.0, Host %q: %d, want %d", tt.host, code, tt.code)
+		}
+	}
+}
+
+// A connection is not held forever: not one that sends half a request,
+// not an idle keep-alive one, not one that stops reading a large file.
+func TestServeTimesOutConnections(t *testing.T) {
+	store := t.TempDir()
+	dir, err := results.NewRunDir(store, "clock-jump", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 64 << 20
+	big := filepath.Join(dir, "history.jsonl")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, size); err != nil { // sparse: no disk
+		t.Fatal(err)
+	}
+	timeouts := serveTimeouts{header: 300 * time.Millisecond, read: 300 * time.Millisecond, write: 500 * time.Millisecond, idle: 300 * time.Millisecond}
+	addr := startServe(t, serveFlags{store: store, addr: "127.0.0.1:0", timeouts: timeouts})
+
+	// closedWithin reads what conn still gets and says whether the
+	// server closed it within d.
+	closedWithin := func(conn net.Conn, d time.Duration) (int64, bool) {
+		conn.SetReadDeadline(time.Now().Add(d))
+		n, err := io.Copy(io.Discard, conn)
+		var ne net.Error
+		return n, !(errors.As(err, &ne) && ne.Timeout())
+	}
+	t.Run("half a request", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\n", addr)
+		if _, closed := closedWithin(conn, 5*time.Second); !closed {
+			t.Error("a connection that never finished its request is still open after 5s")
+		}
+	})
+	t.Run("idle keep-alive", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := br.ReadByte(); err == nil || isTimeout(err) {
+			t.Errorf("an idle keep-alive connection is still open after 5s (%v)", err)
+		}
+	})
+	t.Run("a reader that stops", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		rel, _ := filepath.Rel(store, big)
+		fmt.Fprintf(conn, "GET /%s HTTP/1.1\r\nHost: %s\r\n\r\n", filepath.ToSlash(rel), addr)
+		time.Sleep(2 * time.Second) // read nothing, well past the write timeout
+		n, closed := closedWithin(conn, 5*time.Second)
+		if !closed || n >= size {
+			t.Errorf("a stalled reader got %d of %d bytes, connection closed %v: the write was not cut off", n, size, closed)
+		}
+	})
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
