@@ -72,7 +72,7 @@ type Scenario struct {
 	Source []byte
 }
 
-// Lock kinds: our Redlock and its variants, and go-redsync/redsync.
+// Lock kinds: our Redlock and its variants, and third-party locks.
 const (
 	LockRedlock        = "redlock"          // our Redlock over every node
 	LockSingle         = "single"           // our lock on n1 alone (N=1)
@@ -80,10 +80,15 @@ const (
 	LockFencedSimple   = "fenced-simple"    // ours with simple fencing tokens
 	LockFencedTwoRound = "fenced-two-round" // ours with two-round fencing tokens
 	LockRedsync        = "redsync"          // go-redsync/redsync v4
+	LockRedislock      = "redislock"        // bsm/redislock v0.9, on n1
 )
 
 // LockKinds lists the valid lock kinds.
-var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, LockFencedTwoRound, LockRedsync}
+var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, LockFencedTwoRound, LockRedsync, LockRedislock}
+
+// OneDeployment reports whether lock kind k runs on one Redis deployment
+// (n1, with whatever replicas it has) rather than over every node.
+func OneDeployment(k string) bool { return k == LockSingle || k == LockRedislock }
 
 // Lock is the lock under test and its parameters.
 type Lock struct {
