@@ -88,8 +88,9 @@ func (r *runner) extend(ctx context.Context, st Step, key string) error {
 	err := c.Extend(ctx, key, r.sc.Lock.TTL)
 	if err != nil {
 		r.logf("%s extend %q: not extended: %v", st.Client, key, firstLine(err))
+	} else if d, _ := c.Deadline(key); d.IsZero() {
+		r.logf("%s extend %q: extended (the lock's belief has no deadline)", st.Client, key)
 	} else {
-		d, _ := c.Deadline(key)
 		r.logf("%s extend %q: extended, valid for %v more", st.Client, key, time.Until(d).Round(time.Millisecond))
 	}
 	return checkOutcome(st, outcome(err, workload.ErrNotExtended, OutcomeExtended), err)
@@ -120,6 +121,10 @@ func (r *runner) waitUntil(ctx context.Context, st Step, key string) error {
 		if !ok {
 			r.logf("wait until %s's lease on %q expired: it holds none", st.Client, key)
 			return nil
+		}
+		if deadline.IsZero() {
+			return fmt.Errorf("wait until expired: %s's lease on %q has no deadline (lock %s believes until release): %w",
+				st.Client, key, r.sc.Lock.Kind, ErrWaitTimeout)
 		}
 		left := time.Until(deadline)
 		if left > timeout {

@@ -28,11 +28,26 @@ func oneNode(t *testing.T) (*cluster.Process, func() *redis.Client) {
 	}
 	t.Cleanup(func() { _ = cl.Close(context.Background()) })
 	n := cl.Processes()[0]
-	return n, func() *redis.Client {
-		c := redis.NewClient(redlock.ClientOptions(n.Addr(), cl.Password()))
-		t.Cleanup(func() { _ = c.Close() })
-		return c
+	return n, func() *redis.Client { return connect(t, n.Addr(), cl.Password()) }
+}
+
+// connect is a client of addr with the harness's go-redis options, and a
+// read timeout that outlasts a WAIT of up to a second.
+func connect(t *testing.T, addr, password string) *redis.Client {
+	opts := redlock.ClientOptions(addr, password)
+	opts.ReadTimeout = 2 * time.Second
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func newWaitReplicas(t *testing.T, c *redis.Client) *WaitReplicas {
+	t.Helper()
+	w, err := NewWaitReplicas(c)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return w
 }
 
 // The one-deployment adapters on a real node: granted, refused while
@@ -49,6 +64,7 @@ func TestOneDeploymentAdapters(t *testing.T) {
 		wantDeadline bool
 	}{
 		{"redislock", func() Lock { return NewRedislock(client()) }, true},
+		{"wait-replicas", func() Lock { return newWaitReplicas(t, client()) }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
