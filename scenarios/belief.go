@@ -14,6 +14,8 @@ var Beliefs = map[string]string{
 	LockRedsync:        "at redsync's Until(): start of the acquire + expiry − elapsed − drift (1%), on the client's monotonic clock",
 	LockRedislock: "when Obtain returned + TTL, on the client's monotonic clock: redislock returns no deadline and does not " +
 		"check how much of the TTL the obtain used, so its user counts the TTL from the grant (Refresh: from its return)",
+	LockWaitReplicas: "at the release: Redisson's lock() tells its user no deadline, its watchdog renews the key every TTL/3 " +
+		"behind the user's back, so the user believes until unlock() whatever became of the key",
 }
 
 // Belief is the sentence of lock kind k, or "" for a kind without one.

@@ -60,12 +60,13 @@ func outcome(err, refused error, success string) string {
 	return outcomeUnknown
 }
 
-// checkOutcome checks got against st's expect.
-func checkOutcome(st Step, got string, cause error) error {
-	if st.Expect == "" || st.Expect == got {
+// checkOutcome checks got against what st expects of lock kind k.
+func checkOutcome(st Step, k, got string, cause error) error {
+	want := st.ExpectOf(k)
+	if want == "" || want == got {
 		return nil
 	}
-	return &ExpectError{Line: st.Line, Kind: st.Kind, Client: st.Client, Want: st.Expect, Got: got, Cause: cause}
+	return &ExpectError{Line: st.Line, Kind: st.Kind, Client: st.Client, Want: want, Got: got, Cause: cause}
 }
 
 func (r *runner) acquire(ctx context.Context, st Step, key string) error {
@@ -75,7 +76,7 @@ func (r *runner) acquire(ctx context.Context, st Step, key string) error {
 	} else {
 		r.logf("%s acquire %q: acquired", st.Client, key)
 	}
-	return checkOutcome(st, outcome(err, workload.ErrNotAcquired, OutcomeAcquired), err)
+	return checkOutcome(st, r.sc.Lock.Kind, outcome(err, workload.ErrNotAcquired, OutcomeAcquired), err)
 }
 
 // extend extends the client's lease on key by the lock's TTL.
@@ -83,7 +84,7 @@ func (r *runner) extend(ctx context.Context, st Step, key string) error {
 	c := r.clients[st.Client]
 	if !c.Holds(key) {
 		r.logf("%s extend %q: holds no lease, skipped", st.Client, key)
-		return checkOutcome(st, outcomeNoLease, nil)
+		return checkOutcome(st, r.sc.Lock.Kind, outcomeNoLease, nil)
 	}
 	err := c.Extend(ctx, key, r.sc.Lock.TTL)
 	if err != nil {
@@ -93,7 +94,7 @@ func (r *runner) extend(ctx context.Context, st Step, key string) error {
 	} else {
 		r.logf("%s extend %q: extended, valid for %v more", st.Client, key, time.Until(d).Round(time.Millisecond))
 	}
-	return checkOutcome(st, outcome(err, workload.ErrNotExtended, OutcomeExtended), err)
+	return checkOutcome(st, r.sc.Lock.Kind, outcome(err, workload.ErrNotExtended, OutcomeExtended), err)
 }
 
 // ErrWaitTimeout: a wait step's condition was not met within its timeout.

@@ -34,6 +34,10 @@ func TestFit(t *testing.T) {
 		{"pause-during-acquire", LockRedislock, ""},
 		{"delayed-write-fenced", LockRedislock, "hands out none"},
 		{"random-clock-set", LockRedislock, ""},
+		{"failover-wait", LockWaitReplicas, ""},
+		{"failover-wait", LockRedsync, ""},
+		{"restart-amnesia", LockWaitReplicas, "wait-replicas locks n1 alone"},
+		{"pause-critical-section-fenced", LockWaitReplicas, "hands out none"},
 	} {
 		sc, err := Load(tc.story)
 		if err != nil {

@@ -48,6 +48,31 @@ func (r *runner) gatedRedislock(client string, conn *redis.Client) workload.Lock
 	return gatedLock{Lock: rl, gate: g}
 }
 
+// waitReplicasTimeout is the WAIT timeout of the wait-replicas lock:
+// Redisson's default slavesSyncTimeout.
+const waitReplicasTimeout = time.Second
+
+// gatedWaitReplicas is Redisson's scheme over conn (n1's, which the
+// failover stories retarget at a promoted replica) with client's gate at
+// its after-replies (the script's and WAIT's replies in, not judged yet),
+// after-acquire and before-release, and its watchdog held while the
+// client is stopped.
+func (r *runner) gatedWaitReplicas(client string, conn *redis.Client) (workload.Lock, error) {
+	g := r.faults.gates[client]
+	w, err := workload.NewWaitReplicas(conn)
+	if err != nil {
+		return nil, err
+	}
+	w.WaitTimeout = waitReplicasTimeout
+	w.Tries = r.sc.Lock.Retries
+	w.Hooks = workload.WaitReplicasHooks{
+		AfterReplies: func(ctx context.Context) { g.At(ctx, nemesis.AfterReplies) },
+		Background:   func(ctx context.Context) { g.At(ctx, nemesis.Background) },
+	}
+	w.Logf = func(format string, args ...any) { r.logf("%s: "+format, append([]any{client}, args...)...) }
+	return gatedLock{Lock: w, gate: g}, nil
+}
+
 // gatedLock calls its gate after a granted acquire and before a release.
 type gatedLock struct {
 	workload.Lock

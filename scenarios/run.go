@@ -225,7 +225,12 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		if err != nil {
 			return nil, err
 		}
-		c := redis.NewClient(redlock.ClientOptions(addr, password))
+		opts := redlock.ClientOptions(addr, password)
+		if r.sc.Lock.Kind == LockWaitReplicas {
+			// WAIT blocks up to its timeout; a read must outlast it.
+			opts.ReadTimeout = waitReplicasTimeout + time.Second
+		}
+		c := redis.NewClient(opts)
 		r.conns = append(r.conns, c)
 		// Connect now, so that the first lock attempt measures the lock,
 		// not the connection handshake, against its per-node timeout.
@@ -243,6 +248,8 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		return r.gatedRedsync(client, conns), nil
 	case LockRedislock:
 		return r.gatedRedislock(client, conns[0]), nil
+	case LockWaitReplicas:
+		return r.gatedWaitReplicas(client, conns[0])
 	}
 	opts := redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout, Hooks: r.hooks(client), MaxTries: r.sc.Lock.Retries}
 	switch r.sc.Lock.Kind {
