@@ -30,6 +30,12 @@ const (
 	BeforeWrite Point = "before-write"
 	// AnyPoint: whichever hook point the client reaches next.
 	AnyPoint Point = "any"
+	// Background is not a place to arm a pause: it is where a lock's
+	// background work (a watchdog renewing the lease) passes the gate. It
+	// never sets a pause off, but it is held while the client is stopped,
+	// as every thread of a stopped process is — a GC pause freezes the
+	// watchdog with the code it serves.
+	Background Point = "background"
 )
 
 // HookPoints are the lock's hook points, for drawing one at random.
@@ -97,7 +103,7 @@ func (g *ClientGate) At(ctx context.Context, p Point) {
 	}
 	g.mu.Lock()
 	pz := g.armed
-	if pz == nil || (!pz.hit && pz.at != AnyPoint && pz.at != p) {
+	if pz == nil || (!pz.hit && (p == Background || (pz.at != AnyPoint && pz.at != p))) {
 		g.mu.Unlock()
 		return
 	}

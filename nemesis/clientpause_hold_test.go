@@ -147,3 +147,57 @@ func TestClientPauseWithinDisarms(t *testing.T) {
 	}
 	<-over
 }
+
+// A lock's background work passes the gate at nemesis.Background: it
+// never sets a pause off, not even one armed at any point, yet once the
+// client is stopped it is held with the rest of the client, and goes on
+// when the client does.
+func TestClientPauseHoldsBackgroundWork(t *testing.T) {
+	t.Parallel()
+	for _, at := range []nemesis.Point{nemesis.AfterAcquire, nemesis.AnyPoint} {
+		t.Run(string(at), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			g := nemesis.NewClientGate("c1")
+			nem := nemesis.New(&timedRecorder{start: time.Now()})
+			defer nem.HealAll(ctx)
+			id, err := nem.Start(ctx, nemesis.ClientPause{Gate: g, At: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Armed, not reached: the background passes.
+			passed := make(chan struct{})
+			go func() { g.At(ctx, nemesis.Background); close(passed) }()
+			select {
+			case <-passed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("background work held by a pause the client has not reached")
+			}
+			if g.Blocked() != 0 {
+				t.Fatalf("%d goroutines held after the background passed", g.Blocked())
+			}
+			// The client stops; the background is held with it.
+			go g.At(ctx, nemesis.AfterAcquire)
+			wctx, cancel := within(5 * time.Second)
+			defer cancel()
+			if err := g.WaitBlocked(wctx); err != nil {
+				t.Fatal(err)
+			}
+			held := make(chan struct{})
+			go func() { g.At(ctx, nemesis.Background); close(held) }()
+			select {
+			case <-held:
+				t.Fatal("background work went on while the client was stopped")
+			case <-time.After(200 * time.Millisecond):
+			}
+			if err := nem.Stop(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-held:
+			case <-time.After(5 * time.Second):
+				t.Fatal("background work still held after the pause healed")
+			}
+		})
+	}
+}

@@ -38,6 +38,10 @@ type Meta struct {
 	// "splitbrain run clock-jump --seed 42".
 	Command string `json:"command,omitempty"`
 	Backend string `json:"backend,omitempty"`
+	// Belief says how the lock under test tells its user how long the
+	// lock is theirs — where a belief interval ends (P1) — since locks
+	// differ: a validity deadline, a TTL from the grant, until release.
+	Belief string `json:"belief,omitempty"`
 }
 
 // Record is the content of result.json.

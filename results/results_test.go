@@ -51,6 +51,7 @@ func meta(scenario, expect string) Meta {
 		Expect:      expect,
 		Command:     "splitbrain run " + scenario + " --seed 42",
 		Backend:     "local",
+		Belief:      "at the validity deadline <u>",
 	}
 }
 
@@ -204,6 +205,7 @@ func TestWriteViolatingReport(t *testing.T) {
 		`href="result.json"`,
 		`splitbrain run clock-jump --seed 42`,
 		`both believed they held lock`,
+		`belief ends: at the validity deadline &lt;u&gt;`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report lacks %s", want)
@@ -215,7 +217,7 @@ func TestWriteViolatingReport(t *testing.T) {
 	if n := strings.Count(page, "<script"); n != 1 {
 		t.Errorf("report has %d <script tags, want only its own", n)
 	}
-	for _, bad := range []string{"<script>alert", "<b>quorum", "<i>"} {
+	for _, bad := range []string{"<script>alert", "<b>quorum", "<i>", "<u>"} {
 		if strings.Contains(page, bad) {
 			t.Errorf("report contains unescaped %q", bad)
 		}

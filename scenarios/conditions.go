@@ -61,12 +61,13 @@ func outcome(err, refused error, success string) string {
 	return outcomeUnknown
 }
 
-// checkOutcome checks got against st's expect.
-func checkOutcome(st Step, got string, cause error) error {
-	if st.Expect == "" || st.Expect == got {
+// checkOutcome checks got against what st expects of lock kind k.
+func checkOutcome(st Step, k, got string, cause error) error {
+	want := st.ExpectOf(k)
+	if want == "" || want == got {
 		return nil
 	}
-	return &ExpectError{Line: st.Line, Kind: st.Kind, Client: st.Client, Want: st.Expect, Got: got, Cause: cause}
+	return &ExpectError{Line: st.Line, Kind: st.Kind, Client: st.Client, Want: want, Got: got, Cause: cause}
 }
 
 func (r *runner) acquire(ctx context.Context, st Step, key string) error {
@@ -76,7 +77,7 @@ func (r *runner) acquire(ctx context.Context, st Step, key string) error {
 	} else {
 		r.logf("%s acquire %q: acquired", st.Client, key)
 	}
-	return checkOutcome(st, outcome(err, workload.ErrNotAcquired, OutcomeAcquired), err)
+	return checkOutcome(st, r.sc.Lock.Kind, outcome(err, workload.ErrNotAcquired, OutcomeAcquired), err)
 }
 
 // extend extends the client's lease on key by the lock's TTL.
@@ -84,16 +85,17 @@ func (r *runner) extend(ctx context.Context, st Step, key string) error {
 	c := r.clients[st.Client]
 	if !c.Holds(key) {
 		r.logf("%s extend %q: holds no lease, skipped", st.Client, key)
-		return checkOutcome(st, outcomeNoLease, nil)
+		return checkOutcome(st, r.sc.Lock.Kind, outcomeNoLease, nil)
 	}
 	err := c.Extend(ctx, key, r.sc.Lock.TTL)
 	if err != nil {
 		r.logf("%s extend %q: not extended: %v", st.Client, key, firstLine(err))
+	} else if d, _ := c.Deadline(key); d.IsZero() {
+		r.logf("%s extend %q: extended (the lock's belief has no deadline)", st.Client, key)
 	} else {
-		d, _ := c.Deadline(key)
 		r.logf("%s extend %q: extended, valid for %v more", st.Client, key, time.Until(d).Round(time.Millisecond))
 	}
-	return checkOutcome(st, outcome(err, workload.ErrNotExtended, OutcomeExtended), err)
+	return checkOutcome(st, r.sc.Lock.Kind, outcome(err, workload.ErrNotExtended, OutcomeExtended), err)
 }
 
 // ErrWaitTimeout: a wait step's condition was not met within its timeout.
@@ -121,6 +123,10 @@ func (r *runner) waitUntil(ctx context.Context, st Step, key string) error {
 		if !ok {
 			r.logf("wait until %s's lease on %q expired: it holds none", st.Client, key)
 			return nil
+		}
+		if deadline.IsZero() {
+			return fmt.Errorf("wait until expired: %s's lease on %q has no deadline (lock %s believes until release): %w",
+				st.Client, key, r.sc.Lock.Kind, ErrWaitTimeout)
 		}
 		left := time.Until(deadline)
 		if left > timeout {

@@ -36,20 +36,21 @@ func (r *runner) setUpFaults(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("replica of %s: %w", name, err)
 		}
-		rname := ReplicaName(name)
-		via, err := r.net.AddLink(rname, nemesis.Endpoint{Name: name, Addr: master.Addr()})
-		if err != nil {
-			return err
+		for _, rname := range r.sc.ReplicasOf(name) {
+			via, err := r.net.AddLink(rname, nemesis.Endpoint{Name: name, Addr: master.Addr()})
+			if err != nil {
+				return err
+			}
+			rep, err := cluster.StartReplica(ctx, r.cluster, cluster.ReplicaSpec{Name: rname, Of: name, Via: via})
+			var unsupported *cluster.UnsupportedError
+			if errors.As(err, &unsupported) {
+				return fmt.Errorf("%s: cluster.replicas: %w", r.sc.File, err)
+			}
+			if err != nil {
+				return err
+			}
+			r.logf("started %s=%s, a replica of %s through %s", rname, rep.Addr(), name, via)
 		}
-		rep, err := cluster.StartReplica(ctx, r.cluster, cluster.ReplicaSpec{Name: rname, Of: name, Via: via})
-		var unsupported *cluster.UnsupportedError
-		if errors.As(err, &unsupported) {
-			return fmt.Errorf("%s: cluster.replicas: %w", r.sc.File, err)
-		}
-		if err != nil {
-			return err
-		}
-		r.logf("started %s=%s, a replica of %s through %s", rname, rep.Addr(), name, via)
 	}
 	return nil
 }
@@ -91,7 +92,7 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 	case StepNet:
 		return r.linkFault(ctx, st, clientLinks([]string{st.Client}, st.Nodes))
 	case StepReplication:
-		return r.linkFault(ctx, st, []history.Link{{Client: ReplicaName(st.Node), Node: st.Node}})
+		return r.linkFault(ctx, st, []history.Link{{Client: st.Replica, Node: st.Node}})
 	case StepPartition:
 		return r.partition(ctx, st)
 	case StepStrobe:
@@ -155,7 +156,7 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 	case StepRestart:
 		return r.stopOn(ctx, "restart", st.Node, nemesis.KindKill, nemesis.KindStop)
 	case StepPromote:
-		rep, err := nodeAs[nemesis.Promotable](r, ReplicaName(st.Node), cluster.FaultReplica)
+		rep, err := nodeAs[nemesis.Promotable](r, st.Replica, cluster.FaultReplica)
 		if err != nil {
 			return err
 		}

@@ -66,33 +66,75 @@ func (p *parser) namedIn(m *yaml.Node, node string) bool {
 	return false
 }
 
-// replicas parses cluster.replicas: the nodes that get a replica.
-func (p *parser) replicas(n *yaml.Node) []string {
+// maxReplicas bounds the replicas of one node: Redisson's story needs two.
+const maxReplicas = 4
+
+// replicas parses cluster.replicas: a list of the nodes that get one
+// replica each, or a mapping from node to how many it gets ({n1: 2}, for
+// a story where one replica acknowledges a write and the other does not).
+// It returns the nodes, in order, and the counts above one.
+func (p *parser) replicas(n *yaml.Node) ([]string, map[string]int) {
+	const field = "cluster.replicas"
+	p.replicated = map[string]int{}
 	if n.Kind == 0 {
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		p.fail(n, "cluster.replicas", "want a list of the nodes that get a replica, such as [n1]")
-		return nil
+		return nil, nil
 	}
 	var out []string
-	for _, v := range n.Content {
-		name := p.node(v, "cluster.replicas")
+	add := func(k *yaml.Node, count int) {
+		name := p.node(k, field)
 		if slices.Contains(out, name) {
-			p.fail(v, "cluster.replicas", "%s given twice", name)
-			continue
+			p.fail(k, field, "%s given twice", name)
+			return
 		}
 		out = append(out, name)
+		p.replicated[name] = count
 	}
-	p.replicated = map[string]bool{}
-	for _, r := range out {
-		p.replicated[r] = true
+	switch n.Kind {
+	case yaml.SequenceNode:
+		for _, v := range n.Content {
+			add(v, 1)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			add(k, p.count(v, field+"."+k.Value, 1, 1, maxReplicas))
+		}
+	default:
+		p.fail(n, field, "want a list of the nodes that get a replica, such as [n1], or how many each gets, such as {n1: 2}")
+		return nil, nil
+	}
+	counts := map[string]int{}
+	for name, c := range p.replicated {
+		if c > 1 {
+			counts[name] = c
+		}
+	}
+	if len(counts) == 0 {
+		counts = nil
+	}
+	return out, counts
+}
+
+// ReplicaName is the name of node's (first) replica: n1's is r1.
+func ReplicaName(node string) string { return ReplicaNames(node, 1)[0] }
+
+// ReplicaNames names count replicas of node: n1's are r1, r1b, r1c, ...
+func ReplicaNames(node string, count int) []string {
+	base := "r" + strings.TrimPrefix(node, "n")
+	out := []string{base}
+	for i := 1; i < count; i++ {
+		out = append(out, base+string(rune('a'+i)))
 	}
 	return out
 }
 
-// ReplicaName is the name of node's replica: n1's is r1.
-func ReplicaName(node string) string { return "r" + strings.TrimPrefix(node, "n") }
+// ReplicasOf names node's replicas; none when it has none.
+func (sc *Scenario) ReplicasOf(node string) []string {
+	if !slices.Contains(sc.Replicas, node) {
+		return nil
+	}
+	return ReplicaNames(node, max(sc.ReplicaCount[node], 1))
+}
 
 var (
 	linkFaults = []string{"drop", "reset", "refuse", "delay"}
@@ -120,6 +162,7 @@ func (p *parser) faultStep(st *Step, val *yaml.Node, field string, seen map[stri
 		p.linkFault(st, seen, field)
 	case StepReplication:
 		st.Node = p.replicatedNode(need("node"), field+".node")
+		st.Replica = p.replicaOf(st.Node, seen["replica"], field+".replica")
 		p.linkFault(st, seen, field)
 	case StepPartition:
 		p.partition(st, val, field, seen, need)
@@ -149,6 +192,7 @@ func (p *parser) faultStep(st *Step, val *yaml.Node, field string, seen map[stri
 		st.Node = p.node(need("node"), field+".node")
 	case StepPromote:
 		st.Node = p.replicatedNode(need("node"), field+".node")
+		st.Replica = p.replicaOf(st.Node, seen["replica"], field+".replica")
 	case StepRandom:
 		p.random(st, val, field, seen, need)
 	}
@@ -375,10 +419,29 @@ func (p *parser) linkNodes(n *yaml.Node, field string) []string {
 // replicatedNode parses a node that must have a replica.
 func (p *parser) replicatedNode(n *yaml.Node, field string) string {
 	name := p.node(n, field)
-	if name != "" && p.nodes[name] && !p.replicated[name] {
+	if name != "" && p.nodes[name] && p.replicated[name] == 0 {
 		p.fail(n, field, "%s has no replica; add it to cluster.replicas, such as replicas: [%s]", name, name)
 	}
 	return name
+}
+
+// replicaOf parses the replica a replication or promote step acts on: one
+// of node's (r1, r1b, ...); without one, its first.
+func (p *parser) replicaOf(node string, n *yaml.Node, field string) string {
+	count := p.replicated[node]
+	if count == 0 {
+		return "" // replicatedNode said why
+	}
+	names := ReplicaNames(node, count)
+	if n == nil {
+		return names[0]
+	}
+	if !slices.Contains(names, n.Value) {
+		p.fail(n, field, "%q is not a replica of %s; want one of %s (cluster.replicas gives %s %d)",
+			n.Value, node, strings.Join(names, ", "), node, count)
+		return names[0]
+	}
+	return n.Value
 }
 
 func (p *parser) boolean(n *yaml.Node, field string) bool {

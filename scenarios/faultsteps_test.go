@@ -31,7 +31,7 @@ func TestParseFaultSteps(t *testing.T) {
 		{"net: {client: c1, nodes: [n2], fault: refuse}",
 			Step{Kind: StepNet, Client: "c1", Nodes: []string{"n2"}, Fault: "refuse", Direction: "both"}},
 		{"replication: {node: n1, fault: reset, direction: to-client}",
-			Step{Kind: StepReplication, Node: "n1", Fault: "reset", Direction: "to-client"}},
+			Step{Kind: StepReplication, Node: "n1", Replica: "r1", Fault: "reset", Direction: "to-client"}},
 		{"partition: {shape: isolate, nodes: [n3]}",
 			Step{Kind: StepPartition, Shape: "isolate", Nodes: []string{"n3"}}},
 		{"partition: {shape: halves, clients: [c2, c1], for: 1s..2s}",
@@ -51,7 +51,8 @@ func TestParseFaultSteps(t *testing.T) {
 		{"kill: {node: n3, amnesia: true, for: 0s}", Step{Kind: StepKill, Node: "n3", Amnesia: true, HasFor: true}},
 		{"stop: {node: n3}", Step{Kind: StepStop, Node: "n3"}},
 		{"restart: {node: n3}", Step{Kind: StepRestart, Node: "n3"}},
-		{"promote: {node: n1}", Step{Kind: StepPromote, Node: "n1"}},
+		{"promote: {node: n1}", Step{Kind: StepPromote, Node: "n1", Replica: "r1"}},
+		{"promote: {node: n1, replica: r1}", Step{Kind: StepPromote, Node: "n1", Replica: "r1"}},
 		{"heal: failover", Step{Kind: StepHeal, Heal: "failover"}},
 		{"random: {faults: [partition, kill], targets: [one, majority], interval: 1s, duration: 200ms..800ms, for: 10s, max_clock: 5s}",
 			Step{Kind: StepRandom, Schedule: nemesis.ScheduleSpec{Kinds: []string{"partition", "kill"},
@@ -93,6 +94,19 @@ func TestParseClusterFaultSettings(t *testing.T) {
 	if !reflect.DeepEqual(sc.Persistence, want) || !reflect.DeepEqual(sc.Replicas, []string{"n1"}) {
 		t.Errorf("persistence %v, replicas %v", sc.Persistence, sc.Replicas)
 	}
+	// A node may get several replicas: r1, r1b, ...; the steps name one.
+	sc, err = Parse([]byte(strings.Replace(faultsHead, "replicas: [n1]", "replicas: {n1: 2, n3: 1}", 1)+
+		"  - replication: {node: n1, replica: r1b, fault: drop}\n  - promote: {node: n1, replica: r1b}\n  - promote: {node: n3}\n"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(sc.Replicas, []string{"n1", "n3"}) || !reflect.DeepEqual(sc.ReplicasOf("n1"), []string{"r1", "r1b"}) ||
+		!reflect.DeepEqual(sc.ReplicasOf("n3"), []string{"r3"}) || sc.ReplicasOf("n2") != nil {
+		t.Errorf("replicas %v (%v): of n1 %v, n3 %v, n2 %v", sc.Replicas, sc.ReplicaCount, sc.ReplicasOf("n1"), sc.ReplicasOf("n3"), sc.ReplicasOf("n2"))
+	}
+	if got := []string{sc.Steps[0].Replica, sc.Steps[1].Replica, sc.Steps[2].Replica}; !reflect.DeepEqual(got, []string{"r1b", "r1b", "r3"}) {
+		t.Errorf("the steps act on replicas %v, want r1b, r1b, r3", got)
+	}
 	sc, err = Parse([]byte(strings.Replace(good, "{nodes: 3}", "{nodes: 3, persistence: aof-always}", 1)), "f.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +134,13 @@ func TestParseFaultStepErrors(t *testing.T) {
 		{"bad persistence", head("{nodes: 3, persistence: rdb}") + "  - wait: 1s\n", []string{"f.yaml:3", "cluster.persistence", "none, aof-everysec, aof-always"}},
 		{"persistence of unknown node", head("{nodes: 3, persistence: {n7: none}}") + "  - wait: 1s\n", []string{"f.yaml:3", "cluster.persistence.n7", `"n7"`}},
 		{"replica of unknown node", head("{nodes: 3, replicas: [n9]}") + "  - wait: 1s\n", []string{"f.yaml:3", "cluster.replicas", `"n9"`}},
-		{"replicas not a list", head("{nodes: 3, replicas: n1}") + "  - wait: 1s\n", []string{"cluster.replicas", "[n1]"}},
+		{"replicas not a list", head("{nodes: 3, replicas: n1}") + "  - wait: 1s\n", []string{"cluster.replicas", "[n1]", "{n1: 2}"}},
+		{"too many replicas", head("{nodes: 3, replicas: {n1: 9}}") + "  - wait: 1s\n", []string{"f.yaml:3", "cluster.replicas.n1", "from 1 to 4"}},
+		{"replicas of unknown node", head("{nodes: 3, replicas: {n7: 2}}") + "  - wait: 1s\n", []string{"cluster.replicas", `"n7"`}},
+		{"replica not of the node", head("{nodes: 3, replicas: {n1: 2, n2: 1}}") + "  - promote: {node: n1, replica: r2}\n",
+			[]string{"f.yaml:7", "steps[0].promote.replica", `"r2" is not a replica of n1; want one of r1, r1b`}},
+		{"second replica of a node with one", faultsHead + "  - replication: {node: n1, replica: r1b}\n",
+			[]string{"steps[0].replication.replica", "want one of r1 (cluster.replicas gives n1 1)"}},
 		{"unknown net fault", faultsHead + "  - net: {client: c1, nodes: [n1], fault: explode}\n", []string{"f.yaml:7", "steps[0].net.fault", "drop, reset, refuse, delay"}},
 		{"delay without time", faultsHead + "  - net: {client: c1, nodes: [n1], fault: delay}\n", []string{"f.yaml:7", "steps[0].net.delay", "missing"}},
 		{"time without delay", faultsHead + "  - net: {client: c1, nodes: [n1], delay: 2s}\n", []string{"steps[0].net.delay", "only for fault: delay"}},

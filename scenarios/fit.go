@@ -14,9 +14,9 @@ import (
 //   - a storage that fences its writes needs a lock that hands out tokens;
 //   - a quorum story — one whose steps single out some of the lock's nodes
 //     (cut c1 from n4 and n5, jump n3's clock, kill n3) — needs a lock over
-//     every node: single locks n1 alone, so the faults either miss its one
-//     node or cut it off, and the story's scripted grants and refusals
-//     cannot happen.
+//     every node: single, like every lock of one deployment, locks n1
+//     alone, so the faults either miss its one node or cut it off, and the
+//     story's scripted grants and refusals cannot happen.
 
 // Fit reports whether the scenario fits lock kind k, and why not.
 func (sc *Scenario) Fit(k string) (bool, string) {
@@ -29,10 +29,10 @@ func (sc *Scenario) Fit(k string) (bool, string) {
 	if sc.Workload.Fencing && !Fenced(k) {
 		return false, fmt.Sprintf("the storage rejects writes without a fencing token (workload.fencing on), and %s hands out none", k)
 	}
-	if k == LockSingle && sc.Nodes > 1 {
+	if OneDeployment(k) && sc.Nodes > 1 {
 		if singled := sc.singledOut(); len(singled) > 0 {
 			return false, fmt.Sprintf("a quorum story: its steps act on part of its %d nodes (%s), and %s locks n1 alone",
-				sc.Nodes, strings.Join(singled, ", "), LockSingle)
+				sc.Nodes, strings.Join(singled, ", "), k)
 		}
 	}
 	return true, ""

@@ -27,6 +27,17 @@ func TestFit(t *testing.T) {
 		{"random-all-counter", LockSingle, ""}, // drawn targets single out none in advance
 		{"random-pause-set", LockNaive, ""},
 		{"clock-jump", "zookeeper", "not a lock kind"},
+		// A lock of one deployment is single's case.
+		{"clock-jump", LockRedislock, "quorum story: its steps act on part of its 5 nodes (n4+n5, n3, n1+n2), and redislock locks n1 alone"},
+		{"restart-delayed", LockRedislock, "quorum story"},
+		{"failover", LockRedislock, ""},
+		{"pause-during-acquire", LockRedislock, ""},
+		{"delayed-write-fenced", LockRedislock, "hands out none"},
+		{"random-clock-set", LockRedislock, ""},
+		{"failover-wait", LockWaitReplicas, ""},
+		{"failover-wait", LockRedsync, ""},
+		{"restart-amnesia", LockWaitReplicas, "wait-replicas locks n1 alone"},
+		{"pause-critical-section-fenced", LockWaitReplicas, "hands out none"},
 	} {
 		sc, err := Load(tc.story)
 		if err != nil {

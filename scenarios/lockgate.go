@@ -13,8 +13,8 @@ import (
 
 // Client pauses stop a client at its gate at the lock's hook points. Our
 // lock calls the gate from its own hooks (see hooks); a third-party lock
-// has none, so for redsync the harness places the same three points
-// around its calls, without changing redsync:
+// has none, so for redsync (and redislock) the harness places the same
+// three points around its calls, without changing the library:
 //
 //   - after-replies: a go-redis hook on each of the client's node
 //     connections stops the client once a SET NX reply has arrived, while
@@ -29,11 +29,48 @@ import (
 func (r *runner) gatedRedsync(client string, conns []*redis.Client) workload.Lock {
 	g := r.faults.gates[client]
 	for _, c := range conns {
-		c.AddHook(setNXHook{gate: g})
+		c.AddHook(replyHook{gate: g, is: isSetNX})
 	}
 	rs := workload.NewRedsync(conns, r.sc.Lock.NodeTimeout)
 	rs.Tries = r.sc.Lock.Retries
 	return gatedLock{Lock: rs, gate: g}
+}
+
+// gatedRedislock is bsm/redislock over conn (n1's) with client's gate at
+// the same three points; after-replies is after the obtain script's reply
+// (its only command during an acquire), before redislock hands back the
+// lock.
+func (r *runner) gatedRedislock(client string, conn *redis.Client) workload.Lock {
+	g := r.faults.gates[client]
+	conn.AddHook(replyHook{gate: g, is: isScriptRun})
+	rl := workload.NewRedislock(conn)
+	rl.Tries = r.sc.Lock.Retries
+	return gatedLock{Lock: rl, gate: g}
+}
+
+// waitReplicasTimeout is the WAIT timeout of the wait-replicas lock:
+// Redisson's default slavesSyncTimeout.
+const waitReplicasTimeout = time.Second
+
+// gatedWaitReplicas is Redisson's scheme over conn (n1's, which the
+// failover stories retarget at a promoted replica) with client's gate at
+// its after-replies (the script's and WAIT's replies in, not judged yet),
+// after-acquire and before-release, and its watchdog held while the
+// client is stopped.
+func (r *runner) gatedWaitReplicas(client string, conn *redis.Client) (workload.Lock, error) {
+	g := r.faults.gates[client]
+	w, err := workload.NewWaitReplicas(conn)
+	if err != nil {
+		return nil, err
+	}
+	w.WaitTimeout = waitReplicasTimeout
+	w.Tries = r.sc.Lock.Retries
+	w.Hooks = workload.WaitReplicasHooks{
+		AfterReplies: func(ctx context.Context) { g.At(ctx, nemesis.AfterReplies) },
+		Background:   func(ctx context.Context) { g.At(ctx, nemesis.Background) },
+	}
+	w.Logf = func(format string, args ...any) { r.logf("%s: "+format, append([]any{client}, args...)...) }
+	return gatedLock{Lock: w, gate: g}, nil
 }
 
 // gatedLock calls its gate after a granted acquire and before a release.
@@ -61,31 +98,45 @@ func (g gatedLock) Release(ctx context.Context, lease *workload.Lease) error {
 	return g.Lock.Release(ctx, lease)
 }
 
-// setNXHook stops the client at after-replies once a lock attempt's SET NX
-// has its reply (or its error).
-type setNXHook struct{ gate *nemesis.ClientGate }
+// replyHook stops the client at after-replies once a lock attempt's
+// command (is) has its reply (or its error).
+type replyHook struct {
+	gate *nemesis.ClientGate
+	is   func(cmd redis.Cmder, err error) bool
+}
 
-func (setNXHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (replyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (setNXHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (replyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
-func (h setNXHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h replyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if caller, ok := ctx.Value(callerKey{}).(context.Context); ok && isSetNX(cmd) {
+		if caller, ok := ctx.Value(callerKey{}).(context.Context); ok && h.is(cmd, err) {
 			h.gate.At(caller, nemesis.AfterReplies)
 		}
 		return err
 	}
 }
 
-func isSetNX(cmd redis.Cmder) bool {
+func isSetNX(cmd redis.Cmder, _ error) bool {
 	args := cmd.Args()
 	if cmd.Name() != "set" || len(args) == 0 {
 		return false
 	}
 	last, ok := args[len(args)-1].(string)
 	return ok && strings.EqualFold(last, "nx")
+}
+
+// isScriptRun is a script's run that reached the script: EVALSHA's
+// NOSCRIPT reply is followed by the EVAL that runs it, where the client
+// stops.
+func isScriptRun(cmd redis.Cmder, err error) bool {
+	switch cmd.Name() {
+	case "evalsha", "eval":
+		return err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT")
+	}
+	return false
 }

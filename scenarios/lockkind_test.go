@@ -30,6 +30,10 @@ steps:
 		if sc.Lock.Kind != kind {
 			t.Errorf("kind %s parsed as %q", kind, sc.Lock.Kind)
 		}
+		// Every report says where the lock's belief ends.
+		if scenarios.Belief(kind) == "" {
+			t.Errorf("kind %s: no belief sentence", kind)
+		}
 	}
 	_, err := scenarios.Parse([]byte(strings.Replace(file, "%s", "zookeeper", 1)), "kinds.yaml")
 	if err == nil || !strings.Contains(err.Error(), "kinds.yaml:4: lock.kind") || !strings.Contains(err.Error(), "fenced-two-round, redsync") {

@@ -185,6 +185,7 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		Expect:      string(sc.Expect),
 		Command:     cmd,
 		Backend:     backendName(backend),
+		Belief:      Belief(sc.Lock.Kind),
 	}
 	writeErr := results.Write(dir, meta, events, res)
 	out := &Outcome{Dir: dir, Result: res, AsExpected: results.Met(meta.Expect, res)}
@@ -211,10 +212,10 @@ type runner struct {
 }
 
 // newRedlock builds client's instance of the lock under test (our Redlock,
-// one of its variants, or redsync): its own connection to every node,
-// through its own proxies.
+// one of its variants, or a third-party lock): its own connection to every
+// node it uses, through its own proxies.
 func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password string) (workload.Lock, error) {
-	if r.sc.Lock.Kind == LockSingle {
+	if OneDeployment(r.sc.Lock.Kind) {
 		eps = eps[:1]
 	}
 	var conns []*redis.Client
@@ -224,7 +225,12 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		if err != nil {
 			return nil, err
 		}
-		c := redis.NewClient(redlock.ClientOptions(addr, password))
+		opts := redlock.ClientOptions(addr, password)
+		if r.sc.Lock.Kind == LockWaitReplicas {
+			// WAIT blocks up to its timeout; a read must outlast it.
+			opts.ReadTimeout = waitReplicasTimeout + time.Second
+		}
+		c := redis.NewClient(opts)
 		r.conns = append(r.conns, c)
 		// Connect now, so that the first lock attempt measures the lock,
 		// not the connection handshake, against its per-node timeout.
@@ -237,8 +243,13 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		conns = append(conns, c)
 		names = append(names, ep.Name)
 	}
-	if r.sc.Lock.Kind == LockRedsync {
+	switch r.sc.Lock.Kind {
+	case LockRedsync:
 		return r.gatedRedsync(client, conns), nil
+	case LockRedislock:
+		return r.gatedRedislock(client, conns[0]), nil
+	case LockWaitReplicas:
+		return r.gatedWaitReplicas(client, conns[0])
 	}
 	opts := redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout, Hooks: r.hooks(client), MaxTries: r.sc.Lock.Retries}
 	switch r.sc.Lock.Kind {

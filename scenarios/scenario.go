@@ -56,9 +56,10 @@ type Scenario struct {
 	File string
 	// Persistence is each lock node's (n1..nN) persistence.
 	Persistence map[string]cluster.Persistence
-	// Replicas names the nodes that get an asynchronous replica; nK's
-	// replica is rK.
-	Replicas []string
+	// Replicas names the nodes that get asynchronous replicas; nK's are
+	// rK, rKb, ... (ReplicasOf), ReplicaCount of them (absent: one).
+	Replicas     []string
+	ReplicaCount map[string]int
 	// Backend is the file's cluster.backend (BackendLocal or
 	// BackendDocker), empty when the file leaves it to the caller;
 	// RunOptions.Backend, when set, wins.
@@ -71,7 +72,7 @@ type Scenario struct {
 	Source []byte
 }
 
-// Lock kinds: our Redlock and its variants, and go-redsync/redsync.
+// Lock kinds: our Redlock and its variants, and third-party locks.
 const (
 	LockRedlock        = "redlock"          // our Redlock over every node
 	LockSingle         = "single"           // our lock on n1 alone (N=1)
@@ -79,10 +80,18 @@ const (
 	LockFencedSimple   = "fenced-simple"    // ours with simple fencing tokens
 	LockFencedTwoRound = "fenced-two-round" // ours with two-round fencing tokens
 	LockRedsync        = "redsync"          // go-redsync/redsync v4
+	LockRedislock      = "redislock"        // bsm/redislock v0.9, on n1
+	LockWaitReplicas   = "wait-replicas"    // Redisson's RLock scheme: n1, then WAIT for its replicas
 )
 
 // LockKinds lists the valid lock kinds.
-var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, LockFencedTwoRound, LockRedsync}
+var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, LockFencedTwoRound, LockRedsync, LockRedislock, LockWaitReplicas}
+
+// OneDeployment reports whether lock kind k runs on one Redis deployment
+// (n1, with whatever replicas it has) rather than over every node.
+func OneDeployment(k string) bool {
+	return k == LockSingle || k == LockRedislock || k == LockWaitReplicas
+}
 
 // Lock is the lock under test and its parameters.
 type Lock struct {
@@ -134,8 +143,11 @@ type Step struct {
 	Key    string   // acquire, release, extend, wait until expired
 	// Expect is the outcome a scripted acquire (acquired, refused) or
 	// extend (extended, refused) must have for the run to go as scripted;
-	// empty: any.
-	Expect string
+	// empty: any. Expects holds the outcomes named per lock kind, where
+	// locks differ (expect: {default: acquired, wait-replicas: refused});
+	// Expect is then the default. See ExpectOf.
+	Expect  string
+	Expects map[string]string
 	// Until is the condition a wait step waits for (expired, up, down);
 	// empty: the wait is Span. Timeout bounds it; zero: the default.
 	Until   string
@@ -153,6 +165,7 @@ type Step struct {
 	Delay     Span          // net, replication with fault delay: how long bytes are held
 	Shape     string        // partition
 	Point     string        // pause of a client: a hook point, any or random
+	Replica   string        // replication, promote: which of Node's replicas (r1, r1b, ...)
 	Amnesia   bool          // kill, stop: restart with the data lost
 	Period    time.Duration // strobe
 	// For heals the fault on its own after this long (for kill and stop:
@@ -331,8 +344,8 @@ type parser struct {
 	errs       Errors
 	nodes      map[string]bool
 	cls        map[string]bool
-	replicated map[string]bool // nodes with a replica
-	storage    bool            // the workload has a storage node
+	replicated map[string]int // nodes with replicas, and how many
+	storage    bool           // the workload has a storage node
 }
 
 func (p *parser) fail(n *yaml.Node, field, format string, args ...any) {
@@ -371,7 +384,7 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 		p.nodes[fmt.Sprintf("n%d", i)] = true
 	}
 	sc.Persistence = p.persistence(&s.Cluster.Persistence, sc.Nodes)
-	sc.Replicas = p.replicas(&s.Cluster.Replicas)
+	sc.Replicas, sc.ReplicaCount = p.replicas(&s.Cluster.Replicas)
 	clients := p.count(&s.Workload.Clients, "workload.clients", 2, 1, 64)
 	p.cls = map[string]bool{}
 	for i := 1; i <= clients; i++ {
@@ -559,7 +572,7 @@ var stepFields = map[StepKind]string{
 	StepWait:    "until, client, key, node, timeout",
 	// Fault steps: faultsteps.go.
 	StepNet:         "client, nodes, fault, direction, delay, for",
-	StepReplication: "node, fault, direction, delay, for",
+	StepReplication: "node, replica, fault, direction, delay, for",
 	StepPartition:   "shape, client, clients, nodes, for",
 	StepStrobe:      "node, delta, period, for",
 	StepClockReset:  "nodes",
@@ -568,7 +581,7 @@ var stepFields = map[StepKind]string{
 	StepKill:        "node, amnesia, for",
 	StepStop:        "node, amnesia, for",
 	StepRestart:     "node",
-	StepPromote:     "node",
+	StepPromote:     "node, replica",
 	StepRandom:      "faults, targets, interval, duration, for, max_clock",
 }
 

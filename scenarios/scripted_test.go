@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,24 @@ func TestParseNewFields(t *testing.T) {
 			}
 			return ""
 		}},
+		{"expect per lock", good + `  - acquire: {client: c2, expect: {default: acquired, wait-replicas: refused}}
+  - extend: {client: c1, expect: {redislock: refused}}
+`, func(sc *Scenario) string {
+			// Against each lock, what its step expects: the lock's entry,
+			// else the default, else anything.
+			for _, tc := range []struct {
+				step       int
+				lock, want string
+			}{
+				{1, LockWaitReplicas, OutcomeRefused}, {1, LockRedlock, OutcomeAcquired},
+				{2, LockRedislock, OutcomeRefused}, {2, LockRedsync, ""},
+			} {
+				if got := sc.Steps[tc.step].ExpectOf(tc.lock); got != tc.want {
+					return fmt.Sprintf("step %d expects %q of %s, want %q", tc.step, got, tc.lock, tc.want)
+				}
+			}
+			return ""
+		}},
 		{"wait until up in a generated workload", generated + "steps:\n  - wait: {until: up, node: n1}\n", func(sc *Scenario) string {
 			if len(sc.Steps) != 1 || sc.Steps[0].Until != UntilUp {
 				return "wait until up not parsed"
@@ -120,6 +139,12 @@ func TestParseNewFieldsErrors(t *testing.T) {
 			[]string{"f.yaml:4", "lock.extend", "only for a generated workload", "- extend: {client: c1}"}},
 		{"bad acquire expect", good + "  - acquire: {client: c2, expect: extended}\n",
 			[]string{"f.yaml:8", "steps[1].acquire.expect", `"extended"`, "acquired, refused"}},
+		{"bad expect per lock", good + "  - acquire: {client: c2, expect: {default: acquired, redislock: extended}}\n",
+			[]string{"f.yaml:8", "steps[1].acquire.expect.redislock", `"extended" is not valid; want one of acquired, refused`}},
+		{"expect of an unknown lock", good + "  - acquire: {client: c2, expect: {zookeeper: refused}}\n",
+			[]string{"steps[1].acquire.expect.zookeeper", `unknown lock kind "zookeeper"`, "default or one of redlock"}},
+		{"expect per lock twice", good + "  - acquire: {client: c2, expect: {redislock: refused, redislock: acquired}}\n",
+			[]string{"steps[1].acquire.expect.redislock", "listed twice"}},
 		{"bad extend expect", good + "  - extend: {client: c1, expect: acquired}\n",
 			[]string{"f.yaml:8", "steps[1].extend.expect", `"acquired"`, "extended, refused"}},
 		{"release has no expect", good + "  - release: {client: c1, expect: released}\n",
@@ -173,7 +198,8 @@ func TestParseNewFieldsErrors(t *testing.T) {
 	}
 }
 
-// Every built-in that scripts its acquires says what each must do: a
+// Every built-in that scripts its acquires says what each must do against
+// every lock it fits: a
 // scripted counterexample judged after an acquire went the other way would
 // be judged on a story that did not happen.
 func TestBuiltinScriptedAcquiresExpect(t *testing.T) {
@@ -183,8 +209,10 @@ func TestBuiltinScriptedAcquiresExpect(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, st := range sc.Steps {
-			if st.Kind == StepAcquire && st.Expect == "" {
-				t.Errorf("%s: step %d (acquire %s) has no expect", name, i+1, st.Client)
+			for _, k := range LockKinds {
+				if ok, _ := sc.Fit(k); ok && st.Kind == StepAcquire && st.ExpectOf(k) == "" {
+					t.Errorf("%s: step %d (acquire %s) has no expect for %s", name, i+1, st.Client, k)
+				}
 			}
 		}
 	}

@@ -43,7 +43,8 @@ func (c *Client) Name() string { return c.name }
 func (c *Client) Holds(key string) bool { return c.leases[key] != nil }
 
 // Deadline is when the validity of the client's lease on key ends, on the
-// monotonic clock; ok is false when it holds none.
+// monotonic clock (zero for a lock whose belief has no deadline: it lasts
+// until release); ok is false when it holds none.
 func (c *Client) Deadline(key string) (deadline time.Time, ok bool) {
 	l := c.leases[key]
 	if l == nil {
@@ -78,10 +79,13 @@ func (c *Client) Acquire(ctx context.Context, key string, ttl time.Duration) err
 // hold records the ok of an acquire or extend that gave the client lease.
 func (c *Client) hold(f history.Func, key string, lease *Lease) {
 	c.leases[key] = lease
-	deadline := c.rec.Since(lease.Deadline)
 	c.record(history.OK, f, key, func(e *history.Event) {
 		e.Value = history.MustValue(lease.Value)
-		e.Deadline = &deadline
+		if !lease.Deadline.IsZero() {
+			// Without one the checker ends the belief at the release.
+			deadline := c.rec.Since(lease.Deadline)
+			e.Deadline = &deadline
+		}
 		e.Token = lease.Token
 		e.Nodes = lease.Granted
 	})

@@ -28,7 +28,10 @@ type Lock interface {
 type Lease struct {
 	Key   string
 	Value string
-	// Deadline is when the lock's validity ends, on the monotonic clock.
+	// Deadline is when the lock's validity ends, on the monotonic clock;
+	// zero when the lock tells its user none (Redisson's watchdog keeps
+	// the lock until it is released): the belief then lasts until the
+	// client releases.
 	Deadline time.Time
 	// Token is the fencing token, if the lock hands one out.
 	Token *int64

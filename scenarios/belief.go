@@ -1,0 +1,22 @@
+package scenarios
+
+// Beliefs says, per lock kind, where a client's belief that it holds the
+// lock ends (property P1): what the lock's API tells its user, since a
+// lock that documents nothing is used as its API suggests. Each run's
+// report and result.json carry the sentence of the lock it played.
+var Beliefs = map[string]string{
+	LockRedlock: "at the validity deadline: start of the acquire + TTL − elapsed − drift (1% + 2ms), on the client's monotonic clock",
+	LockSingle:  "at the validity deadline: start of the acquire + TTL − elapsed − drift (1% + 2ms), on the client's monotonic clock",
+	LockNaive: "at the validity deadline as redlock computes it (start + TTL − elapsed − drift), but the lease is handed back " +
+		"unchecked, so a slow or paused acquire returns one whose deadline has already passed",
+	LockFencedSimple:   "at the validity deadline: start of the acquire + TTL − elapsed − drift (1% + 2ms), on the client's monotonic clock",
+	LockFencedTwoRound: "at the validity deadline: start of the acquire + TTL − elapsed − drift (1% + 2ms), on the client's monotonic clock",
+	LockRedsync:        "at redsync's Until(): start of the acquire + expiry − elapsed − drift (1%), on the client's monotonic clock",
+	LockRedislock: "when Obtain returned + TTL, on the client's monotonic clock: redislock returns no deadline and does not " +
+		"check how much of the TTL the obtain used, so its user counts the TTL from the grant (Refresh: from its return)",
+	LockWaitReplicas: "at the release: Redisson's lock() tells its user no deadline, its watchdog renews the key every TTL/3 " +
+		"behind the user's back, so the user believes until unlock() whatever became of the key",
+}
+
+// Belief is the sentence of lock kind k, or "" for a kind without one.
+func Belief(k string) string { return Beliefs[k] }
