@@ -245,6 +245,13 @@ func ValidProcess(p string) bool {
 	return true
 }
 
+// ClientOf is the client a process belongs to: c1 for c1 and for c1.2,
+// the process c1 continues as after an operation of unknown outcome.
+func ClientOf(process string) string {
+	base, _, _ := strings.Cut(process, ".")
+	return base
+}
+
 // quoteShort quotes s for a message (escaping whatever a terminal would
 // act on), cut to a readable length.
 func quoteShort(s string) string {

@@ -2,7 +2,6 @@ package results
 
 import (
 	"sort"
-	"strings"
 
 	"splitbrain/checker"
 	"splitbrain/history"
@@ -60,7 +59,7 @@ func summary(res checker.Result) checker.Result {
 	out.Clients = nil
 	seen := map[string]bool{}
 	for _, c := range res.Clients {
-		base, _, _ := strings.Cut(c, ".")
+		base := history.ClientOf(c)
 		if !seen[base] {
 			seen[base] = true
 			out.Clients = append(out.Clients, base)

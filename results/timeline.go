@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"splitbrain/checker"
+	"splitbrain/history"
 )
 
 // Timeline geometry, in SVG user units, below the axis.
@@ -97,7 +98,7 @@ func buildTimeline(meta Meta, res checker.Result, events eventIndex, resOps []re
 		// outcome (c1.1, c1.2, ...) stays on its lane: a long run has
 		// thousands of such processes, and a reader follows clients.
 		// Tooltips name the process.
-		name, _, _ := strings.Cut(c, ".")
+		name := history.ClientOf(c)
 		li, ok := ls.of["client:"+name]
 		if !ok {
 			li = ls.add("client:"+name, name, "lane-client", clientLaneH)

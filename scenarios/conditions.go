@@ -111,9 +111,24 @@ const (
 )
 
 // waitUntil waits for st's condition, or fails with ErrWaitTimeout after
-// its timeout. Cancelling ctx ends the wait without an error: the run is
-// then interrupted, which playSteps reports.
+// its timeout; with at_most it goes on after that long instead of failing.
+// Cancelling ctx ends the wait without an error: the run is then
+// interrupted, which playSteps reports.
 func (r *runner) waitUntil(ctx context.Context, st Step, key string) error {
+	if st.AtMost == 0 {
+		return r.waitCondition(ctx, st, key)
+	}
+	st.Timeout = st.AtMost
+	err := r.waitCondition(ctx, st, key)
+	if errors.Is(err, ErrWaitTimeout) {
+		r.logf("not met within %v; going on", st.AtMost)
+		return nil
+	}
+	return err
+}
+
+// waitCondition waits for st's condition for at most st.Timeout.
+func (r *runner) waitCondition(ctx context.Context, st Step, key string) error {
 	timeout := st.Timeout
 	if st.Until == UntilExpired {
 		if timeout == 0 {
@@ -195,7 +210,7 @@ func (r *runner) waitWrote(ctx context.Context, client string, timeout time.Dura
 		evs := r.rec.EventsFrom(from)
 		from += len(evs)
 		for _, e := range evs {
-			if e.Process == client && isStorageWrite(e.F) && e.Type != history.Invoke {
+			if history.ClientOf(e.Process) == client && isStorageWrite(e.F) && e.Type != history.Invoke {
 				r.logf("%s wrote after %v", client, time.Since(start).Round(time.Millisecond))
 				return nil
 			}

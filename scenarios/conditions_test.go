@@ -115,6 +115,30 @@ func TestWaitUntilTimesOut(t *testing.T) {
 	}
 }
 
+// With at_most instead of timeout, a condition that does not come lets the
+// steps go on: the same wait as above, the run played to its end.
+func TestWaitAtMostGoesOn(t *testing.T) {
+	t.Parallel()
+	sc := parse(t, strings.Replace(threeNodes, "ttl: 1s", "ttl: 5s", 1)+`  - pause: {client: c1, at: before-release, for: 1s}
+  - wait: {until: paused, client: c1, at_most: 200ms}
+  - acquire: {client: c1, expect: acquired}
+`)
+	out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if out.Result.Verdict == checker.Unknown {
+		t.Fatalf("verdict unknown (%s), want the steps played on", out.Result.Reason)
+	}
+	acquired := false
+	for _, e := range readHistory(t, out) {
+		acquired = acquired || e.F == history.Acquire && e.Type == history.OK
+	}
+	if !acquired {
+		t.Error("the acquire after the wait never ran")
+	}
+}
+
 // lock.retries makes one acquire keep trying: c2 waits out c1's lease
 // instead of being refused at once, with our Redlock and with redsync.
 func TestLockRetries(t *testing.T) {

@@ -152,6 +152,9 @@ type Step struct {
 	// empty: the wait is Span. Timeout bounds it; zero: the default.
 	Until   string
 	Timeout time.Duration
+	// AtMost, instead of Timeout, bounds a wait for a condition that the
+	// story may or may not meet: after it the steps go on either way.
+	AtMost time.Duration
 	// Span is the clock jump (clock) or the pause (wait); a range is drawn
 	// from the run's seed.
 	Span Span
@@ -569,7 +572,7 @@ var stepFields = map[StepKind]string{
 	StepAcquire: "client, key, expect",
 	StepRelease: "client, key",
 	StepExtend:  "client, key, expect",
-	StepWait:    "until, client, key, node, timeout",
+	StepWait:    "until, client, key, node, timeout, at_most",
 	// Fault steps: faultsteps.go.
 	StepNet:         "client, nodes, fault, direction, delay, for",
 	StepReplication: "node, replica, fault, direction, delay, for",

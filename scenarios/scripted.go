@@ -165,6 +165,13 @@ func (p *parser) waitUntil(st *Step, val *yaml.Node, field string, seen map[stri
 	if n := seen["timeout"]; n != nil {
 		st.Timeout = p.duration(n, field+".timeout", 0, time.Millisecond)
 	}
+	if n := seen["at_most"]; n != nil {
+		if seen["timeout"] != nil {
+			p.fail(n, field+".at_most", "give timeout (the run fails when the condition does not come) or at_most (the steps go on either way), not both")
+		} else {
+			st.AtMost = p.duration(n, field+".at_most", 0, time.Millisecond)
+		}
+	}
 	return len(p.errs) == before
 }
 

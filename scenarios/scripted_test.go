@@ -180,7 +180,9 @@ func TestParseNewFieldsErrors(t *testing.T) {
 		{"bad wait timeout", good + "  - wait: {until: up, node: n1, timeout: soon}\n",
 			[]string{"f.yaml:8", "steps[1].wait.timeout", `"soon"`, "such as 1500ms"}},
 		{"unknown wait field", good + "  - wait: {until: up, node: n1, for: 1s}\n",
-			[]string{"f.yaml:8", "steps[1].wait.for", "valid fields: until, client, key, node, timeout"}},
+			[]string{"f.yaml:8", "steps[1].wait.for", "valid fields: until, client, key, node, timeout, at_most"}},
+		{"wait with timeout and at_most", good + "  - wait: {until: up, node: n1, timeout: 1s, at_most: 1s}\n",
+			[]string{"f.yaml:8", "steps[1].wait.at_most", "not both"}},
 		{"bad wait duration names both forms", good + "  - wait: later\n",
 			[]string{"f.yaml:8", "steps[1].wait", "3s..6s", "{until: expired, client: c1}"}},
 	} {
