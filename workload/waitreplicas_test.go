@@ -43,7 +43,9 @@ func masterWithReplicas(t *testing.T, n int) (*cluster.Local, []*cluster.Process
 // as the master sees it: WAIT waits for it and times out.
 func TestWaitReplicasCountsAcknowledgements(t *testing.T) {
 	t.Parallel()
-	const wait = 300 * time.Millisecond
+	// Redisson's default; a shorter WAIT was seen to time out before a
+	// running replica's acknowledgement on this loaded machine.
+	const wait = time.Second
 	tests := []struct {
 		name              string
 		replicas, stopped int
