@@ -246,7 +246,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := sc.Override(f.overrides); err != nil {
 		return exitUsage, &usageError{err.Error()}
 	}
-	if err := checkStore(f.store); err != nil {
+	if err := checkStore(f.store, sc.Name); err != nil {
 		return exitUsage, err
 	}
 	ctx, stdout, stderr, stop := stopContext(stdout, stderr)
