@@ -143,7 +143,13 @@ func ownerAlive(dir string) bool {
 		return young()
 	}
 	got, err := ProcStartTime(pid)
-	return err == nil && got == start
+	if err != nil || got != start {
+		return false
+	}
+	// A zombie has died and only waits to be waited for: an orphaned
+	// harness (its supervisor killed) stays one until init gets to it.
+	st, err := procState(pid)
+	return err == nil && st != 'Z'
 }
 
 // startedBy reports whether process pid carries run id's marker.

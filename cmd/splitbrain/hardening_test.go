@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -449,5 +450,46 @@ func TestSharedStoreIsRefused(t *testing.T) {
 			}
 			e.checkClean()
 		})
+	}
+}
+
+// worker is the process of a started harness that does the work: the
+// child its supervisor started, or the process itself if it has none.
+func worker(t *testing.T, pid int) int {
+	t.Helper()
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, c := range strings.Fields(string(b)) {
+			child, _ := strconv.Atoi(c)
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child)); strings.TrimSpace(string(comm)) == "splitbrain" {
+				return child
+			}
+		}
+	}
+	return pid
+}
+
+// A harness that crashes (here by SIGQUIT, which makes the Go runtime dump
+// its goroutines and exit; an out-of-memory error or a panic ends the same
+// way) exits 255, an internal failure, never 2, which would read as an
+// unknown verdict.
+func TestCrashIsAnInternalFailure(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "long-wait.yaml")
+	writeFile(t, file, longScenario)
+	store := filepath.Join(t.TempDir(), "runs")
+	r := e.start("run", file, "--seed", "1", "--store", store)
+	r.waitFor(t, "wait 1m0s", 30*time.Second)
+	if err := syscall.Kill(worker(t, r.cmd.Process.Pid), syscall.SIGQUIT); err != nil {
+		t.Fatal(err)
+	}
+	code := r.wait(t, 15*time.Second)
+	if code != 255 {
+		t.Errorf("exit code %d after a crash, want 255 (internal failure)", code)
+	}
+	if !strings.Contains(r.stderr.String(), "goroutine") || !strings.Contains(r.stderr.String(), "splitbrain: the harness crashed") {
+		t.Errorf("stderr lacks the crash and what it means:\n%.3000s", r.stderr.String())
 	}
 }

@@ -72,6 +72,11 @@ is unknown, else 0; suite exits 0 only if every run met its expectation.
 func main() {
 	// go-redis logs every failed dial; under a nemesis that is most of them,
 	// and the history already records what matters.
+	if !becomeWorker() && supervised(os.Args[1:]) {
+		if code, ok := supervise(os.Args[1:]); ok {
+			os.Exit(code)
+		}
+	}
 	redis.SetLogger(quietLogger{})
 	keepSIGPIPE()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
