@@ -10,9 +10,9 @@ import (
 const runFlagsHelp = `  --seed N        seed of the workload's and the nemesis's random draws
                   (default: a fresh random seed, printed and stored); every
                   play of a scenario uses the same seed, so the same faults
-  --store DIR     where runs are written (default: store); a folder of
-                  yours that others cannot write (not one in /tmp): a
-                  store other users can change is refused
+  --store DIR     where runs are written (default: store): a folder only
+                  you can write; one other users can change (/tmp itself,
+                  a folder another user made there) is refused
   --backend NAME  where the Redis nodes run: local or docker (containers of
                   an image built here from redis-server); default: the
                   scenario's cluster.backend, else local
