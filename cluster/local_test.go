@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -351,5 +352,38 @@ func TestReapSparesHalfWrittenOwner(t *testing.T) {
 				t.Errorf("entry kept = %v, want %v", kept, tc.kept)
 			}
 		})
+	}
+}
+
+// A harness that died but is not yet waited for (a zombie: its parent is
+// gone and init reaps lazily, or its parent has not waited yet) is dead:
+// its entry is reaped, not spared as a live run's.
+func TestReapTakesAZombieOwnerForDead(t *testing.T) {
+	base := t.TempDir()
+	entry := filepath.Join(base, "zombierun")
+	if err := os.MkdirAll(entry, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	owner := exec.Command("true")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := owner.Process.Pid
+	start := startTime(t, pid)
+	defer owner.Wait()
+	// Not waited for: it stays a zombie of this process.
+	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not exit", pid)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(entry, "owner"), []byte(fmt.Sprintf("%d %d\n", pid, start)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.Reap(base); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(entry); !os.IsNotExist(err) {
+		t.Errorf("the entry of a zombie owner was spared: %v", err)
 	}
 }

@@ -142,8 +142,21 @@ func ownerAlive(dir string) bool {
 	if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &start); err != nil {
 		return young()
 	}
+	return ProcAlive(pid, start)
+}
+
+// ProcAlive reports whether the process pid that started at start (clock
+// ticks since boot, as ProcStartTime reads it) still runs. The start time
+// guards against a recycled pid; a zombie has died and only waits to be
+// waited for (an orphaned harness, its supervisor killed, stays one until
+// init gets to it).
+func ProcAlive(pid int, start uint64) bool {
 	got, err := ProcStartTime(pid)
-	return err == nil && got == start
+	if err != nil || got != start {
+		return false
+	}
+	st, err := procState(pid)
+	return err == nil && st != 'Z'
 }
 
 // startedBy reports whether process pid carries run id's marker.

@@ -199,6 +199,7 @@ func TestOwnerLiveness(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead := deadOwner(t)
+	zombie := zombieOwner(t)
 	tests := []struct {
 		name string
 		o    owner
@@ -206,6 +207,8 @@ func TestOwnerLiveness(t *testing.T) {
 	}{
 		{"this process", self, ownerAlive},
 		{"an exited process", dead, ownerDead},
+		// An orphaned harness stays a zombie until init waits for it.
+		{"an exited process not yet waited for", zombie, ownerDead},
 		{"same pid, another start (pid reused)", owner{PID: self.PID, Start: self.Start + 1, Boot: self.Boot, Host: self.Host}, ownerDead},
 		{"an earlier boot", owner{PID: self.PID, Start: self.Start, Boot: "earlier", Host: self.Host}, ownerDead},
 		{"another host", owner{PID: dead.PID, Start: dead.Start, Boot: "x", Host: self.Host + "-other"}, ownerElsewhere},

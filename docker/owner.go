@@ -83,7 +83,7 @@ func (o owner) liveness(self owner) liveness {
 	case o.Boot != self.Boot:
 		return ownerDead // a harness of an earlier boot of this machine
 	}
-	if got, err := cluster.ProcStartTime(o.PID); err == nil && got == o.Start {
+	if cluster.ProcAlive(o.PID, o.Start) {
 		return ownerAlive
 	}
 	return ownerDead

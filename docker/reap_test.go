@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,29 @@ func deadOwner(t *testing.T) owner {
 	mustDo(t, "start time", err)
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
+	return owner{PID: cmd.Process.Pid, Start: start, Boot: self.Boot, Host: self.Host}
+}
+
+// zombieOwner is an owner that has exited but is not waited for yet: a
+// zombie, until the test ends.
+func zombieOwner(t *testing.T) owner {
+	t.Helper()
+	self, err := currentOwner()
+	mustDo(t, "owner", err)
+	cmd := exec.Command("true")
+	mustDo(t, "start true", cmd.Start())
+	t.Cleanup(func() { _ = cmd.Wait() })
+	start, err := cluster.ProcStartTime(cmd.Process.Pid)
+	mustDo(t, "start time", err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		if err == nil && strings.Contains(string(b), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not become a zombie", cmd.Process.Pid)
+		}
+	}
 	return owner{PID: cmd.Process.Pid, Start: start, Boot: self.Boot, Host: self.Host}
 }
 

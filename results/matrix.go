@@ -224,6 +224,9 @@ func WriteMatrix(dir string, m Matrix) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("results: writing the matrix: %w", err)
 	}
+	if err := checkPrivate(dir, true); err != nil {
+		return fmt.Errorf("results: writing the matrix: %w", err)
+	}
 	return errors.Join(writeJSON(dir, MatrixJSON, m), writeFile(dir, MatrixFile, page.Bytes()))
 }
 

@@ -38,9 +38,18 @@ func NewRunDir(store, scenario string, now time.Time) (string, error) {
 	if err := checkScenarioName(scenario); err != nil {
 		return "", err
 	}
-	parent := filepath.Join(store, scenario)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	// The folders above the store are the user's choice; the store and
+	// its scenario folders are made (or checked) one by one, so that none
+	// is another user's or a link of one.
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(store)), 0o755); err != nil {
 		return "", fmt.Errorf("results: creating run folder: %w", err)
+	}
+	if err := mkdirPrivate(store, true); err != nil {
+		return "", err
+	}
+	parent := filepath.Join(store, scenario)
+	if err := mkdirPrivate(parent, false); err != nil {
+		return "", err
 	}
 	stamp := now.UTC().Format(stampLayout)
 	for i := 1; i <= 1000; i++ {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -365,5 +367,129 @@ func TestUnboundedInput(t *testing.T) {
 				t.Errorf("bad input made the store")
 			}
 		})
+	}
+}
+
+// A store another user can change is refused before anything runs: a link
+// planted in it (or as it) would have the run written where it points, and
+// a folder others can write lets them plant one at any time. Exit 254,
+// saying why and what would do; nothing is written where a link points.
+func TestSharedStoreIsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make files owned by another user (the project's machines and CI run as root)")
+	}
+	t.Parallel()
+	const nobody = 65534
+	tmp := t.TempDir()
+	target := filepath.Join(tmp, "target")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mkdir := func(path string, mode os.FileMode, uid, gid int) string {
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// Chmod, not Mkdir's mode: the umask would take bits off.
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(path, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	worldWritable := mkdir(filepath.Join(tmp, "world"), 0o777|os.ModeSticky, 0, 0)
+	groupWritable := mkdir(filepath.Join(tmp, "group"), 0o775, 0, nobody)
+	othersOwn := mkdir(filepath.Join(tmp, "others"), 0o755, nobody, nobody)
+	linkInside := mkdir(filepath.Join(tmp, "link-inside"), 0o755, 0, 0)
+	if err := os.Symlink(target, filepath.Join(linkInside, "clock-jump")); err != nil {
+		t.Fatal(err)
+	}
+	othersLink := filepath.Join(tmp, "others-link")
+	if err := os.Symlink(target, othersLink); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(othersLink, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		store string
+		want  []string
+	}{
+		{"world-writable", []string{"run", "clock-jump"}, worldWritable, []string{worldWritable + " can be written by other users", "drwxrwxrwt", "a folder only you can write"}},
+		{"group-writable", []string{"run", "clock-jump"}, groupWritable, []string{groupWritable + " can be written by other users", "group 65534"}},
+		{"owned by another user", []string{"run", "clock-jump"}, othersOwn, []string{othersOwn + " belongs to another user (uid 65534)"}},
+		{"a link in the store", []string{"run", "clock-jump"}, linkInside, []string{filepath.Join(linkInside, "clock-jump") + " is a symbolic link", "remove it"}},
+		{"a link in the store, suite", []string{"suite", "clock-jump"}, linkInside, []string{filepath.Join(linkInside, "clock-jump") + " is a symbolic link"}},
+		{"the store a link of another user", []string{"run", "clock-jump"}, othersLink, []string{othersLink + " is a symbolic link of another user (uid 65534)"}},
+		{"matrix out", []string{"matrix", t.TempDir(), "--out"}, worldWritable, []string{worldWritable + " can be written by other users"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			flag := "--store"
+			if tc.args[0] == "matrix" {
+				flag = ""
+			}
+			args := append(slices.Clone(tc.args), flag, tc.store)
+			if flag == "" {
+				args = append(slices.Clone(tc.args), tc.store)
+			}
+			res := e.run(args...)
+			if res.code != 254 {
+				t.Errorf("exit code %d, want 254", res.code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, res.stderr)
+				}
+			}
+			if entries, _ := os.ReadDir(target); len(entries) > 0 {
+				t.Errorf("a run was written where a link points: %s holds %v", target, entries)
+			}
+			e.checkClean()
+		})
+	}
+}
+
+// worker is the process of a started harness that does the work: the
+// child its supervisor started, or the process itself if it has none.
+func worker(t *testing.T, pid int) int {
+	t.Helper()
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, c := range strings.Fields(string(b)) {
+			child, _ := strconv.Atoi(c)
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child)); strings.TrimSpace(string(comm)) == "splitbrain" {
+				return child
+			}
+		}
+	}
+	return pid
+}
+
+// A harness that crashes (here by SIGQUIT, which makes the Go runtime dump
+// its goroutines and exit; an out-of-memory error or a panic ends the same
+// way) exits 255, an internal failure, never 2, which would read as an
+// unknown verdict.
+func TestCrashIsAnInternalFailure(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "long-wait.yaml")
+	writeFile(t, file, longScenario)
+	store := filepath.Join(t.TempDir(), "runs")
+	r := e.start("run", file, "--seed", "1", "--store", store)
+	r.waitFor(t, "wait 1m0s", 30*time.Second)
+	if err := syscall.Kill(worker(t, r.cmd.Process.Pid), syscall.SIGQUIT); err != nil {
+		t.Fatal(err)
+	}
+	code := r.wait(t, 15*time.Second)
+	if code != 255 {
+		t.Errorf("exit code %d after a crash, want 255 (internal failure)", code)
+	}
+	if !strings.Contains(r.stderr.String(), "goroutine") || !strings.Contains(r.stderr.String(), "splitbrain: the harness crashed") {
+		t.Errorf("stderr lacks the crash and what it means:\n%.3000s", r.stderr.String())
 	}
 }

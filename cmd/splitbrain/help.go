@@ -10,7 +10,9 @@ import (
 const runFlagsHelp = `  --seed N        seed of the workload's and the nemesis's random draws
                   (default: a fresh random seed, printed and stored); every
                   play of a scenario uses the same seed, so the same faults
-  --store DIR     where runs are written (default: store)
+  --store DIR     where runs are written (default: store): a folder only
+                  you can write; one other users can change (/tmp itself,
+                  a folder another user made there) is refused
   --backend NAME  where the Redis nodes run: local or docker (containers of
                   an image built here from redis-server); default: the
                   scenario's cluster.backend, else local
@@ -72,7 +74,7 @@ Flags:
                   ports and run folder (default: 2 per core, at most 4)
 ` + runFlagsHelp + `
 Examples:
-  splitbrain suite --store /tmp/runs                 the built-in suite and its matrix
+  splitbrain suite --store nightly                   the built-in suite and its matrix
   splitbrain suite --all --seed 5                    the same, reproducibly
   splitbrain suite random-pause-counter --runs 20    how often each lock breaks under pauses
   splitbrain suite clock-jump failover --lock redsync
@@ -98,7 +100,7 @@ Flags:
   -h, --help  this help
 
 Example:
-  splitbrain matrix store-a store-b --out /tmp/landscape
+  splitbrain matrix store-a store-b --out landscape
 `
 
 const listUsage = `Usage: splitbrain list
@@ -134,7 +136,7 @@ Flags:
 
 Examples:
   splitbrain serve
-  splitbrain serve --store /tmp/runs --addr 127.0.0.1:9000
+  splitbrain serve --store nightly --addr 127.0.0.1:9000
 `
 
 // commandUsage is each command's --help.

@@ -71,6 +71,11 @@ is unknown, else 0; suite exits 0 only if every run met its expectation.
 func main() {
 	// go-redis logs every failed dial; under a nemesis that is most of them,
 	// and the history already records what matters.
+	if !becomeWorker() && supervised(os.Args[1:]) {
+		if code, ok := supervise(os.Args[1:]); ok {
+			os.Exit(code)
+		}
+	}
 	redis.SetLogger(quietLogger{})
 	keepSIGPIPE()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -238,7 +243,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := sc.Override(f.overrides); err != nil {
 		return exitUsage, &usageError{err.Error()}
 	}
-	if err := checkStore(f.store); err != nil {
+	if err := checkStore(f.store, sc.Name); err != nil {
 		return exitUsage, err
 	}
 	ctx, stdout, stderr, stop := stopContext(stdout, stderr)

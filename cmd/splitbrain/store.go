@@ -6,7 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
+
+	"splitbrain/results"
 )
 
 // checkStore makes sure runs can be written under dir before anything
@@ -14,7 +17,14 @@ import (
 // bad --store (exit 254), not an internal error found after a cluster came
 // up. It creates nothing: a store that does not exist yet is checked
 // through the nearest folder above it, where the first run will make it.
-func checkStore(dir string) error {
+//
+// A store that exists must be private: see results.CheckStore; the
+// folders of scenarios are checked too, so that a link planted in the
+// store is refused here rather than found when the run starts.
+func checkStore(dir string, scenarios ...string) error {
+	if err := results.CheckStore(dir, scenarios...); err != nil {
+		return &usageError{fmt.Sprintf("--store %q: %v", dir, strings.TrimPrefix(err.Error(), results.ErrSharedStore.Error()+": "))}
+	}
 	at := dir
 	for {
 		fi, err := os.Stat(at)

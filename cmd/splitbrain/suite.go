@@ -74,7 +74,11 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	if f.overrides.Lock != "" {
 		locks = []string{f.overrides.Lock}
 	}
-	if err := checkStore(f.store); err != nil {
+	names := make([]string, len(scs))
+	for i, sc := range scs {
+		names[i] = sc.Name
+	}
+	if err := checkStore(f.store, names...); err != nil {
 		return exitUsage, err
 	}
 	cells := scenarios.Cells(scs, locks)
