@@ -323,7 +323,9 @@ func TestPartialAcquisitionRolledBack(t *testing.T) {
 func TestAfterRepliesPauseCountsIntoElapsed(t *testing.T) {
 	t.Parallel() // mostly waiting
 	_, clients := startCluster(t, 5)
-	const ttl = 400 * time.Millisecond
+	// Long enough for a node timeout that no loaded machine reaches: every
+	// node must answer before the hook looks for the keys.
+	const ttl = 1500 * time.Millisecond
 	tests := []struct {
 		name   string
 		pause  time.Duration
@@ -336,7 +338,7 @@ func TestAfterRepliesPauseCountsIntoElapsed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			key := "lock:pause:" + tt.name
 			var sawKeys bool
-			l := newLocker(t, clients, redlock.Options{Hooks: redlock.Hooks{
+			l := newLocker(t, clients, redlock.Options{NodeTimeout: time.Second, Hooks: redlock.Hooks{
 				AfterReplies: func(ctx context.Context, k string) {
 					sawKeys = true
 					for i, c := range clients {
