@@ -404,7 +404,7 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 			// the client keeps the lease it has until a new one is
 			// granted (workload.Client replaces it only then), so a
 			// refused or unknown re-acquire leaves the old belief whole.
-			a.close(active, pk, e.Time, e.Index, EndReacquire)
+			a.replace(active, inv.Process, inv.Key, e.Time, e.Index)
 			active[pk] = a.newBelief(inv, e)
 		case history.Fail, history.Info:
 			if e.Type == history.Fail {
@@ -423,7 +423,10 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 		pk = holderOf(active, inv)
 		b, ok := active[pk]
 		switch {
-		case ok && (b.Deadline == nil || e.Time <= *b.Deadline):
+		case ok && (b.Deadline == nil || e.Time < *b.Deadline):
+			// In time: the validity ends at the deadline, so an OK at
+			// the deadline comes too late, as a grant whose deadline is
+			// at its OK has lapsed.
 			if b.Deadline == nil || *e.Deadline > *b.Deadline {
 				d := *e.Deadline
 				b.Deadline = &d
@@ -434,6 +437,7 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 			// never re-acquires an expired key, but if the lock said yes,
 			// the client believes again from here: that is a new claim.
 			a.close(active, pk, e.Time, -1, "")
+			a.replace(active, inv.Process, inv.Key, e.Time, e.Index)
 			a.key(inv.Key).Acquired++
 			active[procKey{inv.Process, inv.Key}] = a.newBelief(inv, e)
 			a.notes = append(a.notes, fmt.Sprintf("extend by %s at event %d succeeded after its lease had lapsed", inv.Process, e.Index))
@@ -541,6 +545,32 @@ func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64
 	}
 	k := a.key(pk.key)
 	k.Beliefs = append(k.Beliefs, *b)
+}
+
+// replace ends the beliefs on key of the client that process is, at a new
+// lease granted to it: a client holds one lease per key, whatever process
+// it continues as after unknown outcomes (c1.2 is c1, holding what c1 held;
+// workload.Client keeps its leases across them).
+func (a *analysis) replace(active map[procKey]*Belief, process, key string, at, index int64) {
+	client := clientOf(process)
+	var ended []procKey
+	for pk := range active {
+		if pk.key == key && clientOf(pk.process) == client {
+			ended = append(ended, pk)
+		}
+	}
+	// Map order is random; the beliefs are recorded in process order.
+	slices.SortFunc(ended, func(x, y procKey) int { return cmp.Compare(x.process, y.process) })
+	for _, pk := range ended {
+		a.close(active, pk, at, index, EndReacquire)
+	}
+}
+
+// clientOf is the client a process is: the process without the ".N" of a
+// continuation (history.ValidProcess).
+func clientOf(process string) string {
+	c, _, _ := strings.Cut(process, ".")
+	return c
 }
 
 // holderOf finds the belief a release or extend acts on. The lock value

@@ -72,69 +72,97 @@ const (
 
 // CounterInput is one porcupine operation of the counter check.
 type CounterInput struct {
-	Op     counterOp
-	R, W   int64
+	Op   counterOp
+	R, W int64
+	// Seq is an applied write's place in the storage's order of the key's
+	// writes; 0 when its outcome is unknown or the history has no seqs.
+	// For cStart, the number of writes applied before the piece.
+	Seq    int64
 	Client string
 	Key    string
 }
 
+// counterState is the register: its value and how many writes the storage
+// had applied to it.
+type counterState struct{ V, N int64 }
+
 // CounterModel is a register holding the counter, over critical sections
-// taken as atomic read-then-write operations. It is nondeterministic only
-// for writes of unknown outcome (applied or not).
+// taken as atomic read-then-write operations, whose writes are applied in
+// the storage's order: the write with seq s is the s-th applied. A write
+// of unknown outcome was applied or not; if it was, it took the next
+// place, so one that took the place of a known write leaves that write
+// nowhere to go. Without the order, a write of unknown outcome could be
+// taken as not applied where the seqs show that it landed between another
+// section's read and write.
 func CounterModel() porcupine.Model {
 	m := porcupine.NondeterministicModel{
-		Init: func() []interface{} { return []interface{}{int64(0)} },
+		Init: func() []interface{} { return []interface{}{counterState{}} },
 		Step: func(state, input, _ interface{}) []interface{} {
-			v, ok1 := state.(int64)
+			s, ok1 := state.(counterState)
 			in, ok2 := input.(CounterInput)
 			if !ok1 || !ok2 {
 				return nil
 			}
+			applied := counterState{in.W, s.N + 1}
+			inOrder := in.Seq == 0 || in.Seq == s.N+1
 			switch in.Op {
 			case cRead:
-				if v == in.R {
-					return []interface{}{v}
+				if s.V == in.R {
+					return []interface{}{s}
 				}
 			case cRW:
-				if v == in.R {
-					return []interface{}{in.W}
+				if s.V == in.R && inOrder {
+					return []interface{}{applied}
 				}
 			case cMaybe:
-				if v == in.R {
-					return []interface{}{v, in.W}
+				if s.V == in.R {
+					return []interface{}{s, applied}
 				}
-			case cBlind, cStart:
-				return []interface{}{in.W}
+			case cBlind:
+				if inOrder {
+					return []interface{}{applied}
+				}
+			case cStart:
+				return []interface{}{counterState{in.W, in.Seq}}
 			case cMaybeBlind:
-				return []interface{}{v, in.W}
+				return []interface{}{s, applied}
 			}
 			return nil
 		},
 		Equal: func(a, b interface{}) bool { return a == b },
 		Hash: func(s interface{}) uint64 {
-			v, _ := s.(int64)
-			return uint64(v)
+			v, _ := s.(counterState)
+			return uint64(v.V)*0x9e3779b97f4a7c15 ^ uint64(v.N)
 		},
 		DescribeOperation: func(input, _ interface{}) string {
 			in, ok := input.(CounterInput)
 			if !ok {
 				return fmt.Sprintf("%v", input)
 			}
+			seq := ""
+			if in.Seq > 0 {
+				seq = fmt.Sprintf(" (seq %d)", in.Seq)
+			}
 			switch in.Op {
 			case cRead:
 				return fmt.Sprintf("%s read %d", in.Client, in.R)
 			case cRW:
-				return fmt.Sprintf("%s %d→%d", in.Client, in.R, in.W)
+				return fmt.Sprintf("%s %d→%d%s", in.Client, in.R, in.W, seq)
 			case cMaybe:
 				return fmt.Sprintf("%s %d→%d?", in.Client, in.R, in.W)
 			case cBlind:
-				return fmt.Sprintf("%s wrote %d", in.Client, in.W)
+				return fmt.Sprintf("%s wrote %d%s", in.Client, in.W, seq)
 			case cMaybeBlind:
 				return fmt.Sprintf("%s wrote %d?", in.Client, in.W)
 			}
-			return fmt.Sprintf("%q is %d", in.Key, in.W)
+			return fmt.Sprintf("%q is %d after %d write(s)", in.Key, in.W, in.Seq)
 		},
-		DescribeState:             func(s interface{}) string { return fmt.Sprintf("%v", s) },
+		DescribeState: func(s interface{}) string {
+			if v, ok := s.(counterState); ok {
+				return fmt.Sprintf("%d (seq %d)", v.V, v.N)
+			}
+			return fmt.Sprintf("%v", s)
+		},
 		DescribeOperationMetadata: describeMeta,
 	}
 	return m.ToModel()
@@ -159,6 +187,12 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 			return 0, false
 		}
 		return v, true
+	}
+	seqs := map[*resourceOp]int64{}
+	for _, w := range r.writes {
+		if w.applied {
+			seqs[w.op] = w.ack.Seq
+		}
 	}
 	for _, sec := range r.sections {
 		var read *resourceOp
@@ -195,12 +229,12 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 				}
 				switch {
 				case read == nil && typ == history.OK:
-					add(CounterInput{Op: cBlind, W: w, Client: ev.Process}, ev.Time, end, meta)
+					add(CounterInput{Op: cBlind, W: w, Seq: seqs[op], Client: ev.Process}, ev.Time, end, meta)
 				case read == nil && typ != history.Fail:
 					add(CounterInput{Op: cMaybeBlind, W: w, Client: ev.Process}, ev.Time, end, meta)
 				case read == nil:
 				case typ == history.OK:
-					add(CounterInput{Op: cRW, R: readV, W: w, Client: ev.Process}, a.events[read.inv].Time, end, meta)
+					add(CounterInput{Op: cRW, R: readV, W: w, Seq: seqs[op], Client: ev.Process}, a.events[read.inv].Time, end, meta)
 				case typ == history.Fail:
 					// Rejected: the critical section only read.
 					flush()
@@ -225,23 +259,28 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 // counterPieces splits one counter's operations at points where nothing is
 // in flight and the last operation started after every other returned: in
 // any linearization it comes last, so the value there is known, and the next
-// piece starts from it with a cStart operation. Times are doubled so a
-// cStart fits strictly between two pieces however close they are (a cStart
-// concurrent with the last operation before it could hide a stale read).
-func counterPieces(ops []porcupine.Operation, init int64, key string) [][]porcupine.Operation {
+// piece starts from it with a cStart operation. So is the number of writes
+// applied by then: every write before the point returned (one of unknown
+// outcome never returns), so it is the highest seq among them. Times are
+// doubled so a cStart fits strictly between two pieces however close they
+// are (a cStart concurrent with the last operation before it could hide a
+// stale read).
+func counterPieces(ops []porcupine.Operation, init, initSeq int64, key string) [][]porcupine.Operation {
 	for i := range ops {
 		ops[i].Call, ops[i].Return = 2*ops[i].Call, 2*ops[i].Return
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 	var out [][]porcupine.Operation
-	state := init
+	// state and from are the value and the number of applied writes at
+	// the start of the piece being built; applied counts them as it goes.
+	state, from, applied := init, initSeq, initSeq
 	start := 0
 	maxRet, ret2 := int64(math.MinInt64), int64(math.MinInt64)
 	last := -1
 	emit := func(to int) {
 		piece := make([]porcupine.Operation, 0, to-start+1)
 		at := ops[start].Call - 1
-		piece = append(piece, porcupine.Operation{ClientId: 0, Input: CounterInput{Op: cStart, W: state, Key: key},
+		piece = append(piece, porcupine.Operation{ClientId: 0, Input: CounterInput{Op: cStart, W: state, Seq: from, Key: key},
 			Call: at, Return: at, Metadata: "value at the start of this window"})
 		out = append(out, append(piece, ops[start:to]...))
 	}
@@ -249,9 +288,12 @@ func counterPieces(ops []porcupine.Operation, init int64, key string) [][]porcup
 		if i > start && maxRet < ops[i].Call && ops[last].Call > ret2 {
 			if v, ok := after(ops[last]); ok {
 				emit(i)
-				state, start = v, i
+				state, from, start = v, applied, i
 				maxRet, ret2, last = math.MinInt64, math.MinInt64, -1
 			}
+		}
+		if in, _ := ops[i].Input.(CounterInput); in.Seq > applied {
+			applied = in.Seq
 		}
 		switch r := ops[i].Return; {
 		case r > maxRet:
@@ -303,7 +345,7 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 		ops, notes := counterOps(a, r, clients)
 		a.notes = append(a.notes, notes...)
 		res.Ops += len(ops)
-		kp := counterPieces(ops, k.Initial, r.key)
+		kp := counterPieces(ops, k.Initial, r.init.ack.Seq, r.key)
 		pieces = append(pieces, kp...)
 		// Pieces of different counters overlap in time: batch per key.
 		batches = append(batches, batch(kp, batchOps)...)
@@ -354,7 +396,8 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 
 func counterReason(res *CounterResult, outcome porcupine.CheckResult) string {
 	if res.LostUpdates == 0 && len(res.Lost) == 0 {
-		return "lost update: porcupine found no order of the critical sections in which each read-then-write was atomic"
+		return "lost update: porcupine found no order of the critical sections in which each read-then-write was atomic " +
+			"and the storage applied the writes in the order of their seqs"
 	}
 	var parts []string
 	for i, l := range res.Lost {
@@ -374,8 +417,11 @@ func counterReason(res *CounterResult, outcome porcupine.CheckResult) string {
 // counterReplay applies the applied writes in the storage's order and finds
 // the stale ones: a write whose read differs from the value it replaced
 // undid every write applied since the one it read. A gap in the seqs is a
-// write of unknown outcome that landed; it is matched to one that read the
-// current value, else the next write is not judged.
+// write of unknown outcome that landed before the next applied write
+// returned: what it wrote is known when every such write not yet placed
+// wrote the same value; else the next write is not judged (porcupine, which
+// tries every placement, still does). The replay only names what is
+// certain: a write judged stale here is one.
 func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 	type step struct {
 		w     *writeOp
@@ -415,25 +461,40 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 			done = append(done, step{w, init})
 			continue
 		}
+		wDone := a.events[w.op.done].Time
 		for seq+1 < w.ack.Seq && certain {
-			// A write of unknown outcome landed here.
-			j := -1
+			// A write of unknown outcome landed here: one invoked by the
+			// time w returned. Which one matters only for its value.
+			var cands []int
 			for i, u := range unknown {
-				if rv, ok := readOf(u); ok && rv == state {
-					j = i
-					break
+				if u.ev.Time <= wDone {
+					cands = append(cands, i)
 				}
 			}
-			if j < 0 {
+			var v int64
+			same := len(cands) > 0
+			for k, i := range cands {
+				uv, ok := value(unknown[i].ev)
+				if !ok || k > 0 && uv != v {
+					same = false
+					break
+				}
+				v = uv
+			}
+			if !same {
 				certain = false
 				break
 			}
-			u := unknown[j]
-			unknown = append(unknown[:j], unknown[j+1:]...)
-			if v, ok := value(u.ev); ok {
-				state = v
-				done = append(done, step{u, v})
+			st := step{value: v}
+			if len(cands) == 1 {
+				st.w = unknown[cands[0]]
 			}
+			// Later gaps come before later returns: any of the
+			// candidates could still fill them, so which one is taken
+			// here does not change what they can hold.
+			unknown = append(unknown[:cands[0]], unknown[cands[0]+1:]...)
+			state = v
+			done = append(done, st)
 			seq++
 		}
 		seq = w.ack.Seq
@@ -457,6 +518,14 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 					continue
 				}
 				l.Count++
+				if s.w == nil {
+					// One of several writes of unknown outcome, all of
+					// the same value: which one landed is not known.
+					if len(names) < 10 {
+						names = append(names, fmt.Sprintf("a write of %d of unknown outcome", s.value))
+					}
+					continue
+				}
 				if len(l.Overwrote) < 10 {
 					l.Overwrote = append(l.Overwrote, a.writeRef(s.w))
 					names = append(names, fmt.Sprintf("%s's %s at %s", s.w.ev.Process, s.w.ev.Value, Seconds(l.Overwrote[len(l.Overwrote)-1].End)))
