@@ -190,6 +190,14 @@ func TestCheck(t *testing.T) {
 			reason:  "no acquire succeeded",
 		},
 		{
+			name: "only a grant that had lapsed by its OK",
+			events: (&historytest.Builder{}).
+				Add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				Add("c1", history.OK, history.Acquire, "k", 0.3, historytest.Deadline(0.2)).Events(),
+			verdict: Unknown,
+			reason:  "every lease granted had lapsed before its client saw the grant",
+		},
+		{
 			name: "completion without invoke",
 			events: (&historytest.Builder{}).
 				Acquire("c1", "k", 0.1, 0.2, 1.0).
