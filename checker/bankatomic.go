@@ -109,50 +109,68 @@ type BankInput struct {
 	Desc   string
 }
 
+// bankModelState is the bank and how many transfers the storage had
+// applied to it.
+type bankModelState struct {
+	S bankState
+	N int64
+}
+
 // BankModel is a bank over critical sections taken as atomic read-then-write
 // operations: a transfer applies only if the accounts it writes still hold
-// what it read. Nondeterministic only for transfers of unknown outcome.
+// what it read, and in the storage's order (the transfer with seq s is the
+// s-th applied; one of unknown outcome, if applied, takes the next place).
+// Nondeterministic only for transfers of unknown outcome.
 func BankModel() porcupine.Model {
 	m := porcupine.NondeterministicModel{
-		Init: func() []interface{} { return []interface{}{bankState("")} },
+		Init: func() []interface{} { return []interface{}{bankModelState{}} },
 		Step: func(state, input, _ interface{}) []interface{} {
-			s, ok1 := state.(bankState)
+			st, ok1 := state.(bankModelState)
 			in, ok2 := input.(BankInput)
 			if !ok1 || !ok2 {
 				return nil
 			}
+			s := st.S
+			applied := func() bankModelState { return bankModelState{s.with(in.Accts, in.W), st.N + 1} }
+			inOrder := in.Seq == 0 || in.Seq == st.N+1
 			switch in.Op {
 			case bRead:
 				if s == in.State {
-					return []interface{}{s}
+					return []interface{}{st}
 				}
 			case bStart:
-				return []interface{}{in.State}
+				return []interface{}{bankModelState{in.State, in.Seq}}
 			case bRW, bMaybe:
 				if !s.matches(in.Accts, in.R) {
 					return nil
 				}
 				if in.Op == bRW {
-					return []interface{}{s.with(in.Accts, in.W)}
+					if !inOrder {
+						return nil
+					}
+					return []interface{}{applied()}
 				}
-				return []interface{}{s, s.with(in.Accts, in.W)}
+				return []interface{}{st, applied()}
 			case bBlind, bMaybeBlind:
 				if len(s) < 8*(maxIndex(in.Accts)+1) {
 					return nil
 				}
 				if in.Op == bBlind {
-					return []interface{}{s.with(in.Accts, in.W)}
+					if !inOrder {
+						return nil
+					}
+					return []interface{}{applied()}
 				}
-				return []interface{}{s, s.with(in.Accts, in.W)}
+				return []interface{}{st, applied()}
 			}
 			return nil
 		},
 		Equal: func(a, b interface{}) bool { return a == b },
 		Hash: func(s interface{}) uint64 {
-			v, _ := s.(bankState)
+			v, _ := s.(bankModelState)
 			h := fnv.New64a()
-			_, _ = h.Write([]byte(v))
-			return h.Sum64()
+			_, _ = h.Write([]byte(v.S))
+			return h.Sum64() ^ uint64(v.N)
 		},
 		DescribeOperation: func(input, _ interface{}) string {
 			if in, ok := input.(BankInput); ok {
@@ -160,7 +178,12 @@ func BankModel() porcupine.Model {
 			}
 			return fmt.Sprintf("%v", input)
 		},
-		DescribeState:             func(s interface{}) string { return fmt.Sprintf("%x", s) },
+		DescribeState: func(s interface{}) string {
+			if v, ok := s.(bankModelState); ok {
+				return fmt.Sprintf("%x (seq %d)", string(v.S), v.N)
+			}
+			return fmt.Sprintf("%x", s)
+		},
 		DescribeOperationMetadata: describeMeta,
 	}
 	return m.ToModel()
@@ -499,15 +522,17 @@ func bankPieces(ops []porcupine.Operation, after map[int64]bankState, initSeq in
 	start := 0
 	maxRet := int64(math.MinInt64)
 	applied, maxSeq := int64(0), initSeq
-	mark := func(op bankOp, s bankState, at int64, desc string) porcupine.Operation {
-		return porcupine.Operation{Input: BankInput{Op: op, State: s, Key: key, Desc: desc}, Call: at, Return: at, Metadata: desc}
+	// from is the number of transfers applied at the start of the piece.
+	from := initSeq
+	mark := func(op bankOp, s bankState, seq, at int64, desc string) porcupine.Operation {
+		return porcupine.Operation{Input: BankInput{Op: op, State: s, Seq: seq, Key: key, Desc: desc}, Call: at, Return: at, Metadata: desc}
 	}
 	emit := func(to int, end *bankState) {
 		piece := make([]porcupine.Operation, 0, to-start+2)
-		piece = append(piece, mark(bStart, state, ops[start].Call-1, "the bank at the start of this window"))
+		piece = append(piece, mark(bStart, state, from, ops[start].Call-1, "the bank at the start of this window"))
 		piece = append(piece, ops[start:to]...)
 		if end != nil {
-			piece = append(piece, mark(bRead, *end, ops[to].Call-1, "the bank at the end of this window, by the storage's order"))
+			piece = append(piece, mark(bRead, *end, 0, ops[to].Call-1, "the bank at the end of this window, by the storage's order"))
 		}
 		out = append(out, piece)
 	}
@@ -515,7 +540,7 @@ func bankPieces(ops []porcupine.Operation, after map[int64]bankState, initSeq in
 		if i > start && maxRet < ops[i].Call && maxSeq == initSeq+applied {
 			if s, ok := after[maxSeq]; ok {
 				emit(i, &s)
-				state, start, maxRet = s, i, math.MinInt64
+				state, from, start, maxRet = s, maxSeq, i, math.MinInt64
 			}
 		}
 		if in, _ := ops[i].Input.(BankInput); in.Op == bRW || in.Op == bBlind {
@@ -533,9 +558,11 @@ func bankPieces(ops []porcupine.Operation, after map[int64]bankState, initSeq in
 // bankReplay applies the applied transfers in the storage's order and finds
 // the stale ones: a transfer whose accounts no longer held what it read
 // undid every transfer applied to them since the bank it read. A gap in the
-// seqs is a transfer of unknown outcome that landed; it is matched to one
-// whose read still held, else the accounts it may have written are not
-// judged until written again.
+// seqs is a transfer of unknown outcome that landed before the next applied
+// one returned: what it wrote is known when every such transfer not yet
+// placed wrote the same balances; else the accounts they may have written
+// are not judged until written again (porcupine, which tries every
+// placement, still judges them). The replay only names what is certain.
 func bankReplay(a *analysis, r *resource, be *bankEvents) []LostTransfer {
 	c := be.codec
 	for _, w := range r.applied() {
@@ -580,31 +607,44 @@ func bankReplay(a *analysis, r *resource, be *bankEvents) []LostTransfer {
 		if w == r.init {
 			continue
 		}
+		wDone := a.events[w.op.done].Time
 		for seq+1 < w.ack.Seq {
-			// A transfer of unknown outcome landed here.
-			j := -1
+			// A transfer of unknown outcome landed here: one sent by the
+			// time w returned.
+			var cands []int
 			for i, u := range unknown {
-				rs, ok := readOf(u)
-				if x, known := be.xfers[u]; ok && known && !anyUncertain(uncertain, x.accts) && state.matches(x.accts, pick(rs, x.accts)) {
-					j = i
-					break
+				if u.ev.Time <= wDone {
+					cands = append(cands, i)
 				}
 			}
-			if j < 0 {
-				for _, u := range unknown {
-					for _, i := range be.xfers[u].accts {
+			same := len(cands) > 0
+			for _, i := range cands {
+				x, ok := be.xfers[unknown[i]]
+				if !ok || !sameXfer(x, be.xfers[unknown[cands[0]]]) {
+					same = false
+				}
+			}
+			switch {
+			case same:
+				// Which one it was changes nothing: later gaps come
+				// before later returns, so the others still fit them.
+				u := unknown[cands[0]]
+				unknown = append(unknown[:cands[0]], unknown[cands[0]+1:]...)
+				x := be.xfers[u]
+				if len(cands) > 1 {
+					u = nil // not known which: the explanation names none
+				}
+				apply(u, x)
+			case len(cands) == 0:
+				for i := range c.accounts {
+					uncertain[i] = true
+				}
+			default:
+				for _, k := range cands {
+					for _, i := range be.xfers[unknown[k]].accts {
 						uncertain[i] = true
 					}
 				}
-				if len(unknown) == 0 {
-					for i := range c.accounts {
-						uncertain[i] = true
-					}
-				}
-			} else {
-				u := unknown[j]
-				unknown = append(unknown[:j], unknown[j+1:]...)
-				apply(u, be.xfers[u])
 			}
 			seq++
 		}
@@ -622,7 +662,22 @@ func bankReplay(a *analysis, r *resource, be *bankEvents) []LostTransfer {
 	return lost
 }
 
-// bankStep is an applied transfer in the replay, and the accounts it wrote.
+// sameXfer reports whether two transfers write the same balances.
+func sameXfer(x, y bankXfer) bool {
+	if len(x.accts) != len(y.accts) {
+		return false
+	}
+	for j := range x.accts {
+		if x.accts[j] != y.accts[j] || x.w[j] != y.w[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// bankStep is an applied transfer in the replay, and the accounts it wrote;
+// w is nil for one of several transfers of unknown outcome that wrote the
+// same balances, when which one landed is not known.
 type bankStep struct {
 	w     *writeOp
 	accts []int
@@ -689,6 +744,12 @@ func lostTransfer(a *analysis, r *resource, c *bankCodec, w *writeOp, x bankXfer
 	var names []string
 	for _, k := range undid {
 		l.Count++
+		if done[k].w == nil {
+			if len(names) < 10 {
+				names = append(names, "a transfer of unknown outcome")
+			}
+			continue
+		}
 		if len(l.Undid) < 10 {
 			ref := a.writeRef(done[k].w)
 			l.Undid = append(l.Undid, ref)
