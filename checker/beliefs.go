@@ -121,8 +121,13 @@ type analysis struct {
 	problems []string      // inconsistencies: the history cannot be judged
 	notes    []string      // oddities that do not affect the verdict
 	// byValue is the latest belief of each lease, by key and lock value:
-	// resource operations name their lease by its value.
-	byValue map[leaseKey]*Belief
+	// resource operations name their lease by its value. Kept only when the
+	// history has resource operations (resources): for nothing else.
+	byValue   map[leaseKey]*Belief
+	resources bool
+	// held is the one active belief of each client on each key (as a
+	// procKey of the client's name): a new lease replaces it.
+	held map[procKey]procKey
 }
 
 type procKey struct{ process, key string }
@@ -156,7 +161,7 @@ func isResource(f history.Func) bool {
 // belief intervals and attempts, resource operations into resourceOps tied
 // to their leases, and nemesis events into fault windows.
 func analyze(events []history.Event) *analysis {
-	a := &analysis{events: events, keys: map[string]*KeyInfo{}, byValue: map[leaseKey]*Belief{}}
+	a := &analysis{events: events, keys: map[string]*KeyInfo{}, byValue: map[leaseKey]*Belief{}, held: map[procKey]procKey{}}
 	a.presize(events)
 	// One map lookup per event finds the process's pending invoke and
 	// resource operation.
@@ -284,6 +289,9 @@ func (a *analysis) presize(events []history.Event) {
 	counts := map[string]*count{}
 	for i := range events {
 		e := &events[i]
+		if isResource(e.F) {
+			a.resources = true
+		}
 		if e.F != history.Acquire || e.Type == history.Invoke {
 			continue
 		}
@@ -364,8 +372,7 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 			// the client keeps the lease it has until a new one is
 			// granted (workload.Client replaces it only then), so a
 			// refused or unknown re-acquire leaves the old belief whole.
-			a.replace(active, inv.Process, inv.Key, e.Time, e.Index)
-			active[pk] = a.newBelief(inv, e)
+			a.hold(active, pk, a.newBelief(inv, e), e.Index)
 		case history.Fail, history.Info:
 			if e.Type == history.Fail {
 				k.Failed++
@@ -397,9 +404,8 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 			// never re-acquires an expired key, but if the lock said yes,
 			// the client believes again from here: that is a new claim.
 			a.close(active, pk, e.Time, -1, "")
-			a.replace(active, inv.Process, inv.Key, e.Time, e.Index)
 			a.key(inv.Key).Acquired++
-			active[procKey{inv.Process, inv.Key}] = a.newBelief(inv, e)
+			a.hold(active, procKey{inv.Process, inv.Key}, a.newBelief(inv, e), e.Index)
 			a.notes = append(a.notes, fmt.Sprintf("extend by %s at event %d succeeded after its lease had lapsed", inv.Process, e.Index))
 		}
 	}
@@ -442,7 +448,7 @@ func (a *analysis) newBelief(inv, ok *history.Event) *Belief {
 		Deadline: ok.Deadline, Nodes: ok.Nodes, Token: ok.Token,
 		InvokeIndex: inv.Index, OKIndex: ok.Index, EndIndex: -1}
 	b.root = b
-	if b.Value == "" {
+	if b.Value == "" || !a.resources {
 		return b
 	}
 	lk := leaseKey{b.Key, b.Value}
@@ -482,6 +488,9 @@ func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64
 	if b == nil {
 		return
 	}
+	if ck := (procKey{clientOf(pk.process), pk.key}); a.held[ck] == pk {
+		delete(a.held, ck)
+	}
 	switch {
 	case b.Deadline != nil && (reason == "" || *b.Deadline <= at):
 		b.End, b.EndReason = *b.Deadline, EndDeadline
@@ -507,23 +516,18 @@ func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64
 	k.Beliefs = append(k.Beliefs, *b)
 }
 
-// replace ends the beliefs on key of the client that process is, at a new
-// lease granted to it: a client holds one lease per key, whatever process
-// it continues as after unknown outcomes (c1.2 is c1, holding what c1 held;
-// workload.Client keeps its leases across them).
-func (a *analysis) replace(active map[procKey]*Belief, process, key string, at, index int64) {
-	client := clientOf(process)
-	var ended []procKey
-	for pk := range active {
-		if pk.key == key && clientOf(pk.process) == client {
-			ended = append(ended, pk)
-		}
+// hold makes b, a new lease granted to pk's process at event index, the
+// belief its client holds on the key, ending the one it held: a client
+// holds one lease per key, whatever process it continues as after unknown
+// outcomes (c1.2 is c1, holding what c1 held; workload.Client keeps its
+// leases across them).
+func (a *analysis) hold(active map[procKey]*Belief, pk procKey, b *Belief, index int64) {
+	ck := procKey{clientOf(pk.process), pk.key}
+	if old, ok := a.held[ck]; ok {
+		a.close(active, old, b.Start, index, EndReacquire)
 	}
-	// Map order is random; the beliefs are recorded in process order.
-	slices.SortFunc(ended, func(x, y procKey) int { return cmp.Compare(x.process, y.process) })
-	for _, pk := range ended {
-		a.close(active, pk, at, index, EndReacquire)
-	}
+	active[pk] = b
+	a.held[ck] = pk
 }
 
 // clientOf is the client a process is: the process without the ".N" of a
