@@ -46,25 +46,6 @@ type StaleBalance struct {
 	Then    string `json:"then"`
 }
 
-// What a bank operation is to the model.
-type bankOp uint8
-
-const (
-	// bRead: a read of every balance (State), or a critical section whose
-	// transfer was rejected, or the bank at the end of a piece.
-	bRead bankOp = iota
-	// bRW: read R on Accts, then wrote W there, atomically if the lock held.
-	bRW
-	// bMaybe: as bRW, with an unknown outcome.
-	bMaybe
-	// bBlind: wrote W on Accts without a read in its critical section.
-	bBlind
-	// bMaybeBlind: a blind transfer with an unknown outcome.
-	bMaybeBlind
-	// bStart: the bank at the start of a piece (see bankPieces).
-	bStart
-)
-
 // bankState is every balance of a bank, in account order, as 8-byte
 // integers in units of the bank's smallest decimal place: a string, so
 // that porcupine can compare and hash it and steps never share memory.
@@ -95,8 +76,8 @@ func (s bankState) matches(accts []int, vals []int64) bool {
 
 // BankInput is one porcupine operation of the bank check.
 type BankInput struct {
-	Op bankOp
-	// State is the whole bank: read (bRead) or set (bStart).
+	Op csOp
+	// State is the whole bank: read (csRead) or set (csStart).
 	State bankState
 	// Accts are the accounts a transfer wrote (indexes in account order),
 	// R the balances it read there, W those it wrote.
@@ -109,67 +90,38 @@ type BankInput struct {
 	Desc   string
 }
 
-// bankModelState is the bank and how many transfers the storage had
-// applied to it.
-type bankModelState struct {
-	S bankState
-	N int64
-}
-
 // BankModel is a bank over critical sections taken as atomic read-then-write
 // operations: a transfer applies only if the accounts it writes still hold
-// what it read, and in the storage's order (the transfer with seq s is the
-// s-th applied; one of unknown outcome, if applied, takes the next place).
-// Nondeterministic only for transfers of unknown outcome.
+// what it read, and in the storage's order (csStep). Nondeterministic only
+// for transfers of unknown outcome.
 func BankModel() porcupine.Model {
 	m := porcupine.NondeterministicModel{
-		Init: func() []interface{} { return []interface{}{bankModelState{}} },
+		Init: func() []interface{} { return []interface{}{csState[bankState]{}} },
 		Step: func(state, input, _ interface{}) []interface{} {
-			st, ok1 := state.(bankModelState)
+			st, ok1 := state.(csState[bankState])
 			in, ok2 := input.(BankInput)
 			if !ok1 || !ok2 {
 				return nil
 			}
-			s := st.S
-			applied := func() bankModelState { return bankModelState{s.with(in.Accts, in.W), st.N + 1} }
-			inOrder := in.Seq == 0 || in.Seq == st.N+1
-			switch in.Op {
-			case bRead:
-				if s == in.State {
-					return []interface{}{st}
-				}
-			case bStart:
-				return []interface{}{bankModelState{in.State, in.Seq}}
-			case bRW, bMaybe:
-				if !s.matches(in.Accts, in.R) {
-					return nil
-				}
-				if in.Op == bRW {
-					if !inOrder {
-						return nil
+			return csStep(st, in.Op, in.Seq, in.State,
+				func(s bankState) bool {
+					if in.Op == csRead {
+						return s == in.State
 					}
-					return []interface{}{applied()}
-				}
-				return []interface{}{st, applied()}
-			case bBlind, bMaybeBlind:
-				if len(s) < 8*(maxIndex(in.Accts)+1) {
-					return nil
-				}
-				if in.Op == bBlind {
-					if !inOrder {
-						return nil
+					return s.matches(in.Accts, in.R)
+				},
+				func(s bankState) (bankState, bool) {
+					if len(s) < 8*(maxIndex(in.Accts)+1) {
+						return s, false
 					}
-					return []interface{}{applied()}
-				}
-				return []interface{}{st, applied()}
-			}
-			return nil
+					return s.with(in.Accts, in.W), true
+				})
 		},
 		Equal: func(a, b interface{}) bool { return a == b },
 		Hash: func(s interface{}) uint64 {
-			v, _ := s.(bankModelState)
+			v, _ := s.(csState[bankState])
 			h := fnv.New64a()
-			_, _ = h.Write([]byte(v.S))
+			_, _ = h.Write([]byte(v.V))
 			return h.Sum64() ^ uint64(v.N)
 		},
 		DescribeOperation: func(input, _ interface{}) string {
@@ -179,8 +131,8 @@ func BankModel() porcupine.Model {
 			return fmt.Sprintf("%v", input)
 		},
 		DescribeState: func(s interface{}) string {
-			if v, ok := s.(bankModelState); ok {
-				return fmt.Sprintf("%x (seq %d)", string(v.S), v.N)
+			if v, ok := s.(csState[bankState]); ok {
+				return fmt.Sprintf("%x (seq %d)", string(v.V), v.N)
 			}
 			return fmt.Sprintf("%x", s)
 		},
@@ -388,7 +340,7 @@ func bankOps(a *analysis, r *resource, be *bankEvents, clients map[string]int) [
 	readOp := func(op *resourceOp, what string) {
 		ev, done := &a.events[op.inv], &a.events[op.done]
 		s := be.reads[op.done]
-		add(BankInput{Op: bRead, State: s, Client: ev.Process, Desc: ev.Process + " read " + c.describe(allIndexes(c), statesOf(s, c))},
+		add(BankInput{Op: csRead, State: s, Client: ev.Process, Desc: ev.Process + " read " + c.describe(allIndexes(c), statesOf(s, c))},
 			ev.Time, done.Time, fmt.Sprintf("%s: %s (events %d→%d)", ev.Process, what, ev.Index, done.Index))
 	}
 	for _, sec := range r.sections {
@@ -442,19 +394,19 @@ func bankOps(a *analysis, r *resource, be *bankEvents, clients map[string]int) [
 			}
 			switch {
 			case read == nil && typ == history.OK:
-				in.Op, in.Desc = bBlind, desc("")
+				in.Op, in.Desc = csBlind, desc("")
 			case read == nil && typ != history.Fail:
-				in.Op, in.Desc = bMaybeBlind, desc("?")
+				in.Op, in.Desc = csMaybeBlind, desc("?")
 			case read == nil:
 				continue
 			case typ == history.OK:
-				in.Op, in.Desc = bRW, desc("")
+				in.Op, in.Desc = csRW, desc("")
 			case typ == history.Fail:
 				// Rejected: the critical section only read.
 				flush()
 				continue
 			default:
-				in.Op, in.Desc = bMaybe, desc("?")
+				in.Op, in.Desc = csMaybe, desc("?")
 			}
 			add(in, call, end, meta)
 			read = nil
@@ -508,7 +460,7 @@ func bankAfter(r *resource, be *bankEvents) map[int64]bankState {
 // bankPieces splits one bank's operations at quiescent points whose bank
 // is known from the storage's order: every applied transfer before the
 // point holds a seq, and they run from the initial write without a gap. A
-// piece starts from that bank (bStart) and must end in the next point's
+// piece starts from that bank (csStart) and must end in the next point's
 // (a read), so pieces join into one history: the storage's real order is
 // a linearization of each piece whenever every section was atomic. Times
 // are doubled so both fit strictly between two pieces.
@@ -524,15 +476,15 @@ func bankPieces(ops []porcupine.Operation, after map[int64]bankState, initSeq in
 	applied, maxSeq := int64(0), initSeq
 	// from is the number of transfers applied at the start of the piece.
 	from := initSeq
-	mark := func(op bankOp, s bankState, seq, at int64, desc string) porcupine.Operation {
+	mark := func(op csOp, s bankState, seq, at int64, desc string) porcupine.Operation {
 		return porcupine.Operation{Input: BankInput{Op: op, State: s, Seq: seq, Key: key, Desc: desc}, Call: at, Return: at, Metadata: desc}
 	}
 	emit := func(to int, end *bankState) {
 		piece := make([]porcupine.Operation, 0, to-start+2)
-		piece = append(piece, mark(bStart, state, from, ops[start].Call-1, "the bank at the start of this window"))
+		piece = append(piece, mark(csStart, state, from, ops[start].Call-1, "the bank at the start of this window"))
 		piece = append(piece, ops[start:to]...)
 		if end != nil {
-			piece = append(piece, mark(bRead, *end, 0, ops[to].Call-1, "the bank at the end of this window, by the storage's order"))
+			piece = append(piece, mark(csRead, *end, 0, ops[to].Call-1, "the bank at the end of this window, by the storage's order"))
 		}
 		out = append(out, piece)
 	}
@@ -543,7 +495,7 @@ func bankPieces(ops []porcupine.Operation, after map[int64]bankState, initSeq in
 				state, from, start, maxRet = s, maxSeq, i, math.MinInt64
 			}
 		}
-		if in, _ := ops[i].Input.(BankInput); in.Op == bRW || in.Op == bBlind {
+		if in, _ := ops[i].Input.(BankInput); in.Op == csRW || in.Op == csBlind {
 			applied++
 			maxSeq = max(maxSeq, in.Seq)
 		}

@@ -52,86 +52,39 @@ type LostUpdate struct {
 	Text      string  `json:"text"`
 }
 
-// What a counter operation is to the register model.
-type counterOp uint8
-
-const (
-	// cRead: a read of R, or a critical section whose write was rejected.
-	cRead counterOp = iota
-	// cRW: read R then wrote W, atomically if the lock held.
-	cRW
-	// cMaybe: read R then wrote W with an unknown outcome.
-	cMaybe
-	// cBlind: wrote W without a read in its critical section.
-	cBlind
-	// cMaybeBlind: a blind write with an unknown outcome.
-	cMaybeBlind
-	// cStart: the value at the start of a piece (see counterPieces).
-	cStart
-)
-
 // CounterInput is one porcupine operation of the counter check.
 type CounterInput struct {
-	Op   counterOp
+	Op   csOp
 	R, W int64
 	// Seq is an applied write's place in the storage's order of the key's
 	// writes; 0 when its outcome is unknown or the history has no seqs.
-	// For cStart, the number of writes applied before the piece.
+	// For csStart, the number of writes applied before the piece.
 	Seq    int64
 	Client string
 	Key    string
 }
 
-// counterState is the register: its value and how many writes the storage
-// had applied to it.
-type counterState struct{ V, N int64 }
-
 // CounterModel is a register holding the counter, over critical sections
 // taken as atomic read-then-write operations, whose writes are applied in
-// the storage's order: the write with seq s is the s-th applied. A write
-// of unknown outcome was applied or not; if it was, it took the next
-// place, so one that took the place of a known write leaves that write
-// nowhere to go. Without the order, a write of unknown outcome could be
-// taken as not applied where the seqs show that it landed between another
-// section's read and write.
+// the storage's order (csStep). Without the order, a write of unknown
+// outcome could be taken as not applied where the seqs show that it landed
+// between another section's read and write.
 func CounterModel() porcupine.Model {
 	m := porcupine.NondeterministicModel{
-		Init: func() []interface{} { return []interface{}{counterState{}} },
+		Init: func() []interface{} { return []interface{}{csState[int64]{}} },
 		Step: func(state, input, _ interface{}) []interface{} {
-			s, ok1 := state.(counterState)
+			s, ok1 := state.(csState[int64])
 			in, ok2 := input.(CounterInput)
 			if !ok1 || !ok2 {
 				return nil
 			}
-			applied := counterState{in.W, s.N + 1}
-			inOrder := in.Seq == 0 || in.Seq == s.N+1
-			switch in.Op {
-			case cRead:
-				if s.V == in.R {
-					return []interface{}{s}
-				}
-			case cRW:
-				if s.V == in.R && inOrder {
-					return []interface{}{applied}
-				}
-			case cMaybe:
-				if s.V == in.R {
-					return []interface{}{s, applied}
-				}
-			case cBlind:
-				if inOrder {
-					return []interface{}{applied}
-				}
-			case cStart:
-				return []interface{}{counterState{in.W, in.Seq}}
-			case cMaybeBlind:
-				return []interface{}{s, applied}
-			}
-			return nil
+			return csStep(s, in.Op, in.Seq, in.W,
+				func(v int64) bool { return v == in.R },
+				func(int64) (int64, bool) { return in.W, true })
 		},
 		Equal: func(a, b interface{}) bool { return a == b },
 		Hash: func(s interface{}) uint64 {
-			v, _ := s.(counterState)
+			v, _ := s.(csState[int64])
 			return uint64(v.V)*0x9e3779b97f4a7c15 ^ uint64(v.N)
 		},
 		DescribeOperation: func(input, _ interface{}) string {
@@ -144,21 +97,21 @@ func CounterModel() porcupine.Model {
 				seq = fmt.Sprintf(" (seq %d)", in.Seq)
 			}
 			switch in.Op {
-			case cRead:
+			case csRead:
 				return fmt.Sprintf("%s read %d", in.Client, in.R)
-			case cRW:
+			case csRW:
 				return fmt.Sprintf("%s %d→%d%s", in.Client, in.R, in.W, seq)
-			case cMaybe:
+			case csMaybe:
 				return fmt.Sprintf("%s %d→%d?", in.Client, in.R, in.W)
-			case cBlind:
+			case csBlind:
 				return fmt.Sprintf("%s wrote %d%s", in.Client, in.W, seq)
-			case cMaybeBlind:
+			case csMaybeBlind:
 				return fmt.Sprintf("%s wrote %d?", in.Client, in.W)
 			}
 			return fmt.Sprintf("%q is %d after %d write(s)", in.Key, in.W, in.Seq)
 		},
 		DescribeState: func(s interface{}) string {
-			if v, ok := s.(counterState); ok {
+			if v, ok := s.(csState[int64]); ok {
 				return fmt.Sprintf("%d (seq %d)", v.V, v.N)
 			}
 			return fmt.Sprintf("%v", s)
@@ -200,7 +153,7 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 		flush := func() {
 			if read != nil {
 				ev, done := &a.events[read.inv], &a.events[read.done]
-				add(CounterInput{Op: cRead, R: readV, Client: ev.Process}, ev.Time, done.Time,
+				add(CounterInput{Op: csRead, R: readV, Client: ev.Process}, ev.Time, done.Time,
 					fmt.Sprintf("%s: read (events %d→%d)", ev.Process, ev.Index, done.Index))
 			}
 			read = nil
@@ -229,17 +182,17 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 				}
 				switch {
 				case read == nil && typ == history.OK:
-					add(CounterInput{Op: cBlind, W: w, Seq: seqs[op], Client: ev.Process}, ev.Time, end, meta)
+					add(CounterInput{Op: csBlind, W: w, Seq: seqs[op], Client: ev.Process}, ev.Time, end, meta)
 				case read == nil && typ != history.Fail:
-					add(CounterInput{Op: cMaybeBlind, W: w, Client: ev.Process}, ev.Time, end, meta)
+					add(CounterInput{Op: csMaybeBlind, W: w, Client: ev.Process}, ev.Time, end, meta)
 				case read == nil:
 				case typ == history.OK:
-					add(CounterInput{Op: cRW, R: readV, W: w, Seq: seqs[op], Client: ev.Process}, a.events[read.inv].Time, end, meta)
+					add(CounterInput{Op: csRW, R: readV, W: w, Seq: seqs[op], Client: ev.Process}, a.events[read.inv].Time, end, meta)
 				case typ == history.Fail:
 					// Rejected: the critical section only read.
 					flush()
 				default:
-					add(CounterInput{Op: cMaybe, R: readV, W: w, Client: ev.Process}, a.events[read.inv].Time, end, meta)
+					add(CounterInput{Op: csMaybe, R: readV, W: w, Client: ev.Process}, a.events[read.inv].Time, end, meta)
 				}
 				read = nil
 			}
@@ -249,7 +202,7 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 	for _, op := range r.finals {
 		ev, done := &a.events[op.inv], &a.events[op.done]
 		if v, ok := num(done); ok {
-			add(CounterInput{Op: cRead, R: v, Client: ev.Process}, ev.Time, done.Time,
+			add(CounterInput{Op: csRead, R: v, Client: ev.Process}, ev.Time, done.Time,
 				fmt.Sprintf("final read (event %d)", done.Index))
 		}
 	}
@@ -259,11 +212,11 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 // counterPieces splits one counter's operations at points where nothing is
 // in flight and the last operation started after every other returned: in
 // any linearization it comes last, so the value there is known, and the next
-// piece starts from it with a cStart operation. So is the number of writes
+// piece starts from it with a csStart operation. So is the number of writes
 // applied by then: every write before the point returned (one of unknown
 // outcome never returns), so it is the highest seq among them. Times are
-// doubled so a cStart fits strictly between two pieces however close they
-// are (a cStart concurrent with the last operation before it could hide a
+// doubled so a csStart fits strictly between two pieces however close they
+// are (a csStart concurrent with the last operation before it could hide a
 // stale read).
 func counterPieces(ops []porcupine.Operation, init, initSeq int64, key string) [][]porcupine.Operation {
 	for i := range ops {
@@ -280,7 +233,7 @@ func counterPieces(ops []porcupine.Operation, init, initSeq int64, key string) [
 	emit := func(to int) {
 		piece := make([]porcupine.Operation, 0, to-start+1)
 		at := ops[start].Call - 1
-		piece = append(piece, porcupine.Operation{ClientId: 0, Input: CounterInput{Op: cStart, W: state, Seq: from, Key: key},
+		piece = append(piece, porcupine.Operation{ClientId: 0, Input: CounterInput{Op: csStart, W: state, Seq: from, Key: key},
 			Call: at, Return: at, Metadata: "value at the start of this window"})
 		out = append(out, append(piece, ops[start:to]...))
 	}
@@ -312,9 +265,9 @@ func counterPieces(ops []porcupine.Operation, init, initSeq int64, key string) [
 func after(op porcupine.Operation) (int64, bool) {
 	in, _ := op.Input.(CounterInput)
 	switch in.Op {
-	case cRead:
+	case csRead:
 		return in.R, true
-	case cRW, cBlind:
+	case csRW, csBlind:
 		return in.W, true
 	}
 	return 0, false

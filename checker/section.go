@@ -1,0 +1,69 @@
+package checker
+
+// What the counter and the bank share: each checks its critical sections as
+// atomic read-then-write operations on a register (the counter's value,
+// the bank's balances), applied in the storage's order of writes, with
+// porcupine; each resource supplies only what its values are.
+
+// csOp is what a critical section is to a register model.
+type csOp uint8
+
+const (
+	// csRead: a read, or a section whose write was rejected, or the
+	// register at the end of a piece.
+	csRead csOp = iota
+	// csRW: read, then wrote what it computed, atomically if the lock held.
+	csRW
+	// csMaybe: as csRW, the write's outcome unknown.
+	csMaybe
+	// csBlind: wrote without a read in its section.
+	csBlind
+	// csMaybeBlind: a blind write of unknown outcome.
+	csMaybeBlind
+	// csStart: the register at the start of a piece.
+	csStart
+)
+
+// csState is a register's value and how many writes the storage had
+// applied to it.
+type csState[V comparable] struct {
+	V V
+	N int64
+}
+
+// csStep is the step of both registers. A read must see the register (a
+// read-then-write, what it read); a write applies in the storage's order —
+// the write with seq s is the s-th applied (seq 0: not known) — and one of
+// unknown outcome was applied, taking the next place, or not. So a write
+// of unknown outcome that took a known write's place leaves that one
+// nowhere to go, and one that the seqs show landed between a section's
+// read and write cannot be taken as not applied. start is the register a
+// csStart sets, with seq the writes applied by then; write says whether
+// the write fits the register at all.
+func csStep[V comparable](st csState[V], op csOp, seq int64, start V, read func(V) bool, write func(V) (V, bool)) []interface{} {
+	switch op {
+	case csRead:
+		if read(st.V) {
+			return []interface{}{st}
+		}
+		return nil
+	case csStart:
+		return []interface{}{csState[V]{start, seq}}
+	case csRW, csMaybe:
+		if !read(st.V) {
+			return nil
+		}
+	}
+	v, ok := write(st.V)
+	if !ok {
+		return nil
+	}
+	applied := csState[V]{v, st.N + 1}
+	switch {
+	case op == csMaybe || op == csMaybeBlind:
+		return []interface{}{st, applied}
+	case seq != 0 && seq != st.N+1:
+		return nil
+	}
+	return []interface{}{applied}
+}
