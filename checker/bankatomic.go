@@ -322,17 +322,10 @@ func decodeBank(a *analysis, r *resource, init balances) (*bankEvents, error) {
 }
 
 // bankOps builds the porcupine operations of one bank, as counterOps does
-// for a counter: a transfer covers its section from the read's invoke to
-// the transfer's completion (an unknown one to the end of the history); a
-// section whose transfer was rejected, or that made none, is its read.
+// for a counter (csOps).
 func bankOps(a *analysis, r *resource, be *bankEvents, clients map[string]int) []porcupine.Operation {
 	var ops []porcupine.Operation
-	never := a.end + 1
 	c := be.codec
-	byInv := map[int]*writeOp{}
-	for _, w := range r.writes {
-		byInv[w.op.inv] = w
-	}
 	add := func(in BankInput, call, ret int64, meta string) {
 		in.Key = r.key
 		ops = append(ops, porcupine.Operation{ClientId: clients[in.Client], Input: in, Call: call, Return: ret, Metadata: meta})
@@ -343,76 +336,36 @@ func bankOps(a *analysis, r *resource, be *bankEvents, clients map[string]int) [
 		add(BankInput{Op: csRead, State: s, Client: ev.Process, Desc: ev.Process + " read " + c.describe(allIndexes(c), statesOf(s, c))},
 			ev.Time, done.Time, fmt.Sprintf("%s: %s (events %d→%d)", ev.Process, what, ev.Index, done.Index))
 	}
-	for _, sec := range r.sections {
-		var read *resourceOp
-		flush := func() {
-			if read != nil {
-				readOp(read, "read")
-			}
-			read = nil
+	// Every read decoded (decodeBank); a transfer only if its balances
+	// did.
+	usable := func(op *resourceOp) bool {
+		if op.write == nil {
+			return true
 		}
-		for _, op := range sec.ops {
-			ev := &a.events[op.inv]
-			typ := op.typ(a.events)
-			switch ev.F {
-			case history.Read:
-				if typ == history.OK {
-					flush()
-					read = op
-				}
-				continue
-			case history.Transfer:
-			default:
-				continue
-			}
-			w := byInv[op.inv]
-			x, ok := be.xfers[w]
-			if !ok {
-				continue
-			}
-			end := never
-			if typ != "" && typ != history.Info {
-				end = a.events[op.done].Time
-			}
-			in := BankInput{Accts: x.accts, W: x.w, Client: ev.Process, Seq: w.ack.Seq}
-			ref := a.writeRef(w)
-			meta := fmt.Sprintf("%s: transfer of %s (event %d)", ev.Process, ref.Value, ev.Index)
-			call := ev.Time
-			if read != nil {
-				in.R = make([]int64, len(x.accts))
-				rs := be.reads[read.done]
-				for j, i := range x.accts {
-					in.R[j] = rs.get(i)
-				}
-				call = a.events[read.inv].Time
-			}
-			desc := func(unknown string) string {
-				if read == nil {
-					return fmt.Sprintf("%s wrote %s%s", ev.Process, c.describe(x.accts, x.w), unknown)
-				}
-				return fmt.Sprintf("%s %s → %s%s", ev.Process, c.describe(x.accts, in.R), c.describe(x.accts, x.w), unknown)
-			}
-			switch {
-			case read == nil && typ == history.OK:
-				in.Op, in.Desc = csBlind, desc("")
-			case read == nil && typ != history.Fail:
-				in.Op, in.Desc = csMaybeBlind, desc("?")
-			case read == nil:
-				continue
-			case typ == history.OK:
-				in.Op, in.Desc = csRW, desc("")
-			case typ == history.Fail:
-				// Rejected: the critical section only read.
-				flush()
-				continue
-			default:
-				in.Op, in.Desc = csMaybe, desc("?")
-			}
-			add(in, call, end, meta)
-			read = nil
-		}
-		flush()
+		_, ok := be.xfers[op.write]
+		return ok
 	}
+	csOps(a, r, history.Transfer, usable, func(op csOp, read, write *resourceOp, call, ret int64) {
+		if write == nil {
+			readOp(read, "read")
+			return
+		}
+		ev := &a.events[write.inv]
+		w := write.write
+		x := be.xfers[w]
+		in := BankInput{Op: op, Accts: x.accts, W: x.w, Client: ev.Process, Seq: w.ack.Seq}
+		ref := a.writeRef(w)
+		unknown := ""
+		if op == csMaybe || op == csMaybeBlind {
+			unknown = "?"
+		}
+		in.Desc = fmt.Sprintf("%s wrote %s%s", ev.Process, c.describe(x.accts, x.w), unknown)
+		if read != nil {
+			in.R = pick(be.reads[read.done], x.accts)
+			in.Desc = fmt.Sprintf("%s %s → %s%s", ev.Process, c.describe(x.accts, in.R), c.describe(x.accts, x.w), unknown)
+		}
+		add(in, call, ret, fmt.Sprintf("%s: transfer of %s (event %d)", ev.Process, ref.Value, ev.Index))
+	})
 	for _, op := range r.finals {
 		readOp(op, "final read")
 	}

@@ -143,6 +143,9 @@ type resourceOp struct {
 	// for the harness's initial writes and final reads, and for an
 	// operation outside any lease.
 	lease *Belief
+	// write is what the resource checks make of a write, transfer or
+	// add (set by collectResources); nil for a read.
+	write *writeOp
 }
 
 func (o *resourceOp) typ(events []history.Event) history.Type {

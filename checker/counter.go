@@ -128,83 +128,53 @@ func CounterModel() porcupine.Model {
 func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.Operation, []string) {
 	var ops []porcupine.Operation
 	var notes []string
-	never := a.end + 1
 	add := func(in CounterInput, call, ret int64, meta string) {
 		in.Key = r.key
 		ops = append(ops, porcupine.Operation{ClientId: clients[in.Client], Input: in, Call: call, Return: ret, Metadata: meta})
 	}
-	num := func(ev *history.Event) (int64, bool) {
+	// The value of each read's completion and each write's invoke,
+	// decoded once.
+	values := map[*resourceOp]int64{}
+	usable := func(op *resourceOp) bool {
+		ev := &a.events[op.inv]
+		if ev.F == history.Read {
+			ev = &a.events[op.done]
+		}
 		var v int64
 		if err := json.Unmarshal(ev.Value, &v); err != nil {
 			notes = append(notes, fmt.Sprintf("event %d: counter value %s is not a whole number", ev.Index, ev.Value))
-			return 0, false
+			return false
 		}
-		return v, true
+		values[op] = v
+		return true
 	}
-	seqs := map[*resourceOp]int64{}
-	for _, w := range r.writes {
-		if w.applied {
-			seqs[w.op] = w.ack.Seq
+	csOps(a, r, history.Write, usable, func(op csOp, read, write *resourceOp, call, ret int64) {
+		in := CounterInput{Op: op}
+		if read != nil {
+			in.R = values[read]
 		}
-	}
-	for _, sec := range r.sections {
-		var read *resourceOp
-		var readV int64
-		flush := func() {
-			if read != nil {
-				ev, done := &a.events[read.inv], &a.events[read.done]
-				add(CounterInput{Op: csRead, R: readV, Client: ev.Process}, ev.Time, done.Time,
-					fmt.Sprintf("%s: read (events %d→%d)", ev.Process, ev.Index, done.Index))
-			}
-			read = nil
+		if write == nil {
+			ev, done := &a.events[read.inv], &a.events[read.done]
+			in.Client = ev.Process
+			add(in, call, ret, fmt.Sprintf("%s: read (events %d→%d)", ev.Process, ev.Index, done.Index))
+			return
 		}
-		for _, op := range sec.ops {
-			ev := &a.events[op.inv]
-			typ := op.typ(a.events)
-			switch ev.F {
-			case history.Read:
-				if typ != history.OK {
-					continue
-				}
-				flush()
-				if v, ok := num(&a.events[op.done]); ok {
-					read, readV = op, v
-				}
-			case history.Write:
-				w, ok := num(ev)
-				if !ok {
-					continue
-				}
-				meta := fmt.Sprintf("%s: write %d (event %d)", ev.Process, w, ev.Index)
-				end := never
-				if typ != "" && typ != history.Info {
-					end = a.events[op.done].Time
-				}
-				switch {
-				case read == nil && typ == history.OK:
-					add(CounterInput{Op: csBlind, W: w, Seq: seqs[op], Client: ev.Process}, ev.Time, end, meta)
-				case read == nil && typ != history.Fail:
-					add(CounterInput{Op: csMaybeBlind, W: w, Client: ev.Process}, ev.Time, end, meta)
-				case read == nil:
-				case typ == history.OK:
-					add(CounterInput{Op: csRW, R: readV, W: w, Seq: seqs[op], Client: ev.Process}, a.events[read.inv].Time, end, meta)
-				case typ == history.Fail:
-					// Rejected: the critical section only read.
-					flush()
-				default:
-					add(CounterInput{Op: csMaybe, R: readV, W: w, Client: ev.Process}, a.events[read.inv].Time, end, meta)
-				}
-				read = nil
-			}
+		ev := &a.events[write.inv]
+		in.Client, in.W = ev.Process, values[write]
+		if write.write.applied {
+			in.Seq = write.write.ack.Seq
 		}
-		flush()
-	}
+		add(in, call, ret, fmt.Sprintf("%s: write %d (event %d)", ev.Process, in.W, ev.Index))
+	})
 	for _, op := range r.finals {
 		ev, done := &a.events[op.inv], &a.events[op.done]
-		if v, ok := num(done); ok {
-			add(CounterInput{Op: csRead, R: v, Client: ev.Process}, ev.Time, done.Time,
-				fmt.Sprintf("final read (event %d)", done.Index))
+		var v int64
+		if err := json.Unmarshal(done.Value, &v); err != nil {
+			notes = append(notes, fmt.Sprintf("event %d: counter value %s is not a whole number", done.Index, done.Value))
+			continue
 		}
+		add(CounterInput{Op: csRead, R: v, Client: ev.Process}, ev.Time, done.Time,
+			fmt.Sprintf("final read (event %d)", done.Index))
 	}
 	return ops, notes
 }

@@ -1,5 +1,7 @@
 package checker
 
+import "splitbrain/history"
+
 // What the counter and the bank share: each checks its critical sections as
 // atomic read-then-write operations on a register (the counter's value,
 // the bank's balances), applied in the storage's order of writes, with
@@ -66,4 +68,68 @@ func csStep[V comparable](st csState[V], op csOp, seq int64, start V, read func(
 		return nil
 	}
 	return []interface{}{applied}
+}
+
+// csOps walks one resource's critical sections and hands add each
+// operation its register check is made of: a read that no write used
+// (csRead, write nil), or a write (f: the resource's kind of write) with
+// the read it was computed from (read nil for a blind one), as csRW,
+// csMaybe, csBlind or csMaybeBlind by its outcome; a rejected write leaves
+// its read a csRead. usable says whether a read's or a write's value can
+// be used: an unusable read is no read, an unusable write is passed over.
+// An operation runs from its read's invoke (a blind write's own) to its
+// write's completion, past the history's end for an unknown outcome (it
+// may land any time).
+func csOps(a *analysis, r *resource, f history.Func, usable func(*resourceOp) bool, add func(op csOp, read, write *resourceOp, call, ret int64)) {
+	never := a.end + 1
+	for _, sec := range r.sections {
+		var read *resourceOp
+		flush := func() {
+			if read != nil {
+				add(csRead, read, nil, a.events[read.inv].Time, a.events[read.done].Time)
+			}
+			read = nil
+		}
+		for _, op := range sec.ops {
+			ev := &a.events[op.inv]
+			typ := op.typ(a.events)
+			switch {
+			case ev.F == history.Read:
+				if typ != history.OK {
+					continue
+				}
+				flush()
+				if usable(op) {
+					read = op
+				}
+				continue
+			case ev.F != f || !usable(op):
+				continue
+			}
+			end := never
+			if typ != "" && typ != history.Info {
+				end = a.events[op.done].Time
+			}
+			call := ev.Time
+			if read != nil {
+				call = a.events[read.inv].Time
+			}
+			switch {
+			case read == nil && typ == history.OK:
+				add(csBlind, nil, op, call, end)
+			case read == nil && typ != history.Fail:
+				add(csMaybeBlind, nil, op, call, end)
+			case read == nil:
+			case typ == history.OK:
+				add(csRW, read, op, call, end)
+			case typ == history.Fail:
+				// Rejected: the critical section only read.
+				flush()
+			default:
+				add(csMaybe, read, op, call, end)
+			}
+			read = nil
+		}
+		flush()
+	}
 }
