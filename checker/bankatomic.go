@@ -470,18 +470,9 @@ func bankPieces(ops []porcupine.Operation, after map[int64]bankState, initSeq in
 // placement, still judges them). The replay only names what is certain.
 func bankReplay(a *analysis, r *resource, be *bankEvents) []LostTransfer {
 	c := be.codec
-	for _, w := range r.applied() {
-		if w.ack.Seq == 0 {
-			// Without the storage's order there is nothing to replay;
-			// porcupine alone judges.
-			return nil
-		}
-	}
-	var unknown []*writeOp
-	for _, w := range r.writes {
-		if !w.applied && w.typ != history.Fail && w.ev.Process != history.ProcessInit {
-			unknown = append(unknown, w)
-		}
+	applied, unknown, ok := r.replayable()
+	if !ok {
+		return nil
 	}
 	readOf := func(w *writeOp) (bankState, bool) {
 		if w.read == nil {
@@ -508,31 +499,20 @@ func bankReplay(a *analysis, r *resource, be *bankEvents) []LostTransfer {
 			lastAt[state] = len(done) - 1
 		}
 	}
-	for _, w := range r.applied() {
+	for _, w := range applied {
 		if w == r.init {
 			continue
 		}
 		wDone := a.events[w.op.done].Time
 		for seq+1 < w.ack.Seq {
-			// A transfer of unknown outcome landed here: one sent by the
-			// time w returned.
-			var cands []int
-			for i, u := range unknown {
-				if u.ev.Time <= wDone {
-					cands = append(cands, i)
-				}
-			}
-			same := len(cands) > 0
-			for _, i := range cands {
-				x, ok := be.xfers[unknown[i]]
-				if !ok || !sameXfer(x, be.xfers[unknown[cands[0]]]) {
-					same = false
-				}
-			}
+			// A transfer of unknown outcome landed here.
+			cands, agree := landedIn(unknown, wDone, func(x, y *writeOp) bool {
+				xx, ok1 := be.xfers[x]
+				yx, ok2 := be.xfers[y]
+				return ok1 && ok2 && sameXfer(xx, yx)
+			})
 			switch {
-			case same:
-				// Which one it was changes nothing: later gaps come
-				// before later returns, so the others still fit them.
+			case agree:
 				u := unknown[cands[0]]
 				unknown = append(unknown[:cands[0]], unknown[cands[0]+1:]...)
 				x := be.xfers[u]
@@ -676,21 +656,4 @@ func containsInt(xs []int, x int) bool {
 		}
 	}
 	return false
-}
-
-// bankHoldsLost reports whether a piece holds a stale transfer.
-func bankHoldsLost(lost []LostTransfer) func([]porcupine.Operation) bool {
-	return func(p []porcupine.Operation) bool {
-		if len(p) == 0 {
-			return false
-		}
-		in, _ := p[0].Input.(BankInput)
-		return spansWrite(p, func(yield func(Write) bool) {
-			for _, l := range lost {
-				if l.Key == in.Key && !yield(l.Transfer) {
-					return
-				}
-			}
-		})
-	}
 }

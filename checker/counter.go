@@ -313,7 +313,11 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 	}
 	timeout := cfg.timeout
 	return res, func(faults []FaultWindow) *visualization {
-		return failingWindow(model, pieces, func(p []porcupine.Operation) bool { return pieceHoldsLost(p, res.Lost) }, faults, timeout)
+		stale := make([]Write, len(res.Lost))
+		for i, l := range res.Lost {
+			stale[i] = l.Write
+		}
+		return failingWindow(model, pieces, func(p []porcupine.Operation) bool { return holdsStale(p, stale) }, faults, timeout)
 	}
 }
 
@@ -350,11 +354,9 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 		w     *writeOp
 		value int64
 	}
-	var unknown []*writeOp
-	for _, w := range r.writes {
-		if !w.applied && w.typ != history.Fail && w.ev.Process != history.ProcessInit {
-			unknown = append(unknown, w)
-		}
+	applied, unknown, ok := r.replayable()
+	if !ok {
+		return nil
 	}
 	value := func(ev *history.Event) (int64, bool) {
 		var v int64
@@ -370,14 +372,6 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 	var done []step
 	state, certain := init, false
 	var seq int64
-	applied := r.applied()
-	for _, w := range applied {
-		if w.ack.Seq == 0 {
-			// Without the storage's order there is nothing to replay;
-			// porcupine alone judges.
-			return nil
-		}
-	}
 	for _, w := range applied {
 		if w == r.init {
 			state, certain, seq = init, true, w.ack.Seq
@@ -386,35 +380,21 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 		}
 		wDone := a.events[w.op.done].Time
 		for seq+1 < w.ack.Seq && certain {
-			// A write of unknown outcome landed here: one invoked by the
-			// time w returned. Which one matters only for its value.
-			var cands []int
-			for i, u := range unknown {
-				if u.ev.Time <= wDone {
-					cands = append(cands, i)
-				}
-			}
-			var v int64
-			same := len(cands) > 0
-			for k, i := range cands {
-				uv, ok := value(unknown[i].ev)
-				if !ok || k > 0 && uv != v {
-					same = false
-					break
-				}
-				v = uv
-			}
-			if !same {
+			// A write of unknown outcome landed here.
+			cands, agree := landedIn(unknown, wDone, func(x, y *writeOp) bool {
+				xv, ok1 := value(x.ev)
+				yv, ok2 := value(y.ev)
+				return ok1 && ok2 && xv == yv
+			})
+			if !agree {
 				certain = false
 				break
 			}
+			v, _ := value(unknown[cands[0]].ev)
 			st := step{value: v}
 			if len(cands) == 1 {
 				st.w = unknown[cands[0]]
 			}
-			// Later gaps come before later returns: any of the
-			// candidates could still fill them, so which one is taken
-			// here does not change what they can hold.
 			unknown = append(unknown[:cands[0]], unknown[cands[0]+1:]...)
 			state = v
 			done = append(done, st)
@@ -512,20 +492,6 @@ func failingWindow(model porcupine.Model, pieces [][]porcupine.Operation, holds 
 		picked[i].ClientId = dense[op.ClientId]
 	}
 	return &visualization{model: model, ops: picked, annotations: faultAnnotations(faults, from, to), timeout: timeout}
-}
-
-func pieceHoldsLost(p []porcupine.Operation, lost []LostUpdate) bool {
-	if len(p) == 0 {
-		return false
-	}
-	in, _ := p[0].Input.(CounterInput)
-	return spansWrite(p, func(yield func(Write) bool) {
-		for _, l := range lost {
-			if l.Key == in.Key && !yield(l.Write) {
-				return
-			}
-		}
-	})
 }
 
 // resourceClients numbers the clients for porcupine's resource models, the

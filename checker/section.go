@@ -1,6 +1,10 @@
 package checker
 
-import "splitbrain/history"
+import (
+	"github.com/anishathalye/porcupine"
+
+	"splitbrain/history"
+)
 
 // What the counter and the bank share: each checks its critical sections as
 // atomic read-then-write operations on a register (the counter's value,
@@ -132,4 +136,66 @@ func csOps(a *analysis, r *resource, f history.Func, usable func(*resourceOp) bo
 		}
 		flush()
 	}
+}
+
+// replayable returns r's applied writes in the storage's order and the
+// writes of unknown outcome, or ok false when an applied write has no seq:
+// without the storage's order there is nothing to replay, and porcupine
+// alone judges.
+func (r *resource) replayable() (applied, unknown []*writeOp, ok bool) {
+	applied = r.applied()
+	for _, w := range applied {
+		if w.ack.Seq == 0 {
+			return nil, nil, false
+		}
+	}
+	for _, w := range r.writes {
+		if !w.applied && w.typ != history.Fail && w.ev.Process != history.ProcessInit {
+			unknown = append(unknown, w)
+		}
+	}
+	return applied, unknown, true
+}
+
+// landedIn finds the writes of unknown outcome that may fill a gap in the
+// storage's order before a write that returned at done: those sent by
+// then. agree says there is one, or several that wrote the same (same):
+// then what landed is known, and taking the first of them for it changes
+// nothing later gaps can hold (they come before later returns, so the
+// others still fit them).
+func landedIn(unknown []*writeOp, done int64, same func(x, y *writeOp) bool) (cands []int, agree bool) {
+	for i, u := range unknown {
+		if u.ev.Time <= done {
+			cands = append(cands, i)
+		}
+	}
+	agree = len(cands) > 0
+	for _, i := range cands {
+		if !same(unknown[i], unknown[cands[0]]) {
+			agree = false
+		}
+	}
+	return cands, agree
+}
+
+// holdsStale reports whether the piece p spans one of the stale writes of
+// its key: the pieces to draw when a replay named them.
+func holdsStale(p []porcupine.Operation, stale []Write) bool {
+	if len(p) == 0 {
+		return false
+	}
+	var key string
+	switch in := p[0].Input.(type) {
+	case CounterInput:
+		key = in.Key
+	case BankInput:
+		key = in.Key
+	}
+	return spansWrite(p, func(yield func(Write) bool) {
+		for _, w := range stale {
+			if w.Key == key && !yield(w) {
+				return
+			}
+		}
+	})
 }
