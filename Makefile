@@ -51,7 +51,12 @@ timed = t0=$$(date +%s); $(2) || exit $$?; echo "== $(1): $$(( $$(date +%s) - t0
 # (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
 HISTORY_FUZZ ?= 100000x
 SCENARIO_FUZZ ?= 10000x
+# The checker's reference check at its full count, on seeds go test's
+# default run does not use: random histories judged by the checker and by a
+# brute-force judge, which must agree (checker/reference_test.go).
+REFERENCE_N ?= 10000
 fuzz:
+	$(GO) test ./checker -run '^TestReferenceCheck$$' -count=1 -reference.n $(REFERENCE_N) -reference.seed 1000001
 	$(GO) test ./history -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(HISTORY_FUZZ)
 	$(GO) test ./history -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(HISTORY_FUZZ)
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(SCENARIO_FUZZ)

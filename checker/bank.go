@@ -143,7 +143,11 @@ func checkBank(a *analysis, rs []*resource, cfg *config) (*BankResult, func([]Fa
 	}
 	timeout, lost := cfg.timeout, res.Lost
 	return res, func(faults []FaultWindow) *visualization {
-		return failingWindow(BankModel(), pieces, bankHoldsLost(lost), faults, timeout)
+		stale := make([]Write, len(lost))
+		for i, l := range lost {
+			stale[i] = l.Transfer
+		}
+		return failingWindow(BankModel(), pieces, func(p []porcupine.Operation) bool { return holdsStale(p, stale) }, faults, timeout)
 	}
 }
 

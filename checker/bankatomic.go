@@ -46,25 +46,6 @@ type StaleBalance struct {
 	Then    string `json:"then"`
 }
 
-// What a bank operation is to the model.
-type bankOp uint8
-
-const (
-	// bRead: a read of every balance (State), or a critical section whose
-	// transfer was rejected, or the bank at the end of a piece.
-	bRead bankOp = iota
-	// bRW: read R on Accts, then wrote W there, atomically if the lock held.
-	bRW
-	// bMaybe: as bRW, with an unknown outcome.
-	bMaybe
-	// bBlind: wrote W on Accts without a read in its critical section.
-	bBlind
-	// bMaybeBlind: a blind transfer with an unknown outcome.
-	bMaybeBlind
-	// bStart: the bank at the start of a piece (see bankPieces).
-	bStart
-)
-
 // bankState is every balance of a bank, in account order, as 8-byte
 // integers in units of the bank's smallest decimal place: a string, so
 // that porcupine can compare and hash it and steps never share memory.
@@ -95,8 +76,8 @@ func (s bankState) matches(accts []int, vals []int64) bool {
 
 // BankInput is one porcupine operation of the bank check.
 type BankInput struct {
-	Op bankOp
-	// State is the whole bank: read (bRead) or set (bStart).
+	Op csOp
+	// State is the whole bank: read (csRead) or set (csStart).
 	State bankState
 	// Accts are the accounts a transfer wrote (indexes in account order),
 	// R the balances it read there, W those it wrote.
@@ -111,48 +92,37 @@ type BankInput struct {
 
 // BankModel is a bank over critical sections taken as atomic read-then-write
 // operations: a transfer applies only if the accounts it writes still hold
-// what it read. Nondeterministic only for transfers of unknown outcome.
+// what it read, and in the storage's order (csStep). Nondeterministic only
+// for transfers of unknown outcome.
 func BankModel() porcupine.Model {
 	m := porcupine.NondeterministicModel{
-		Init: func() []interface{} { return []interface{}{bankState("")} },
+		Init: func() []interface{} { return []interface{}{csState[bankState]{}} },
 		Step: func(state, input, _ interface{}) []interface{} {
-			s, ok1 := state.(bankState)
+			st, ok1 := state.(csState[bankState])
 			in, ok2 := input.(BankInput)
 			if !ok1 || !ok2 {
 				return nil
 			}
-			switch in.Op {
-			case bRead:
-				if s == in.State {
-					return []interface{}{s}
-				}
-			case bStart:
-				return []interface{}{in.State}
-			case bRW, bMaybe:
-				if !s.matches(in.Accts, in.R) {
-					return nil
-				}
-				if in.Op == bRW {
-					return []interface{}{s.with(in.Accts, in.W)}
-				}
-				return []interface{}{s, s.with(in.Accts, in.W)}
-			case bBlind, bMaybeBlind:
-				if len(s) < 8*(maxIndex(in.Accts)+1) {
-					return nil
-				}
-				if in.Op == bBlind {
-					return []interface{}{s.with(in.Accts, in.W)}
-				}
-				return []interface{}{s, s.with(in.Accts, in.W)}
-			}
-			return nil
+			return csStep(st, in.Op, in.Seq, in.State,
+				func(s bankState) bool {
+					if in.Op == csRead {
+						return s == in.State
+					}
+					return s.matches(in.Accts, in.R)
+				},
+				func(s bankState) (bankState, bool) {
+					if len(s) < 8*(maxIndex(in.Accts)+1) {
+						return s, false
+					}
+					return s.with(in.Accts, in.W), true
+				})
 		},
 		Equal: func(a, b interface{}) bool { return a == b },
 		Hash: func(s interface{}) uint64 {
-			v, _ := s.(bankState)
+			v, _ := s.(csState[bankState])
 			h := fnv.New64a()
-			_, _ = h.Write([]byte(v))
-			return h.Sum64()
+			_, _ = h.Write([]byte(v.V))
+			return h.Sum64() ^ uint64(v.N)
 		},
 		DescribeOperation: func(input, _ interface{}) string {
 			if in, ok := input.(BankInput); ok {
@@ -160,7 +130,12 @@ func BankModel() porcupine.Model {
 			}
 			return fmt.Sprintf("%v", input)
 		},
-		DescribeState:             func(s interface{}) string { return fmt.Sprintf("%x", s) },
+		DescribeState: func(s interface{}) string {
+			if v, ok := s.(csState[bankState]); ok {
+				return fmt.Sprintf("%x (seq %d)", string(v.V), v.N)
+			}
+			return fmt.Sprintf("%x", s)
+		},
 		DescribeOperationMetadata: describeMeta,
 	}
 	return m.ToModel()
@@ -347,17 +322,10 @@ func decodeBank(a *analysis, r *resource, init balances) (*bankEvents, error) {
 }
 
 // bankOps builds the porcupine operations of one bank, as counterOps does
-// for a counter: a transfer covers its section from the read's invoke to
-// the transfer's completion (an unknown one to the end of the history); a
-// section whose transfer was rejected, or that made none, is its read.
+// for a counter (csOps).
 func bankOps(a *analysis, r *resource, be *bankEvents, clients map[string]int) []porcupine.Operation {
 	var ops []porcupine.Operation
-	never := a.end + 1
 	c := be.codec
-	byInv := map[int]*writeOp{}
-	for _, w := range r.writes {
-		byInv[w.op.inv] = w
-	}
 	add := func(in BankInput, call, ret int64, meta string) {
 		in.Key = r.key
 		ops = append(ops, porcupine.Operation{ClientId: clients[in.Client], Input: in, Call: call, Return: ret, Metadata: meta})
@@ -365,79 +333,39 @@ func bankOps(a *analysis, r *resource, be *bankEvents, clients map[string]int) [
 	readOp := func(op *resourceOp, what string) {
 		ev, done := &a.events[op.inv], &a.events[op.done]
 		s := be.reads[op.done]
-		add(BankInput{Op: bRead, State: s, Client: ev.Process, Desc: ev.Process + " read " + c.describe(allIndexes(c), statesOf(s, c))},
+		add(BankInput{Op: csRead, State: s, Client: ev.Process, Desc: ev.Process + " read " + c.describe(allIndexes(c), statesOf(s, c))},
 			ev.Time, done.Time, fmt.Sprintf("%s: %s (events %d→%d)", ev.Process, what, ev.Index, done.Index))
 	}
-	for _, sec := range r.sections {
-		var read *resourceOp
-		flush := func() {
-			if read != nil {
-				readOp(read, "read")
-			}
-			read = nil
+	// Every read decoded (decodeBank); a transfer only if its balances
+	// did.
+	usable := func(op *resourceOp) bool {
+		if op.write == nil {
+			return true
 		}
-		for _, op := range sec.ops {
-			ev := &a.events[op.inv]
-			typ := op.typ(a.events)
-			switch ev.F {
-			case history.Read:
-				if typ == history.OK {
-					flush()
-					read = op
-				}
-				continue
-			case history.Transfer:
-			default:
-				continue
-			}
-			w := byInv[op.inv]
-			x, ok := be.xfers[w]
-			if !ok {
-				continue
-			}
-			end := never
-			if typ != "" && typ != history.Info {
-				end = a.events[op.done].Time
-			}
-			in := BankInput{Accts: x.accts, W: x.w, Client: ev.Process, Seq: w.ack.Seq}
-			ref := a.writeRef(w)
-			meta := fmt.Sprintf("%s: transfer of %s (event %d)", ev.Process, ref.Value, ev.Index)
-			call := ev.Time
-			if read != nil {
-				in.R = make([]int64, len(x.accts))
-				rs := be.reads[read.done]
-				for j, i := range x.accts {
-					in.R[j] = rs.get(i)
-				}
-				call = a.events[read.inv].Time
-			}
-			desc := func(unknown string) string {
-				if read == nil {
-					return fmt.Sprintf("%s wrote %s%s", ev.Process, c.describe(x.accts, x.w), unknown)
-				}
-				return fmt.Sprintf("%s %s → %s%s", ev.Process, c.describe(x.accts, in.R), c.describe(x.accts, x.w), unknown)
-			}
-			switch {
-			case read == nil && typ == history.OK:
-				in.Op, in.Desc = bBlind, desc("")
-			case read == nil && typ != history.Fail:
-				in.Op, in.Desc = bMaybeBlind, desc("?")
-			case read == nil:
-				continue
-			case typ == history.OK:
-				in.Op, in.Desc = bRW, desc("")
-			case typ == history.Fail:
-				// Rejected: the critical section only read.
-				flush()
-				continue
-			default:
-				in.Op, in.Desc = bMaybe, desc("?")
-			}
-			add(in, call, end, meta)
-			read = nil
-		}
-		flush()
+		_, ok := be.xfers[op.write]
+		return ok
 	}
+	csOps(a, r, history.Transfer, usable, func(op csOp, read, write *resourceOp, call, ret int64) {
+		if write == nil {
+			readOp(read, "read")
+			return
+		}
+		ev := &a.events[write.inv]
+		w := write.write
+		x := be.xfers[w]
+		in := BankInput{Op: op, Accts: x.accts, W: x.w, Client: ev.Process, Seq: w.ack.Seq}
+		ref := a.writeRef(w)
+		unknown := ""
+		if op == csMaybe || op == csMaybeBlind {
+			unknown = "?"
+		}
+		in.Desc = fmt.Sprintf("%s wrote %s%s", ev.Process, c.describe(x.accts, x.w), unknown)
+		if read != nil {
+			in.R = pick(be.reads[read.done], x.accts)
+			in.Desc = fmt.Sprintf("%s %s → %s%s", ev.Process, c.describe(x.accts, in.R), c.describe(x.accts, x.w), unknown)
+		}
+		add(in, call, ret, fmt.Sprintf("%s: transfer of %s (event %d)", ev.Process, ref.Value, ev.Index))
+	})
 	for _, op := range r.finals {
 		readOp(op, "final read")
 	}
@@ -485,7 +413,7 @@ func bankAfter(r *resource, be *bankEvents) map[int64]bankState {
 // bankPieces splits one bank's operations at quiescent points whose bank
 // is known from the storage's order: every applied transfer before the
 // point holds a seq, and they run from the initial write without a gap. A
-// piece starts from that bank (bStart) and must end in the next point's
+// piece starts from that bank (csStart) and must end in the next point's
 // (a read), so pieces join into one history: the storage's real order is
 // a linearization of each piece whenever every section was atomic. Times
 // are doubled so both fit strictly between two pieces.
@@ -499,15 +427,17 @@ func bankPieces(ops []porcupine.Operation, after map[int64]bankState, initSeq in
 	start := 0
 	maxRet := int64(math.MinInt64)
 	applied, maxSeq := int64(0), initSeq
-	mark := func(op bankOp, s bankState, at int64, desc string) porcupine.Operation {
-		return porcupine.Operation{Input: BankInput{Op: op, State: s, Key: key, Desc: desc}, Call: at, Return: at, Metadata: desc}
+	// from is the number of transfers applied at the start of the piece.
+	from := initSeq
+	mark := func(op csOp, s bankState, seq, at int64, desc string) porcupine.Operation {
+		return porcupine.Operation{Input: BankInput{Op: op, State: s, Seq: seq, Key: key, Desc: desc}, Call: at, Return: at, Metadata: desc}
 	}
 	emit := func(to int, end *bankState) {
 		piece := make([]porcupine.Operation, 0, to-start+2)
-		piece = append(piece, mark(bStart, state, ops[start].Call-1, "the bank at the start of this window"))
+		piece = append(piece, mark(csStart, state, from, ops[start].Call-1, "the bank at the start of this window"))
 		piece = append(piece, ops[start:to]...)
 		if end != nil {
-			piece = append(piece, mark(bRead, *end, ops[to].Call-1, "the bank at the end of this window, by the storage's order"))
+			piece = append(piece, mark(csRead, *end, 0, ops[to].Call-1, "the bank at the end of this window, by the storage's order"))
 		}
 		out = append(out, piece)
 	}
@@ -515,10 +445,10 @@ func bankPieces(ops []porcupine.Operation, after map[int64]bankState, initSeq in
 		if i > start && maxRet < ops[i].Call && maxSeq == initSeq+applied {
 			if s, ok := after[maxSeq]; ok {
 				emit(i, &s)
-				state, start, maxRet = s, i, math.MinInt64
+				state, from, start, maxRet = s, maxSeq, i, math.MinInt64
 			}
 		}
-		if in, _ := ops[i].Input.(BankInput); in.Op == bRW || in.Op == bBlind {
+		if in, _ := ops[i].Input.(BankInput); in.Op == csRW || in.Op == csBlind {
 			applied++
 			maxSeq = max(maxSeq, in.Seq)
 		}
@@ -533,23 +463,16 @@ func bankPieces(ops []porcupine.Operation, after map[int64]bankState, initSeq in
 // bankReplay applies the applied transfers in the storage's order and finds
 // the stale ones: a transfer whose accounts no longer held what it read
 // undid every transfer applied to them since the bank it read. A gap in the
-// seqs is a transfer of unknown outcome that landed; it is matched to one
-// whose read still held, else the accounts it may have written are not
-// judged until written again.
+// seqs is a transfer of unknown outcome that landed before the next applied
+// one returned: what it wrote is known when every such transfer not yet
+// placed wrote the same balances; else the accounts they may have written
+// are not judged until written again (porcupine, which tries every
+// placement, still judges them). The replay only names what is certain.
 func bankReplay(a *analysis, r *resource, be *bankEvents) []LostTransfer {
 	c := be.codec
-	for _, w := range r.applied() {
-		if w.ack.Seq == 0 {
-			// Without the storage's order there is nothing to replay;
-			// porcupine alone judges.
-			return nil
-		}
-	}
-	var unknown []*writeOp
-	for _, w := range r.writes {
-		if !w.applied && w.typ != history.Fail && w.ev.Process != history.ProcessInit {
-			unknown = append(unknown, w)
-		}
+	applied, unknown, ok := r.replayable()
+	if !ok {
+		return nil
 	}
 	readOf := func(w *writeOp) (bankState, bool) {
 		if w.read == nil {
@@ -576,35 +499,37 @@ func bankReplay(a *analysis, r *resource, be *bankEvents) []LostTransfer {
 			lastAt[state] = len(done) - 1
 		}
 	}
-	for _, w := range r.applied() {
+	for _, w := range applied {
 		if w == r.init {
 			continue
 		}
+		wDone := a.events[w.op.done].Time
 		for seq+1 < w.ack.Seq {
 			// A transfer of unknown outcome landed here.
-			j := -1
-			for i, u := range unknown {
-				rs, ok := readOf(u)
-				if x, known := be.xfers[u]; ok && known && !anyUncertain(uncertain, x.accts) && state.matches(x.accts, pick(rs, x.accts)) {
-					j = i
-					break
+			cands, agree := landedIn(unknown, wDone, func(x, y *writeOp) bool {
+				xx, ok1 := be.xfers[x]
+				yx, ok2 := be.xfers[y]
+				return ok1 && ok2 && sameXfer(xx, yx)
+			})
+			switch {
+			case agree:
+				u := unknown[cands[0]]
+				unknown = append(unknown[:cands[0]], unknown[cands[0]+1:]...)
+				x := be.xfers[u]
+				if len(cands) > 1 {
+					u = nil // not known which: the explanation names none
 				}
-			}
-			if j < 0 {
-				for _, u := range unknown {
-					for _, i := range be.xfers[u].accts {
+				apply(u, x)
+			case len(cands) == 0:
+				for i := range c.accounts {
+					uncertain[i] = true
+				}
+			default:
+				for _, k := range cands {
+					for _, i := range be.xfers[unknown[k]].accts {
 						uncertain[i] = true
 					}
 				}
-				if len(unknown) == 0 {
-					for i := range c.accounts {
-						uncertain[i] = true
-					}
-				}
-			} else {
-				u := unknown[j]
-				unknown = append(unknown[:j], unknown[j+1:]...)
-				apply(u, be.xfers[u])
 			}
 			seq++
 		}
@@ -622,7 +547,22 @@ func bankReplay(a *analysis, r *resource, be *bankEvents) []LostTransfer {
 	return lost
 }
 
-// bankStep is an applied transfer in the replay, and the accounts it wrote.
+// sameXfer reports whether two transfers write the same balances.
+func sameXfer(x, y bankXfer) bool {
+	if len(x.accts) != len(y.accts) {
+		return false
+	}
+	for j := range x.accts {
+		if x.accts[j] != y.accts[j] || x.w[j] != y.w[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// bankStep is an applied transfer in the replay, and the accounts it wrote;
+// w is nil for one of several transfers of unknown outcome that wrote the
+// same balances, when which one landed is not known.
 type bankStep struct {
 	w     *writeOp
 	accts []int
@@ -689,6 +629,12 @@ func lostTransfer(a *analysis, r *resource, c *bankCodec, w *writeOp, x bankXfer
 	var names []string
 	for _, k := range undid {
 		l.Count++
+		if done[k].w == nil {
+			if len(names) < 10 {
+				names = append(names, "a transfer of unknown outcome")
+			}
+			continue
+		}
 		if len(l.Undid) < 10 {
 			ref := a.writeRef(done[k].w)
 			l.Undid = append(l.Undid, ref)
@@ -710,21 +656,4 @@ func containsInt(xs []int, x int) bool {
 		}
 	}
 	return false
-}
-
-// bankHoldsLost reports whether a piece holds a stale transfer.
-func bankHoldsLost(lost []LostTransfer) func([]porcupine.Operation) bool {
-	return func(p []porcupine.Operation) bool {
-		if len(p) == 0 {
-			return false
-		}
-		in, _ := p[0].Input.(BankInput)
-		return spansWrite(p, func(yield func(Write) bool) {
-			for _, l := range lost {
-				if l.Key == in.Key && !yield(l.Transfer) {
-					return
-				}
-			}
-		})
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"splitbrain/history"
+	"splitbrain/history/historytest"
 )
 
 // bal writes balances: bal("a1", "100.00", "a2", "50.00").
@@ -196,5 +197,76 @@ func TestBankPauseNamesTheLostTransfer(t *testing.T) {
 		if !strings.Contains(b.Reason, want) {
 			t.Errorf("reason %q lacks %q", b.Reason, want)
 		}
+	}
+}
+
+// The bank's transfers follow the storage's order as the counter's writes
+// do, and a gap in it is filled only by a transfer of unknown outcome sent
+// before the next applied one returned.
+func TestBankStorageOrderDecides(t *testing.T) {
+	all := func(a1, a2 string) history.Balances { return bal("a1", a1, "a2", a2) }
+	mv := func(a1, a2 string) history.TransferValue { return xfer("a1", "a2", "1.00", a1, a2) }
+	lease := func(v string) historytest.Mod { return historytest.Lease(v) }
+	timeout := historytest.Err("i/o timeout")
+	for _, tc := range []struct {
+		name    string
+		build   func(b rb)
+		verdict Verdict
+	}{
+		{
+			// Seq 3 can only be c2's own second transfer: c1's, which
+			// read the bank as it was after seq 2, was sent after seq 4
+			// returned. No transfer was lost.
+			"a gap is filled only by a transfer sent in time", func(b rb) {
+				c2, c1 := b.under("v-c2"), b.under("v-c1")
+				b.acquire("c2", "k", 0.01, 0.02, 1.0, 0)
+				c2.read("c2", "k", 0.03, 0.04, all("100.00", "100.00"))
+				c2.write("c2", history.Transfer, "k", 0.05, 0.06, mv("90.00", "110.00"), 0, history.OK, 2)
+				b.Add("c2", history.Invoke, history.Transfer, "k", 0.08, val(mv("80.00", "120.00")), lease("v-c2"))
+				b.acquire("c1", "k", 0.09, 0.095, 1.0, 0)
+				c1.read("c1", "k", 0.096, 0.1, all("90.00", "110.00"))
+				b.Add("c2", history.Info, history.Transfer, "k", 0.11, timeout)
+				c2.read("c2.1", "k", 0.11, 0.111, all("80.00", "120.00"))
+				c2.write("c2.1", history.Transfer, "k", 0.115, 0.13, mv("70.00", "130.00"), 0, history.OK, 4)
+				b.Add("c1", history.Invoke, history.Transfer, "k", 0.15, val(mv("85.00", "115.00")), lease("v-c1"))
+				b.read(history.ProcessFinal, "k", 0.2, 0.21, all("70.00", "130.00"))
+			}, Valid,
+		},
+		{
+			// c2 read the bank at seq 1 and its transfer is seq 3: seq 2
+			// landed in between, and only c1's transfer (c1.1's was sent
+			// after c2's returned) can be it.
+			"the one transfer sent in time landed in the gap", func(b rb) {
+				c2 := b.under("v-c2")
+				b.acquire("c2", "k", 0.001, 0.002, 1.0, 0)
+				c2.read("c2", "k", 0.01, 0.02, all("100.00", "100.00"))
+				b.write("c1", history.Transfer, "k", 0.03, 0.04, mv("50.00", "150.00"), 0, history.Info, 0)
+				c2.write("c2", history.Transfer, "k", 0.05, 0.06, mv("90.00", "110.00"), 0, history.OK, 3)
+				b.write("c1.1", history.Transfer, "k", 0.1, 0.11, mv("0.00", "200.00"), 0, history.Info, 0)
+				b.read(history.ProcessFinal, "k", 0.2, 0.21, all("90.00", "110.00"))
+			}, Invalid,
+		},
+		{
+			// Two could be seq 2, c1's and c3's; whichever it was, c2's
+			// read was stale.
+			"one of two transfers sent in time landed in the gap", func(b rb) {
+				c2 := b.under("v-c2")
+				b.acquire("c2", "k", 0.001, 0.002, 1.0, 0)
+				c2.read("c2", "k", 0.01, 0.02, all("100.00", "100.00"))
+				b.write("c1", history.Transfer, "k", 0.03, 0.04, mv("50.00", "150.00"), 0, history.Info, 0)
+				b.write("c3", history.Transfer, "k", 0.041, 0.045, mv("60.00", "140.00"), 0, history.Info, 0)
+				c2.write("c2", history.Transfer, "k", 0.05, 0.06, mv("90.00", "110.00"), 0, history.OK, 3)
+				b.read(history.ProcessFinal, "k", 0.2, 0.21, all("90.00", "110.00"))
+			}, Invalid,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newRB().init("k", all("100.00", "100.00"))
+			tc.build(b)
+			res := Check(b.Events())
+			if res.Bank == nil || res.Bank.Verdict != tc.verdict {
+				t.Fatalf("bank %+v (%s), want %s", res.Bank, res.Reason, tc.verdict)
+			}
+		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -111,45 +110,6 @@ type FaultWindow struct {
 // "cut c1→n4,n5".
 func (f FaultWindow) Label() string { return FaultLabel(f.Fault) }
 
-// FaultLabel names a fault compactly, e.g. "clock-jump n3 +5s".
-func FaultLabel(f history.Fault) string {
-	parts := []string{f.Kind}
-	if len(f.Nodes) > 0 {
-		parts = append(parts, strings.Join(f.Nodes, ","))
-	}
-	if len(f.Links) > 0 {
-		parts = append(parts, history.FormatLinks(f.Links, "→", " "))
-	}
-	if f.Offset != 0 {
-		d := time.Duration(f.Offset).String()
-		if f.Offset > 0 {
-			d = "+" + d
-		}
-		parts = append(parts, d)
-	}
-	return strings.Join(parts, " ")
-}
-
-// Seconds formats a time or duration in nanoseconds the way reports do:
-// "2.31s", "0.740s", "3.2ms".
-func Seconds(ns int64) string {
-	d := time.Duration(ns)
-	abs := d
-	if abs < 0 {
-		abs = -abs
-	}
-	switch {
-	case d == 0:
-		return "0s"
-	case abs >= time.Second:
-		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
-	case abs >= 10*time.Millisecond:
-		return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s"
-	default:
-		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + "ms"
-	}
-}
-
 // analysis is what one pass over a history yields.
 type analysis struct {
 	events   []history.Event
@@ -161,8 +121,13 @@ type analysis struct {
 	problems []string      // inconsistencies: the history cannot be judged
 	notes    []string      // oddities that do not affect the verdict
 	// byValue is the latest belief of each lease, by key and lock value:
-	// resource operations name their lease by its value.
-	byValue map[leaseKey]*Belief
+	// resource operations name their lease by its value. Kept only when the
+	// history has resource operations (resources): for nothing else.
+	byValue   map[leaseKey]*Belief
+	resources bool
+	// held is the one active belief of each client on each key (as a
+	// procKey of the client's name): a new lease replaces it.
+	held map[procKey]procKey
 }
 
 type procKey struct{ process, key string }
@@ -178,6 +143,9 @@ type resourceOp struct {
 	// for the harness's initial writes and final reads, and for an
 	// operation outside any lease.
 	lease *Belief
+	// write is what the resource checks make of a write, transfer or
+	// add (set by collectResources); nil for a read.
+	write *writeOp
 }
 
 func (o *resourceOp) typ(events []history.Event) history.Type {
@@ -196,7 +164,7 @@ func isResource(f history.Func) bool {
 // belief intervals and attempts, resource operations into resourceOps tied
 // to their leases, and nemesis events into fault windows.
 func analyze(events []history.Event) *analysis {
-	a := &analysis{events: events, keys: map[string]*KeyInfo{}, byValue: map[leaseKey]*Belief{}}
+	a := &analysis{events: events, keys: map[string]*KeyInfo{}, byValue: map[leaseKey]*Belief{}, held: map[procKey]procKey{}}
 	a.presize(events)
 	// One map lookup per event finds the process's pending invoke and
 	// resource operation.
@@ -324,6 +292,9 @@ func (a *analysis) presize(events []history.Event) {
 	counts := map[string]*count{}
 	for i := range events {
 		e := &events[i]
+		if isResource(e.F) {
+			a.resources = true
+		}
 		if e.F != history.Acquire || e.Type == history.Invoke {
 			continue
 		}
@@ -404,8 +375,7 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 			// the client keeps the lease it has until a new one is
 			// granted (workload.Client replaces it only then), so a
 			// refused or unknown re-acquire leaves the old belief whole.
-			a.close(active, pk, e.Time, e.Index, EndReacquire)
-			active[pk] = a.newBelief(inv, e)
+			a.hold(active, pk, a.newBelief(inv, e), e.Index)
 		case history.Fail, history.Info:
 			if e.Type == history.Fail {
 				k.Failed++
@@ -423,7 +393,10 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 		pk = holderOf(active, inv)
 		b, ok := active[pk]
 		switch {
-		case ok && (b.Deadline == nil || e.Time <= *b.Deadline):
+		case ok && (b.Deadline == nil || e.Time < *b.Deadline):
+			// In time: the validity ends at the deadline, so an OK at
+			// the deadline comes too late, as a grant whose deadline is
+			// at its OK has lapsed.
 			if b.Deadline == nil || *e.Deadline > *b.Deadline {
 				d := *e.Deadline
 				b.Deadline = &d
@@ -435,7 +408,7 @@ func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[p
 			// the client believes again from here: that is a new claim.
 			a.close(active, pk, e.Time, -1, "")
 			a.key(inv.Key).Acquired++
-			active[procKey{inv.Process, inv.Key}] = a.newBelief(inv, e)
+			a.hold(active, procKey{inv.Process, inv.Key}, a.newBelief(inv, e), e.Index)
 			a.notes = append(a.notes, fmt.Sprintf("extend by %s at event %d succeeded after its lease had lapsed", inv.Process, e.Index))
 		}
 	}
@@ -478,7 +451,7 @@ func (a *analysis) newBelief(inv, ok *history.Event) *Belief {
 		Deadline: ok.Deadline, Nodes: ok.Nodes, Token: ok.Token,
 		InvokeIndex: inv.Index, OKIndex: ok.Index, EndIndex: -1}
 	b.root = b
-	if b.Value == "" {
+	if b.Value == "" || !a.resources {
 		return b
 	}
 	lk := leaseKey{b.Key, b.Value}
@@ -518,6 +491,9 @@ func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64
 	if b == nil {
 		return
 	}
+	if ck := (procKey{clientOf(pk.process), pk.key}); a.held[ck] == pk {
+		delete(a.held, ck)
+	}
 	switch {
 	case b.Deadline != nil && (reason == "" || *b.Deadline <= at):
 		b.End, b.EndReason = *b.Deadline, EndDeadline
@@ -541,6 +517,27 @@ func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64
 	}
 	k := a.key(pk.key)
 	k.Beliefs = append(k.Beliefs, *b)
+}
+
+// hold makes b, a new lease granted to pk's process at event index, the
+// belief its client holds on the key, ending the one it held: a client
+// holds one lease per key, whatever process it continues as after unknown
+// outcomes (c1.2 is c1, holding what c1 held; workload.Client keeps its
+// leases across them).
+func (a *analysis) hold(active map[procKey]*Belief, pk procKey, b *Belief, index int64) {
+	ck := procKey{clientOf(pk.process), pk.key}
+	if old, ok := a.held[ck]; ok {
+		a.close(active, old, b.Start, index, EndReacquire)
+	}
+	active[pk] = b
+	a.held[ck] = pk
+}
+
+// clientOf is the client a process is: the process without the ".N" of a
+// continuation (history.ValidProcess).
+func clientOf(process string) string {
+	c, _, _ := strings.Cut(process, ".")
+	return c
 }
 
 // holderOf finds the belief a release or extend acts on. The lock value
@@ -597,39 +594,4 @@ func sortedActive(m map[procKey]*Belief) []procKey {
 		return out[i].key < out[j].key
 	})
 	return out
-}
-
-// SortNatural sorts names so that "c2" comes before "c10".
-func SortNatural(names []string) {
-	sort.SliceStable(names, func(i, j int) bool { return naturalLess(names[i], names[j]) })
-}
-
-func naturalLess(a, b string) bool {
-	for a != "" && b != "" {
-		ai, bi := digitRun(a), digitRun(b)
-		if ai > 0 && bi > 0 {
-			na, nb := strings.TrimLeft(a[:ai], "0"), strings.TrimLeft(b[:bi], "0")
-			if len(na) != len(nb) {
-				return len(na) < len(nb)
-			}
-			if na != nb {
-				return na < nb
-			}
-			a, b = a[ai:], b[bi:]
-			continue
-		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	return len(a) < len(b)
-}
-
-func digitRun(s string) int {
-	n := 0
-	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
-		n++
-	}
-	return n
 }

@@ -117,6 +117,45 @@ func TestCheck(t *testing.T) {
 			ops:        4,
 		},
 		{
+			// c1 continues as c1.1 after an unknown outcome, still holding
+			// its lease (as workload.Client does); a grant to c1.1 replaces
+			// it, as a grant to c1 would. (Found by the reference check.)
+			name: "a grant to a client continuing under a new process replaces its lease",
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 2.0).
+				Add("c1", history.Invoke, history.Extend, "k", 0.3).
+				Add("c1", history.Info, history.Extend, "k", 0.4, historytest.Err("i/o timeout")).
+				Acquire("c1.1", "k", 0.5, 0.6, 2.5).Events(),
+			verdict: Valid,
+			ops:     4,
+		},
+		{
+			name: "the same grant to another client overlaps",
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 2.0).
+				Add("c1", history.Invoke, history.Extend, "k", 0.3).
+				Add("c1", history.Info, history.Extend, "k", 0.4, historytest.Err("i/o timeout")).
+				Acquire("c2", "k", 0.5, 0.6, 2.5).Events(),
+			verdict:    Invalid,
+			violations: 1,
+			ops:        4,
+		},
+		{
+			// A grant that had lapsed at its OK, extended at that very
+			// instant: the extension is late (the validity ends at the
+			// deadline), so c1 believes from the extend's OK, inside
+			// c2's belief. (Found by the reference check.)
+			name: "a lapsed grant extended at the instant of its OK",
+			events: (&historytest.Builder{}).
+				Acquire("c1", "k", 0, 0, 0).
+				Add("c1", history.Invoke, history.Extend, "k", 0).
+				Add("c1", history.OK, history.Extend, "k", 0, historytest.Deadline(0.5)).
+				Acquire("c2", "k", 0.1, 0.2, 1.0).Events(),
+			verdict:    Invalid,
+			violations: 1,
+			ops:        4,
+		},
+		{
 			name: "separate keys do not conflict",
 			events: (&historytest.Builder{}).
 				Acquire("c1", "a", 0.1, 0.2, 2.0).
@@ -149,6 +188,14 @@ func TestCheck(t *testing.T) {
 				Add("c1", history.Fail, history.Acquire, "k", 0.2).Events(),
 			verdict: Unknown,
 			reason:  "no acquire succeeded",
+		},
+		{
+			name: "only a grant that had lapsed by its OK",
+			events: (&historytest.Builder{}).
+				Add("c1", history.Invoke, history.Acquire, "k", 0.1).
+				Add("c1", history.OK, history.Acquire, "k", 0.3, historytest.Deadline(0.2)).Events(),
+			verdict: Unknown,
+			reason:  "every lease granted had lapsed before its client saw the grant",
 		},
 		{
 			name: "completion without invoke",
@@ -562,22 +609,6 @@ func TestMutexModelRejectsForeignValues(t *testing.T) {
 	}
 }
 
-func TestSortNaturalAndLabels(t *testing.T) {
-	names := []string{"c10", "c2", "c1", "nemesis", "c02x"}
-	SortNatural(names)
-	if got := strings.Join(names, ","); got != "c1,c2,c02x,c10,nemesis" {
-		t.Errorf("sorted = %s", got)
-	}
-	if got := FaultLabel(history.Fault{Kind: "clock-jump", Nodes: []string{"n3"}, Offset: -int64(1500 * time.Millisecond)}); got != "clock-jump n3 -1.5s" {
-		t.Errorf("label = %q", got)
-	}
-	for ns, want := range map[int64]string{0: "0s", historytest.Sec(2.314): "2.31s", historytest.Sec(0.74): "0.740s", int64(3200 * time.Microsecond): "3.2ms"} {
-		if got := Seconds(ns); got != want {
-			t.Errorf("Seconds(%d) = %q, want %q", ns, got, want)
-		}
-	}
-}
-
 func TestExitCodes(t *testing.T) {
 	if Valid.ExitCode() != 0 || Invalid.ExitCode() != 1 || Unknown.ExitCode() != 2 || Verdict("").ExitCode() != 2 {
 		t.Error("exit codes do not follow Jepsen's 0/1/2")
@@ -747,5 +778,34 @@ func TestImplausibleDeadlineIsUnknown(t *testing.T) {
 	b.Add("c1", history.OK, history.Acquire, "k", 3.0, historytest.Deadline(3.0+ttl-drift))
 	if res := Check(b.Events()); res.Verdict != Valid {
 		t.Errorf("retried acquire: %s (%s), want valid", res.Verdict, res.Reason)
+	}
+}
+
+// An extend whose OK comes at the lease's deadline comes too late, by the
+// rule that makes a grant whose deadline is at its OK lapsed: the validity
+// ends at the deadline. Just before it, the extend pushes the deadline of
+// the belief it extends.
+func TestExtendAtTheDeadline(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		ok      float64
+		beliefs int
+		note    bool
+	}{
+		{"extend OK just before the deadline", 0.999, 1, false},
+		{"extend OK at the deadline", 1.0, 2, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Check((&historytest.Builder{}).
+				Acquire("c1", "k", 0.1, 0.2, 1.0).
+				Add("c1", history.Invoke, history.Extend, "k", 0.9).
+				Add("c1", history.OK, history.Extend, "k", tt.ok, historytest.Deadline(2.0)).Events())
+			if res.Verdict != Valid || len(res.Keys) != 1 || len(res.Keys[0].Beliefs) != tt.beliefs {
+				t.Fatalf("%s with keys %+v, want valid with %d belief(s)", res.Verdict, res.Keys, tt.beliefs)
+			}
+			if got := strings.Contains(strings.Join(res.Notes, "\n"), "succeeded after its lease had lapsed"); got != tt.note {
+				t.Errorf("notes %q: late extension noted = %v, want %v", res.Notes, got, tt.note)
+			}
+		})
 	}
 }

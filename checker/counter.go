@@ -52,89 +52,70 @@ type LostUpdate struct {
 	Text      string  `json:"text"`
 }
 
-// What a counter operation is to the register model.
-type counterOp uint8
-
-const (
-	// cRead: a read of R, or a critical section whose write was rejected.
-	cRead counterOp = iota
-	// cRW: read R then wrote W, atomically if the lock held.
-	cRW
-	// cMaybe: read R then wrote W with an unknown outcome.
-	cMaybe
-	// cBlind: wrote W without a read in its critical section.
-	cBlind
-	// cMaybeBlind: a blind write with an unknown outcome.
-	cMaybeBlind
-	// cStart: the value at the start of a piece (see counterPieces).
-	cStart
-)
-
 // CounterInput is one porcupine operation of the counter check.
 type CounterInput struct {
-	Op     counterOp
-	R, W   int64
+	Op   csOp
+	R, W int64
+	// Seq is an applied write's place in the storage's order of the key's
+	// writes; 0 when its outcome is unknown or the history has no seqs.
+	// For csStart, the number of writes applied before the piece.
+	Seq    int64
 	Client string
 	Key    string
 }
 
 // CounterModel is a register holding the counter, over critical sections
-// taken as atomic read-then-write operations. It is nondeterministic only
-// for writes of unknown outcome (applied or not).
+// taken as atomic read-then-write operations, whose writes are applied in
+// the storage's order (csStep). Without the order, a write of unknown
+// outcome could be taken as not applied where the seqs show that it landed
+// between another section's read and write.
 func CounterModel() porcupine.Model {
 	m := porcupine.NondeterministicModel{
-		Init: func() []interface{} { return []interface{}{int64(0)} },
+		Init: func() []interface{} { return []interface{}{csState[int64]{}} },
 		Step: func(state, input, _ interface{}) []interface{} {
-			v, ok1 := state.(int64)
+			s, ok1 := state.(csState[int64])
 			in, ok2 := input.(CounterInput)
 			if !ok1 || !ok2 {
 				return nil
 			}
-			switch in.Op {
-			case cRead:
-				if v == in.R {
-					return []interface{}{v}
-				}
-			case cRW:
-				if v == in.R {
-					return []interface{}{in.W}
-				}
-			case cMaybe:
-				if v == in.R {
-					return []interface{}{v, in.W}
-				}
-			case cBlind, cStart:
-				return []interface{}{in.W}
-			case cMaybeBlind:
-				return []interface{}{v, in.W}
-			}
-			return nil
+			return csStep(s, in.Op, in.Seq, in.W,
+				func(v int64) bool { return v == in.R },
+				func(int64) (int64, bool) { return in.W, true })
 		},
 		Equal: func(a, b interface{}) bool { return a == b },
 		Hash: func(s interface{}) uint64 {
-			v, _ := s.(int64)
-			return uint64(v)
+			v, _ := s.(csState[int64])
+			return uint64(v.V)*0x9e3779b97f4a7c15 ^ uint64(v.N)
 		},
 		DescribeOperation: func(input, _ interface{}) string {
 			in, ok := input.(CounterInput)
 			if !ok {
 				return fmt.Sprintf("%v", input)
 			}
+			seq := ""
+			if in.Seq > 0 {
+				seq = fmt.Sprintf(" (seq %d)", in.Seq)
+			}
 			switch in.Op {
-			case cRead:
+			case csRead:
 				return fmt.Sprintf("%s read %d", in.Client, in.R)
-			case cRW:
-				return fmt.Sprintf("%s %d→%d", in.Client, in.R, in.W)
-			case cMaybe:
+			case csRW:
+				return fmt.Sprintf("%s %d→%d%s", in.Client, in.R, in.W, seq)
+			case csMaybe:
 				return fmt.Sprintf("%s %d→%d?", in.Client, in.R, in.W)
-			case cBlind:
-				return fmt.Sprintf("%s wrote %d", in.Client, in.W)
-			case cMaybeBlind:
+			case csBlind:
+				return fmt.Sprintf("%s wrote %d%s", in.Client, in.W, seq)
+			case csMaybeBlind:
 				return fmt.Sprintf("%s wrote %d?", in.Client, in.W)
 			}
-			return fmt.Sprintf("%q is %d", in.Key, in.W)
+			return fmt.Sprintf("%q is %d after %d write(s)", in.Key, in.W, in.Seq)
 		},
-		DescribeState:             func(s interface{}) string { return fmt.Sprintf("%v", s) },
+		DescribeState: func(s interface{}) string {
+			if v, ok := s.(csState[int64]); ok {
+				return fmt.Sprintf("%d (seq %d)", v.V, v.N)
+			}
+			return fmt.Sprintf("%v", s)
+		},
 		DescribeOperationMetadata: describeMeta,
 	}
 	return m.ToModel()
@@ -147,77 +128,53 @@ func CounterModel() porcupine.Model {
 func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.Operation, []string) {
 	var ops []porcupine.Operation
 	var notes []string
-	never := a.end + 1
 	add := func(in CounterInput, call, ret int64, meta string) {
 		in.Key = r.key
 		ops = append(ops, porcupine.Operation{ClientId: clients[in.Client], Input: in, Call: call, Return: ret, Metadata: meta})
 	}
-	num := func(ev *history.Event) (int64, bool) {
+	// The value of each read's completion and each write's invoke,
+	// decoded once.
+	values := map[*resourceOp]int64{}
+	usable := func(op *resourceOp) bool {
+		ev := &a.events[op.inv]
+		if ev.F == history.Read {
+			ev = &a.events[op.done]
+		}
 		var v int64
 		if err := json.Unmarshal(ev.Value, &v); err != nil {
 			notes = append(notes, fmt.Sprintf("event %d: counter value %s is not a whole number", ev.Index, ev.Value))
-			return 0, false
+			return false
 		}
-		return v, true
+		values[op] = v
+		return true
 	}
-	for _, sec := range r.sections {
-		var read *resourceOp
-		var readV int64
-		flush := func() {
-			if read != nil {
-				ev, done := &a.events[read.inv], &a.events[read.done]
-				add(CounterInput{Op: cRead, R: readV, Client: ev.Process}, ev.Time, done.Time,
-					fmt.Sprintf("%s: read (events %d→%d)", ev.Process, ev.Index, done.Index))
-			}
-			read = nil
+	csOps(a, r, history.Write, usable, func(op csOp, read, write *resourceOp, call, ret int64) {
+		in := CounterInput{Op: op}
+		if read != nil {
+			in.R = values[read]
 		}
-		for _, op := range sec.ops {
-			ev := &a.events[op.inv]
-			typ := op.typ(a.events)
-			switch ev.F {
-			case history.Read:
-				if typ != history.OK {
-					continue
-				}
-				flush()
-				if v, ok := num(&a.events[op.done]); ok {
-					read, readV = op, v
-				}
-			case history.Write:
-				w, ok := num(ev)
-				if !ok {
-					continue
-				}
-				meta := fmt.Sprintf("%s: write %d (event %d)", ev.Process, w, ev.Index)
-				end := never
-				if typ != "" && typ != history.Info {
-					end = a.events[op.done].Time
-				}
-				switch {
-				case read == nil && typ == history.OK:
-					add(CounterInput{Op: cBlind, W: w, Client: ev.Process}, ev.Time, end, meta)
-				case read == nil && typ != history.Fail:
-					add(CounterInput{Op: cMaybeBlind, W: w, Client: ev.Process}, ev.Time, end, meta)
-				case read == nil:
-				case typ == history.OK:
-					add(CounterInput{Op: cRW, R: readV, W: w, Client: ev.Process}, a.events[read.inv].Time, end, meta)
-				case typ == history.Fail:
-					// Rejected: the critical section only read.
-					flush()
-				default:
-					add(CounterInput{Op: cMaybe, R: readV, W: w, Client: ev.Process}, a.events[read.inv].Time, end, meta)
-				}
-				read = nil
-			}
+		if write == nil {
+			ev, done := &a.events[read.inv], &a.events[read.done]
+			in.Client = ev.Process
+			add(in, call, ret, fmt.Sprintf("%s: read (events %d→%d)", ev.Process, ev.Index, done.Index))
+			return
 		}
-		flush()
-	}
+		ev := &a.events[write.inv]
+		in.Client, in.W = ev.Process, values[write]
+		if write.write.applied {
+			in.Seq = write.write.ack.Seq
+		}
+		add(in, call, ret, fmt.Sprintf("%s: write %d (event %d)", ev.Process, in.W, ev.Index))
+	})
 	for _, op := range r.finals {
 		ev, done := &a.events[op.inv], &a.events[op.done]
-		if v, ok := num(done); ok {
-			add(CounterInput{Op: cRead, R: v, Client: ev.Process}, ev.Time, done.Time,
-				fmt.Sprintf("final read (event %d)", done.Index))
+		var v int64
+		if err := json.Unmarshal(done.Value, &v); err != nil {
+			notes = append(notes, fmt.Sprintf("event %d: counter value %s is not a whole number", done.Index, done.Value))
+			continue
 		}
+		add(CounterInput{Op: csRead, R: v, Client: ev.Process}, ev.Time, done.Time,
+			fmt.Sprintf("final read (event %d)", done.Index))
 	}
 	return ops, notes
 }
@@ -225,23 +182,28 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 // counterPieces splits one counter's operations at points where nothing is
 // in flight and the last operation started after every other returned: in
 // any linearization it comes last, so the value there is known, and the next
-// piece starts from it with a cStart operation. Times are doubled so a
-// cStart fits strictly between two pieces however close they are (a cStart
-// concurrent with the last operation before it could hide a stale read).
-func counterPieces(ops []porcupine.Operation, init int64, key string) [][]porcupine.Operation {
+// piece starts from it with a csStart operation. So is the number of writes
+// applied by then: every write before the point returned (one of unknown
+// outcome never returns), so it is the highest seq among them. Times are
+// doubled so a csStart fits strictly between two pieces however close they
+// are (a csStart concurrent with the last operation before it could hide a
+// stale read).
+func counterPieces(ops []porcupine.Operation, init, initSeq int64, key string) [][]porcupine.Operation {
 	for i := range ops {
 		ops[i].Call, ops[i].Return = 2*ops[i].Call, 2*ops[i].Return
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 	var out [][]porcupine.Operation
-	state := init
+	// state and from are the value and the number of applied writes at
+	// the start of the piece being built; applied counts them as it goes.
+	state, from, applied := init, initSeq, initSeq
 	start := 0
 	maxRet, ret2 := int64(math.MinInt64), int64(math.MinInt64)
 	last := -1
 	emit := func(to int) {
 		piece := make([]porcupine.Operation, 0, to-start+1)
 		at := ops[start].Call - 1
-		piece = append(piece, porcupine.Operation{ClientId: 0, Input: CounterInput{Op: cStart, W: state, Key: key},
+		piece = append(piece, porcupine.Operation{ClientId: 0, Input: CounterInput{Op: csStart, W: state, Seq: from, Key: key},
 			Call: at, Return: at, Metadata: "value at the start of this window"})
 		out = append(out, append(piece, ops[start:to]...))
 	}
@@ -249,9 +211,12 @@ func counterPieces(ops []porcupine.Operation, init int64, key string) [][]porcup
 		if i > start && maxRet < ops[i].Call && ops[last].Call > ret2 {
 			if v, ok := after(ops[last]); ok {
 				emit(i)
-				state, start = v, i
+				state, from, start = v, applied, i
 				maxRet, ret2, last = math.MinInt64, math.MinInt64, -1
 			}
+		}
+		if in, _ := ops[i].Input.(CounterInput); in.Seq > applied {
+			applied = in.Seq
 		}
 		switch r := ops[i].Return; {
 		case r > maxRet:
@@ -270,9 +235,9 @@ func counterPieces(ops []porcupine.Operation, init int64, key string) [][]porcup
 func after(op porcupine.Operation) (int64, bool) {
 	in, _ := op.Input.(CounterInput)
 	switch in.Op {
-	case cRead:
+	case csRead:
 		return in.R, true
-	case cRW, cBlind:
+	case csRW, csBlind:
 		return in.W, true
 	}
 	return 0, false
@@ -303,7 +268,7 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 		ops, notes := counterOps(a, r, clients)
 		a.notes = append(a.notes, notes...)
 		res.Ops += len(ops)
-		kp := counterPieces(ops, k.Initial, r.key)
+		kp := counterPieces(ops, k.Initial, r.init.ack.Seq, r.key)
 		pieces = append(pieces, kp...)
 		// Pieces of different counters overlap in time: batch per key.
 		batches = append(batches, batch(kp, batchOps)...)
@@ -348,13 +313,18 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 	}
 	timeout := cfg.timeout
 	return res, func(faults []FaultWindow) *visualization {
-		return failingWindow(model, pieces, func(p []porcupine.Operation) bool { return pieceHoldsLost(p, res.Lost) }, faults, timeout)
+		stale := make([]Write, len(res.Lost))
+		for i, l := range res.Lost {
+			stale[i] = l.Write
+		}
+		return failingWindow(model, pieces, func(p []porcupine.Operation) bool { return holdsStale(p, stale) }, faults, timeout)
 	}
 }
 
 func counterReason(res *CounterResult, outcome porcupine.CheckResult) string {
 	if res.LostUpdates == 0 && len(res.Lost) == 0 {
-		return "lost update: porcupine found no order of the critical sections in which each read-then-write was atomic"
+		return "lost update: porcupine found no order of the critical sections in which each read-then-write was atomic " +
+			"and the storage applied the writes in the order of their seqs"
 	}
 	var parts []string
 	for i, l := range res.Lost {
@@ -374,18 +344,19 @@ func counterReason(res *CounterResult, outcome porcupine.CheckResult) string {
 // counterReplay applies the applied writes in the storage's order and finds
 // the stale ones: a write whose read differs from the value it replaced
 // undid every write applied since the one it read. A gap in the seqs is a
-// write of unknown outcome that landed; it is matched to one that read the
-// current value, else the next write is not judged.
+// write of unknown outcome that landed before the next applied write
+// returned: what it wrote is known when every such write not yet placed
+// wrote the same value; else the next write is not judged (porcupine, which
+// tries every placement, still does). The replay only names what is
+// certain: a write judged stale here is one.
 func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 	type step struct {
 		w     *writeOp
 		value int64
 	}
-	var unknown []*writeOp
-	for _, w := range r.writes {
-		if !w.applied && w.typ != history.Fail && w.ev.Process != history.ProcessInit {
-			unknown = append(unknown, w)
-		}
+	applied, unknown, ok := r.replayable()
+	if !ok {
+		return nil
 	}
 	value := func(ev *history.Event) (int64, bool) {
 		var v int64
@@ -401,39 +372,32 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 	var done []step
 	state, certain := init, false
 	var seq int64
-	applied := r.applied()
-	for _, w := range applied {
-		if w.ack.Seq == 0 {
-			// Without the storage's order there is nothing to replay;
-			// porcupine alone judges.
-			return nil
-		}
-	}
 	for _, w := range applied {
 		if w == r.init {
 			state, certain, seq = init, true, w.ack.Seq
 			done = append(done, step{w, init})
 			continue
 		}
+		wDone := a.events[w.op.done].Time
 		for seq+1 < w.ack.Seq && certain {
 			// A write of unknown outcome landed here.
-			j := -1
-			for i, u := range unknown {
-				if rv, ok := readOf(u); ok && rv == state {
-					j = i
-					break
-				}
-			}
-			if j < 0 {
+			cands, agree := landedIn(unknown, wDone, func(x, y *writeOp) bool {
+				xv, ok1 := value(x.ev)
+				yv, ok2 := value(y.ev)
+				return ok1 && ok2 && xv == yv
+			})
+			if !agree {
 				certain = false
 				break
 			}
-			u := unknown[j]
-			unknown = append(unknown[:j], unknown[j+1:]...)
-			if v, ok := value(u.ev); ok {
-				state = v
-				done = append(done, step{u, v})
+			v, _ := value(unknown[cands[0]].ev)
+			st := step{value: v}
+			if len(cands) == 1 {
+				st.w = unknown[cands[0]]
 			}
+			unknown = append(unknown[:cands[0]], unknown[cands[0]+1:]...)
+			state = v
+			done = append(done, st)
 			seq++
 		}
 		seq = w.ack.Seq
@@ -457,6 +421,14 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 					continue
 				}
 				l.Count++
+				if s.w == nil {
+					// One of several writes of unknown outcome, all of
+					// the same value: which one landed is not known.
+					if len(names) < 10 {
+						names = append(names, fmt.Sprintf("a write of %d of unknown outcome", s.value))
+					}
+					continue
+				}
 				if len(l.Overwrote) < 10 {
 					l.Overwrote = append(l.Overwrote, a.writeRef(s.w))
 					names = append(names, fmt.Sprintf("%s's %s at %s", s.w.ev.Process, s.w.ev.Value, Seconds(l.Overwrote[len(l.Overwrote)-1].End)))
@@ -520,20 +492,6 @@ func failingWindow(model porcupine.Model, pieces [][]porcupine.Operation, holds 
 		picked[i].ClientId = dense[op.ClientId]
 	}
 	return &visualization{model: model, ops: picked, annotations: faultAnnotations(faults, from, to), timeout: timeout}
-}
-
-func pieceHoldsLost(p []porcupine.Operation, lost []LostUpdate) bool {
-	if len(p) == 0 {
-		return false
-	}
-	in, _ := p[0].Input.(CounterInput)
-	return spansWrite(p, func(yield func(Write) bool) {
-		for _, l := range lost {
-			if l.Key == in.Key && !yield(l.Write) {
-				return
-			}
-		}
-	})
 }
 
 // resourceClients numbers the clients for porcupine's resource models, the

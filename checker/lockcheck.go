@@ -36,9 +36,12 @@ func checkIntervals(cfg *config, keys []KeyInfo, clients []string, faults []Faul
 	c.res.Ops = len(c.ops)
 	if len(c.ops) == 0 {
 		c.res.Verdict = Unknown
-		if countAttempts(keys) == 0 {
+		switch {
+		case countBeliefs(keys) > 0:
+			c.res.Reason = "every lease granted had lapsed before its client saw the grant, so mutual exclusion was never tested"
+		case countAttempts(keys) == 0:
 			c.res.Reason = "no operations recorded"
-		} else {
+		default:
 			c.res.Reason = "no acquire succeeded, so mutual exclusion was never tested"
 		}
 		return c

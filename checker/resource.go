@@ -109,6 +109,7 @@ func collectResources(a *analysis) ([]*resource, []string) {
 			continue
 		}
 		w := &writeOp{op: op, ev: ev, typ: typ}
+		op.write = w
 		if sec != nil {
 			w.read = lastRead[sec]
 			delete(lastRead, sec)
