@@ -33,6 +33,13 @@ func masterWithReplicas(t *testing.T, n int) (*cluster.Local, []*cluster.Process
 		p, _ := cl.Process(name)
 		reps = append(reps, p)
 	}
+	// A replica answers before its first sync is done; until then WAIT
+	// counts it out (seen under load: "WAIT 2 1000 answered 0").
+	for _, r := range reps {
+		if err := r.WaitSynced(ctx); err != nil {
+			t.Fatalf("%s: %v", r.Name(), err)
+		}
+	}
 	return cl, reps
 }
 
