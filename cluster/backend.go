@@ -133,6 +133,10 @@ type ReplicaSpec struct {
 	Via string
 	// Persistence is the replica's; empty means Of's.
 	Persistence Persistence
+	// Routes are in place before the replica starts: see
+	// Process.SetRoutes. With a route for Of's address, Via can be Of's own
+	// address and the link still goes through a proxy.
+	Routes map[string]string
 }
 
 // Fault names what a fault does to a node, as an *UnsupportedError

@@ -22,6 +22,15 @@ type NodeSpec struct {
 	// answers at this host:port. Give the address of a proxy in front of
 	// the master to be able to cut or delay the replication link.
 	ReplicaOf string
+	// Kind is the node's kind; nil means the cluster's.
+	Kind *Kind
+	// Port is the node's port, reserved beforehand (ReserveSentinelPorts);
+	// zero means a free one at its first start.
+	Port int
+	// Routes are in place before the node starts: see Process.SetRoutes.
+	Routes map[string]string
+	// Sentinel is what a sentinel watches.
+	Sentinel *SentinelConfig
 }
 
 // AddNode starts one more node, outside the lock's nodes: a replica, or the
@@ -32,14 +41,17 @@ func (c *Local) AddNode(ctx context.Context, spec NodeSpec) (*Process, error) {
 	if err := CheckNodeName(spec.Name); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	if spec.Persistence == "" {
-		spec.Persistence = c.cfg.Kind.Persistence[0]
+	if spec.Kind == nil {
+		spec.Kind = c.cfg.Kind
 	}
-	if err := c.cfg.Kind.CheckPersistence(spec.Persistence); err != nil {
+	if spec.Persistence == "" {
+		spec.Persistence = spec.Kind.Persistence[0]
+	}
+	if err := spec.Kind.CheckPersistence(spec.Persistence); err != nil {
 		return nil, fmt.Errorf("cluster: node %s: %w", spec.Name, err)
 	}
 	if spec.ReplicaOf != "" {
-		if err := c.cfg.Kind.Refuse(spec.Name, FaultReplica); err != nil {
+		if err := spec.Kind.Refuse(spec.Name, FaultReplica); err != nil {
 			return nil, err
 		}
 		if _, _, err := net.SplitHostPort(spec.ReplicaOf); err != nil {
@@ -85,7 +97,13 @@ func (c *Local) AddReplica(ctx context.Context, spec ReplicaSpec) (Node, error) 
 	if spec.Persistence == "" {
 		spec.Persistence = master.Persistence()
 	}
-	return c.AddNode(ctx, NodeSpec{Name: spec.Name, Persistence: spec.Persistence, ReplicaOf: spec.Via})
+	return c.AddNode(ctx, NodeSpec{Name: spec.Name, Persistence: spec.Persistence, ReplicaOf: spec.Via, Routes: spec.Routes})
+}
+
+// AddSentinel implements SentinelStarter.
+func (c *Local) AddSentinel(ctx context.Context, spec SentinelSpec) (Node, error) {
+	cfg := spec.Config
+	return c.AddNode(ctx, NodeSpec{Name: spec.Name, Kind: Sentinel, Port: spec.Port, Routes: spec.Routes, Sentinel: &cfg})
 }
 
 // Persistence is the mode the node runs with (or will, after SetPersistence,

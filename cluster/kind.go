@@ -66,6 +66,8 @@ type ServerConfig struct {
 	// connections from the server's own host; the harness needs none,
 	// some tests do.
 	Debug bool
+	// Sentinel is what a sentinel watches; nil for other kinds.
+	Sentinel *SentinelConfig
 }
 
 // Conn is the harness's own connection to a node.

@@ -35,6 +35,7 @@ type Local struct {
 var _ interface {
 	Backend
 	ReplicaStarter
+	SentinelStarter
 } = (*Local)(nil)
 
 // StartLocal reaps leftovers of crashed runs, builds the clock shim if
@@ -110,15 +111,35 @@ func (c *Local) newProcess(spec NodeSpec) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: node %s: %w", name, err)
 	}
+	kind, binary := c.cfg.Kind, c.cfg.Binary
+	if spec.Kind != nil && spec.Kind != kind {
+		// Another kind than the cluster's (a sentinel beside redis-server
+		// nodes) runs its own program.
+		kind = spec.Kind
+		if binary, err = exec.LookPath(kind.Binary); err != nil {
+			_ = clock.Close()
+			if kind.NotFound != nil {
+				return nil, kind.NotFound
+			}
+			return nil, fmt.Errorf("cluster: node %s: %s not found in PATH: %w", name, kind.Binary, err)
+		}
+	}
 	n := &Process{
-		NodeBase: NewNodeBase(name, c.cfg.Kind, c.password, nil, clock),
+		NodeBase: NewNodeBase(name, kind, c.password, nil, clock),
 		cluster:  c,
+		binary:   binary,
 		stateDir: state,
 		dataDir:  data,
 		logPath:  filepath.Join(c.cfg.Dir, "logs", name+".log"),
 		persist:  spec.Persistence,
+		port:     spec.Port,
+		sentinel: spec.Sentinel,
 	}
 	n.setReplicaOf(spec.ReplicaOf)
+	if err := n.SetRoutes(spec.Routes); err != nil {
+		_ = clock.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	return n, nil
 }
 
@@ -176,7 +197,9 @@ func (c *Local) Close(ctx context.Context) error {
 type Process struct {
 	*NodeBase
 	cluster  *Local
-	stateDir string // private: the config file and the data folder
+	binary   string
+	sentinel *SentinelConfig // what a sentinel watches; nil for others
+	stateDir string          // private: the config file, the data folder and the routes
 	dataDir  string
 	logPath  string
 
@@ -290,12 +313,13 @@ func (n *Process) spawn(ctx context.Context) error {
 	defer logf.Close()
 	logStart, _ := logf.Seek(0, 2)
 
-	cmd := exec.Command(c.cfg.Binary, k.Args(conf)...)
+	cmd := exec.Command(n.binary, k.Args(conf)...)
 	cmd.Dir = n.dataDir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(withoutEnv(os.Environ(), "LD_PRELOAD", ClockEnv, RunEnv),
+	cmd.Env = append(withoutEnv(os.Environ(), "LD_PRELOAD", ClockEnv, RunEnv, RouteEnv),
 		"LD_PRELOAD="+c.shim,
 		ClockEnv+"="+n.ClockPath(),
+		RouteEnv+"="+n.routeFile(),
 		RunEnv+"="+c.live.id)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Own process group: a Ctrl-C in the terminal reaches the harness
@@ -305,7 +329,7 @@ func (n *Process) spawn(ctx context.Context) error {
 		Pdeathsig: syscall.SIGKILL,
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("node %s: starting %s: %w", n.Name(), c.cfg.Binary, err)
+		return fmt.Errorf("node %s: starting %s: %w", n.Name(), n.binary, err)
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	n.paused = false
@@ -368,6 +392,7 @@ func (n *Process) config() string {
 	return n.Kind().Config(ServerConfig{
 		Port: n.port, Bind: "127.0.0.1", Password: n.cluster.password, DataDir: n.dataDir,
 		LogFile: n.logPath, Persistence: n.persist, ReplicaOf: n.ReplicaOf(), Debug: n.cluster.cfg.Debug,
+		Sentinel: n.sentinel,
 	})
 }
 

@@ -156,6 +156,8 @@ func (r *runner) waitCondition(ctx context.Context, st Step, key string) error {
 		timeout = DefaultWaitTimeout
 	}
 	switch st.Until {
+	case UntilPromoted:
+		return r.waitPromoted(ctx, timeout)
 	case UntilPaused:
 		return r.waitPaused(ctx, st.Client, timeout)
 	case UntilWrote:

@@ -41,7 +41,14 @@ func (r *runner) setUpFaults(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			rep, err := cluster.StartReplica(ctx, r.cluster, cluster.ReplicaSpec{Name: rname, Of: name, Via: via})
+			spec := cluster.ReplicaSpec{Name: rname, Of: name, Via: via}
+			if r.sc.Sentinel != nil {
+				// Sentinel tells its replicas the master's own address,
+				// which the replica must know it by too: a route sends it
+				// through the proxy instead.
+				spec.Via, spec.Routes = master.Addr(), map[string]string{master.Addr(): via}
+			}
+			rep, err := cluster.StartReplica(ctx, r.cluster, spec)
 			var unsupported *cluster.UnsupportedError
 			if errors.As(err, &unsupported) {
 				return fmt.Errorf("%s: cluster.replicas: %w", r.sc.File, err)
@@ -51,6 +58,9 @@ func (r *runner) setUpFaults(ctx context.Context) error {
 			}
 			r.logf("started %s=%s, a replica of %s through %s", rname, rep.Addr(), name, via)
 		}
+	}
+	if r.sc.Sentinel != nil {
+		return r.setUpSentinels(ctx)
 	}
 	return nil
 }
@@ -294,6 +304,10 @@ func (r *runner) partition(ctx context.Context, st Step) error {
 		links, err = nemesis.Bridge(clients, nodes)
 	case nemesis.ShapeRandom:
 		links = nemesis.RandomGrudge(clients, nodes, r.nemRand)
+	case ShapeSides:
+		if links = sidesLinks(r.net.Links(), st.Sides); len(links) == 0 {
+			err = errors.New("partition: no proxied link between the sides")
+		}
 	default:
 		err = fmt.Errorf("unknown partition shape %q", st.Shape)
 	}

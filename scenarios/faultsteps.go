@@ -139,7 +139,7 @@ func (sc *Scenario) ReplicasOf(node string) []string {
 var (
 	linkFaults = []string{"drop", "reset", "refuse", "delay"}
 	directions = []string{string(nemesis.Both), string(nemesis.ToNode), string(nemesis.ToClient)}
-	shapes     = []string{nemesis.ShapeIsolate, nemesis.ShapeClient, nemesis.ShapeHalves, nemesis.ShapeBridge, nemesis.ShapeRandom}
+	shapes     = []string{nemesis.ShapeIsolate, nemesis.ShapeClient, nemesis.ShapeHalves, nemesis.ShapeBridge, nemesis.ShapeRandom, ShapeSides}
 )
 
 // faultStep parses the fields of a fault step; step has checked that the
@@ -245,6 +245,9 @@ func (p *parser) partition(st *Step, val *yaml.Node, field string, seen map[stri
 	if v := seen["nodes"]; v != nil {
 		st.Nodes = p.nodeList(v, field+".nodes", true)
 	}
+	if v := seen["sides"]; v != nil && st.Shape != ShapeSides {
+		p.fail(v, field+".sides", "only for shape sides")
+	}
 	notFor := func(name, why string) {
 		if v := seen[name]; v != nil {
 			p.fail(v, field+"."+name, "not used by shape %s: %s", st.Shape, why)
@@ -271,6 +274,11 @@ func (p *parser) partition(st *Step, val *yaml.Node, field string, seen map[stri
 		if n < min {
 			p.fail(val, field+".nodes", "shape %s needs at least %d nodes, has %d", st.Shape, min, n)
 		}
+	case ShapeSides:
+		p.sides(st, seen["sides"], field+".sides")
+		notFor("client", "list every client on its side")
+		notFor("clients", "list every client on its side")
+		notFor("nodes", "list every node on its side")
 	case nemesis.ShapeRandom:
 		notFor("client", "each client↔node link is cut or not at random")
 		notFor("nodes", "each client↔node link is cut or not at random")

@@ -209,6 +209,8 @@ type runner struct {
 	conns   []*redis.Client
 	wl      workloadRun
 	faults  faultRig
+	// sentinel is set when the scenario runs Sentinel.
+	sentinel *sentinelRig
 }
 
 // newRedlock builds client's instance of the lock under test (our Redlock,
@@ -230,7 +232,12 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 			// WAIT blocks up to its timeout; a read must outlast it.
 			opts.ReadTimeout = waitReplicasTimeout + time.Second
 		}
-		c := redis.NewClient(opts)
+		var c *redis.Client
+		if r.sentinel != nil && OneDeployment(r.sc.Lock.Kind) {
+			c = r.newFailoverClient(client, password, opts.ReadTimeout)
+		} else {
+			c = redis.NewClient(opts)
+		}
 		r.conns = append(r.conns, c)
 		// Connect now, so that the first lock attempt measures the lock,
 		// not the connection handshake, against its per-node timeout.
@@ -405,6 +412,7 @@ func (r *runner) heal(ctx context.Context, what string) error {
 // reverse order of setUp, whatever state setUp reached.
 func (r *runner) tearDown(ctx context.Context) error {
 	var errs []error
+	r.sentinel.stopWatch()
 	if r.nem != nil {
 		errs = append(errs, r.nem.HealAll(ctx))
 	}

@@ -67,6 +67,9 @@ type Scenario struct {
 	// Locks are the lock kinds the scenario is played against, once
 	// each (see Plays); Lock.Kind is the first.
 	Locks []string
+	// Sentinel, when set, runs Sentinel over n1 and its replicas: it
+	// fails n1 over, and the clients find the master through it.
+	Sentinel *SentinelSpec
 	// Source is the file as parsed, which each play keeps in its run
 	// folder (ScenarioFile) so that the folder alone says what was played.
 	Source []byte
@@ -167,6 +170,7 @@ type Step struct {
 	Direction string        // net, replication: both, to-node or to-client
 	Delay     Span          // net, replication with fault delay: how long bytes are held
 	Shape     string        // partition
+	Sides     [][]string    // partition of shape sides: who is on which side
 	Point     string        // pause of a client: a hook point, any or random
 	Replica   string        // replication, promote: which of Node's replicas (r1, r1b, ...)
 	Amnesia   bool          // kill, stop: restart with the data lost
@@ -255,6 +259,7 @@ type clusterSpec struct {
 	Persistence yaml.Node `yaml:"persistence"`
 	Replicas    yaml.Node `yaml:"replicas"`
 	Backend     yaml.Node `yaml:"backend"`
+	Sentinel    yaml.Node `yaml:"sentinel"`
 }
 
 type lockSpec struct {
@@ -278,7 +283,7 @@ type workloadSpec struct {
 // sections lists the fields of each mapping, for "unknown field" errors.
 var sections = map[string]struct{ name, fields string }{
 	"fileSpec":     {"the top level", "name, description, expect, cluster, lock, workload, steps"},
-	"clusterSpec":  {"cluster", "nodes, persistence, replicas, backend"},
+	"clusterSpec":  {"cluster", "nodes, persistence, replicas, backend, sentinel"},
 	"lockSpec":     {"lock", "kind, ttl, key, node_timeout, retries, extend"},
 	"workloadSpec": {"workload", "clients, kind, keys, duration, think, fencing"},
 }
@@ -388,6 +393,7 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 	}
 	sc.Persistence = p.persistence(&s.Cluster.Persistence, sc.Nodes)
 	sc.Replicas, sc.ReplicaCount = p.replicas(&s.Cluster.Replicas)
+	sc.Sentinel = p.sentinel(&s.Cluster.Sentinel, sc)
 	clients := p.count(&s.Workload.Clients, "workload.clients", 2, 1, 64)
 	p.cls = map[string]bool{}
 	for i := 1; i <= clients; i++ {
@@ -576,7 +582,7 @@ var stepFields = map[StepKind]string{
 	// Fault steps: faultsteps.go.
 	StepNet:         "client, nodes, fault, direction, delay, for",
 	StepReplication: "node, replica, fault, direction, delay, for",
-	StepPartition:   "shape, client, clients, nodes, for",
+	StepPartition:   "shape, client, clients, nodes, sides, for",
 	StepStrobe:      "node, delta, period, for",
 	StepClockReset:  "nodes",
 	StepPause:       "node, client, at, for, within",

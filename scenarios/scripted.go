@@ -128,7 +128,7 @@ func (p *parser) waitUntil(st *Step, val *yaml.Node, field string, seen map[stri
 	if v == nil {
 		return false
 	}
-	st.Until = p.enum(v, field+".until", "", UntilExpired, UntilUp, UntilDown, UntilPaused, UntilWrote)
+	st.Until = p.enum(v, field+".until", "", UntilExpired, UntilUp, UntilDown, UntilPaused, UntilWrote, UntilPromoted)
 	only := func(name, why string) {
 		if n := seen[name]; n != nil {
 			p.fail(n, field+"."+name, "not used by until %s: %s", st.Until, why)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what splitbrain needs and a fresh machine lacks: redis-server
-# (Debian's package), a C compiler for the clock shim and chromium, in
+# and redis-sentinel (Debian's packages), a C compiler for the clock shim and chromium, in
 # which the report tests render pages. Idempotent: it installs nothing that
 # is already there.
 set -euo pipefail
@@ -13,6 +13,8 @@ fi
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+# The Sentinel stories run Debian's redis-sentinel beside redis-server.
+command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v go >/dev/null 2>&1 || { echo "setup: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
@@ -33,4 +35,5 @@ $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 # splitbrain never uses it (its nodes run on their own ports with their own
 # password), so it is left alone.
 command -v redis-server >/dev/null 2>&1 || { echo "setup: redis-server still missing after install" >&2; exit 1; }
+command -v redis-sentinel >/dev/null 2>&1 || { echo "setup: redis-sentinel still missing after install" >&2; exit 1; }
 command -v chromium >/dev/null 2>&1 || { echo "setup: chromium still missing after install" >&2; exit 1; }

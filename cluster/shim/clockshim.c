@@ -10,8 +10,16 @@
 // Only wall clocks move (CLOCK_REALTIME and friends, gettimeofday, time):
 // Redis expires keys by gettimeofday, while its monotonic clock keeps
 // measuring real durations, as it would after an NTP step.
+//
+// It also routes the process's outgoing loopback connections (see
+// connect below): Sentinel and replication learn each other's addresses
+// from the servers themselves, one address per server for everyone, so
+// only the dialling process can be told to go through its own proxy.
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,4 +114,62 @@ time_t time(time_t *out) {
 	if (out != NULL)
 		*out = ts.tv_sec;
 	return ts.tv_sec;
+}
+
+// Routes: SPLITBRAIN_ROUTE_FILE names a text file of "port proxyport" lines.
+// A connect() to 127.0.0.1:port goes to 127.0.0.1:proxyport instead, the
+// harness's proxy on the link from this process to the server on port,
+// so that a sentinel, or a replica told by Sentinel to follow a new master,
+// reaches the server by the address Sentinel knows it by and the nemesis
+// can still cut that link. The file is read at every connect (they are
+// rare: links are long-lived), so the harness can add routes while the
+// process runs. No file, or no line for the port, connects as asked.
+static int route_port(int port) {
+	const char *path = getenv("SPLITBRAIN_ROUTE_FILE");
+	if (path == NULL || path[0] == '\0')
+		return 0;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[8192];
+	ssize_t n = 0, r;
+	while (n < (ssize_t)sizeof(buf) - 1 &&
+	       (r = syscall(SYS_read, fd, buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += r;
+	syscall(SYS_close, fd);
+	buf[n < 0 ? 0 : n] = '\0';
+	long vals[2];
+	int field = 0;
+	long v = -1;
+	for (char *c = buf;; c++) {
+		if (*c >= '0' && *c <= '9') {
+			v = (v < 0 ? 0 : v * 10) + (*c - '0');
+			continue;
+		}
+		if (v >= 0 && field < 2)
+			vals[field++] = v;
+		v = -1;
+		if (*c == '\n' || *c == '\0') {
+			if (field == 2 && vals[0] == port)
+				return (int)vals[1];
+			field = 0;
+		}
+		if (*c == '\0')
+			return 0;
+	}
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len) {
+	struct sockaddr_in to;
+	if (addr != NULL && addr->sa_family == AF_INET && len >= sizeof(to)) {
+		memcpy(&to, addr, sizeof(to));
+		if (to.sin_addr.s_addr == htonl(INADDR_LOOPBACK)) {
+			int via = route_port(ntohs(to.sin_port));
+			if (via > 0 && via < 65536) {
+				to.sin_port = htons((uint16_t)via);
+				return (int)syscall(SYS_connect, fd, &to, sizeof(to));
+			}
+		}
+	}
+	return (int)syscall(SYS_connect, fd, addr, len);
 }

@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNoRedisSentinel means redis-sentinel is not installed.
+var ErrNoRedisSentinel = errors.New("redis-sentinel not found in PATH: install it (apt-get install -y redis-sentinel)")
+
+// Sentinel is the Redis Sentinel kind: a redis-sentinel watching one
+// master, which it fails over to a replica with the other sentinels'
+// agreement. It keeps no data; it takes the process and link faults.
+var Sentinel = &Kind{
+	Name:       "sentinel",
+	Binary:     "redis-sentinel",
+	NotFound:   ErrNoRedisSentinel,
+	Port:       26379,
+	ConfigFile: "sentinel.conf",
+	Config:     sentinelConfig,
+	Args:       func(conf string) []string { return []string{conf} },
+	// Sentinel answers INFO server (with its process id) and AUTH like a
+	// redis-server.
+	Dial:        func(addr, password string) Conn { return DialRedis(addr, password) },
+	ReadyLine:   "Sentinel ID is",
+	Persistence: []Persistence{PersistNone},
+	Faults:      []Fault{FaultLink, FaultPause, FaultKill, FaultStop, FaultClock},
+}
+
+// SentinelMaster is the name the sentinels know the master by.
+const SentinelMaster = "splitbrain"
+
+// SentinelConfig is what a sentinel watches and how quickly it acts.
+type SentinelConfig struct {
+	// Master is the master's host:port as every server knows it (its own
+	// address, not a proxy's: sentinels tell each other and the replicas
+	// this address, so it must be the same for all of them; each process
+	// reaches it through its own proxy by a route, see RouteEnv).
+	Master string
+	// Quorum is how many sentinels must find the master down.
+	Quorum int
+	// DownAfter is how long the master may not answer before a sentinel
+	// finds it down (down-after-milliseconds).
+	DownAfter time.Duration
+	// FailoverTimeout bounds a failover and spaces retries of one
+	// (failover-timeout).
+	FailoverTimeout time.Duration
+}
+
+// sentinelConfig renders sentinel.conf. Sentinel rewrites the file as it
+// learns the other sentinels and replicas; the local backend writes it
+// anew at each start, so a restarted sentinel starts from the master it
+// was given and learns the rest again from it.
+func sentinelConfig(c ServerConfig) string {
+	s := c.Sentinel
+	if s == nil {
+		s = &SentinelConfig{}
+	}
+	host, port, _ := net.SplitHostPort(s.Master)
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	lines := []string{
+		"port " + strconv.Itoa(c.Port),
+		"bind " + c.Bind,
+		"protected-mode yes",
+		// The sentinel's own password, and the one it gives the others:
+		// every sentinel of the run has the run's.
+		"requirepass " + quoteConf(c.Password),
+		"sentinel sentinel-pass " + quoteConf(c.Password),
+		"dir " + quoteConf(c.DataDir),
+		"logfile " + quoteConf(c.LogFile),
+		"daemonize no",
+		// Keep the environment block (and the run marker the reaper looks
+		// for) readable, as for redis-server.
+		"set-proc-title no",
+		"sentinel resolve-hostnames no",
+		"sentinel monitor " + SentinelMaster + " " + host + " " + port + " " + strconv.Itoa(max(s.Quorum, 1)),
+		"sentinel auth-pass " + SentinelMaster + " " + quoteConf(c.Password),
+		"sentinel down-after-milliseconds " + SentinelMaster + " " + ms(s.DownAfter),
+		"sentinel failover-timeout " + SentinelMaster + " " + ms(s.FailoverTimeout),
+		"sentinel parallel-syncs " + SentinelMaster + " 1",
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// RouteEnv names the environment variable through which the shim finds a
+// process's routes: which proxy it dials instead of which loopback port.
+const RouteEnv = "SPLITBRAIN_ROUTE_FILE"
+
+// writeRoutes writes routes (a server's host:port → the proxy's host:port
+// this process must dial instead) to path in the shim's format, atomically:
+// a connect reading it meanwhile sees the old routes or the new ones.
+func writeRoutes(path string, routes map[string]string) error {
+	var lines []string
+	for from, via := range routes {
+		_, fp, err := net.SplitHostPort(from)
+		if err != nil {
+			return fmt.Errorf("route %q: %w", from, err)
+		}
+		_, vp, err := net.SplitHostPort(via)
+		if err != nil {
+			return fmt.Errorf("route %q via %q: %w", from, via, err)
+		}
+		lines = append(lines, fp+" "+vp+"\n")
+	}
+	sort.Strings(lines)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		return fmt.Errorf("routes: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("routes: %w", err)
+	}
+	return nil
+}
+
+// SetRoutes makes the node's process dial each proxy of routes instead of
+// the server address it is keyed by, from its next connection on; a link
+// already open stays as it is. Routes replace those given before.
+func (n *Process) SetRoutes(routes map[string]string) error {
+	if err := writeRoutes(n.routeFile(), routes); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name(), err)
+	}
+	return nil
+}
+
+func (n *Process) routeFile() string { return filepath.Join(n.stateDir, "routes") }
+
+// ReserveSentinelPorts picks count free loopback ports for sentinels that
+// are not started yet: their addresses must be known before they start,
+// so that the proxies between them, and the routes through those, are in
+// place before the first sentinel dials another.
+func ReserveSentinelPorts(count int) ([]int, error) {
+	ports := make([]int, 0, count)
+	for len(ports) < count {
+		p, err := freePort()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
+}
+
+// SentinelStarter is a backend that can add sentinels.
+type SentinelStarter interface {
+	// AddSentinel starts a sentinel on its reserved port, its routes in
+	// place before it runs, and returns it once it answers.
+	AddSentinel(ctx context.Context, spec SentinelSpec) (Node, error)
+}
+
+// SentinelSpec describes a sentinel added to a running backend.
+type SentinelSpec struct {
+	Name   string
+	Port   int
+	Config SentinelConfig
+	// Routes: see Process.SetRoutes.
+	Routes map[string]string
+}

@@ -1,0 +1,512 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.yaml.in/yaml/v3"
+
+	"splitbrain/cluster"
+	"splitbrain/history"
+	"splitbrain/nemesis"
+	"splitbrain/redlock"
+)
+
+// SentinelSpec is the file's cluster.sentinel: Sentinel watches n1 and its
+// replicas and fails n1 over on its own; the one-deployment locks find
+// the master through it.
+type SentinelSpec struct {
+	// Count sentinels, s1..sN (three unless given).
+	Count int
+	// Quorum of sentinels must find the master down (a majority unless
+	// given); a failover also needs a majority to elect its leader.
+	Quorum int
+	// DownAfter and FailoverTimeout are Sentinel's
+	// down-after-milliseconds and failover-timeout, kept short in stories.
+	DownAfter       time.Duration
+	FailoverTimeout time.Duration
+}
+
+// ShapeSides is the partition shape that cuts every proxied link between
+// two sides, each a list of clients, nodes, replicas and sentinels: with
+// Sentinel, the links between servers matter as much as the clients'.
+const ShapeSides = "sides"
+
+// UntilPromoted waits until Sentinel has made a replica the master.
+const UntilPromoted = "promoted"
+
+// SentinelNames names count sentinels: s1, s2, ...
+func SentinelNames(count int) []string {
+	out := make([]string, count)
+	for i := range out {
+		out[i] = fmt.Sprintf("s%d", i+1)
+	}
+	return out
+}
+
+func (p *parser) sentinel(n *yaml.Node, sc *Scenario) *SentinelSpec {
+	const field = "cluster.sentinel"
+	if n.Kind == 0 {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		p.fail(n, field, "want a mapping such as {down_after: 500ms, failover_timeout: 2s}")
+		return nil
+	}
+	s := &SentinelSpec{Count: 3, DownAfter: time.Second, FailoverTimeout: 3 * time.Second}
+	var quorum *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch k.Value {
+		case "sentinels":
+			s.Count = p.count(v, field+".sentinels", 3, 1, 7)
+		case "quorum":
+			quorum = v
+		case "down_after":
+			s.DownAfter = p.duration(v, field+".down_after", time.Second, 100*time.Millisecond)
+		case "failover_timeout":
+			s.FailoverTimeout = p.duration(v, field+".failover_timeout", 3*time.Second, 100*time.Millisecond)
+		default:
+			p.fail(k, field+"."+k.Value, "unknown field; want sentinels, quorum, down_after or failover_timeout")
+		}
+	}
+	s.Quorum = s.Count/2 + 1
+	if quorum != nil {
+		s.Quorum = p.count(quorum, field+".quorum", s.Quorum, 1, s.Count)
+	}
+	if sc.Nodes != 1 || !slices.Contains(sc.Replicas, "n1") {
+		p.fail(n, field, "Sentinel watches one master, n1, and fails it over to a replica: want cluster.nodes 1 and cluster.replicas with n1")
+	}
+	for _, name := range SentinelNames(s.Count) {
+		p.nodes[name] = true
+	}
+	return s
+}
+
+// sides parses a partition's sides: lists of clients, nodes, replicas and
+// sentinels, each named once.
+func (p *parser) sides(st *Step, v *yaml.Node, field string) {
+	if v == nil || v.Kind != yaml.SequenceNode || len(v.Content) < 2 {
+		p.fail(v, field, "want two or more lists of who is on each side, such as [[n1, s1, c1], [r1, s2, s3, c2]]")
+		return
+	}
+	known := map[string]bool{}
+	for n := range p.nodes {
+		known[n] = true
+	}
+	for c := range p.cls {
+		known[c] = true
+	}
+	for node, count := range p.replicated {
+		for _, r := range ReplicaNames(node, count) {
+			known[r] = true
+		}
+	}
+	seen := map[string]bool{}
+	for i, side := range v.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if side.Kind != yaml.SequenceNode || len(side.Content) == 0 {
+			p.fail(side, f, "want a list of names such as [n1, s1, c1]")
+			continue
+		}
+		var names []string
+		for _, m := range side.Content {
+			switch {
+			case !known[m.Value]:
+				p.fail(m, f, "unknown name %q; this run has %s", m.Value, names2(known))
+			case seen[m.Value]:
+				p.fail(m, f, "%s is on two sides", m.Value)
+			}
+			seen[m.Value] = true
+			names = append(names, m.Value)
+		}
+		st.Sides = append(st.Sides, names)
+	}
+}
+
+func names2(set map[string]bool) string { return names(set) }
+
+// sidesLinks are the proxied links between different sides.
+func sidesLinks(all []history.Link, sides [][]string) []history.Link {
+	side := map[string]int{}
+	for i, s := range sides {
+		for _, n := range s {
+			side[n] = i + 1
+		}
+	}
+	var out []history.Link
+	for _, l := range all {
+		a, b := side[l.Client], side[l.Node]
+		if a != 0 && b != 0 && a != b {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// sentinelRig is what a run with Sentinel has beyond the replicas: the
+// sentinels, the servers' names by address (Sentinel and the clients
+// speak in addresses), and the watch that records each promotion.
+type sentinelRig struct {
+	sentinels []cluster.Node
+	// admins are the harness's own connections to the sentinels, straight
+	// to them (no proxy): it observes, it takes no part.
+	admins []*redis.Client
+	byAddr map[string]string
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	master   string // the node Sentinel says is master
+	promoted chan struct{}
+	faultID  int // the record of the current master's term
+}
+
+// dataNodes are n1 and its replicas, which Sentinel fails over among.
+func (r *runner) dataNodes() ([]cluster.Node, error) {
+	names := append([]string{"n1"}, r.sc.ReplicasOf("n1")...)
+	var out []cluster.Node
+	for _, name := range names {
+		n, err := r.node(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// link is the proxy address from dialer to node, made if missing.
+func (r *runner) link(dialer string, node cluster.Node) (string, error) {
+	return r.linkTo(dialer, node.Name(), node.Addr())
+}
+
+func (r *runner) linkTo(dialer, name, addr string) (string, error) {
+	via, err := r.net.Addr(dialer, name)
+	var unknown *nemesis.UnknownLinkError
+	if errors.As(err, &unknown) {
+		return r.net.AddLink(dialer, nemesis.Endpoint{Name: name, Addr: addr})
+	}
+	return via, err
+}
+
+type routable interface {
+	SetRoutes(map[string]string) error
+}
+
+// setUpSentinels starts the sentinels over n1 and its replicas (started
+// already) with every link between them through a proxy: every server
+// knows the others by their own addresses, as Sentinel hands them around,
+// and each process's routes send its connections to them through its own
+// proxies. It then waits until every sentinel knows the replicas and the
+// other sentinels, without which there is no failover to watch.
+func (r *runner) setUpSentinels(ctx context.Context) error {
+	spec := r.sc.Sentinel
+	ss, ok := r.cluster.(cluster.SentinelStarter)
+	if !ok {
+		return fmt.Errorf("%s: cluster.sentinel: %w", r.sc.File,
+			&cluster.UnsupportedError{Kind: cluster.Sentinel.Name, Fault: cluster.FaultReplica, Backend: true})
+	}
+	data, err := r.dataNodes()
+	if err != nil {
+		return err
+	}
+	rig := &sentinelRig{byAddr: map[string]string{}, master: "n1", promoted: make(chan struct{})}
+	r.sentinel = rig
+	for _, n := range data {
+		rig.byAddr[n.Addr()] = n.Name()
+	}
+	// Replicas replicate, and Sentinel makes the old master follow the
+	// new one: every data node may dial every other.
+	for _, d := range data {
+		routes := map[string]string{}
+		for _, e := range data {
+			if e == d {
+				continue
+			}
+			if routes[e.Addr()], err = r.link(d.Name(), e); err != nil {
+				return err
+			}
+		}
+		rt, ok := d.(routable)
+		if !ok {
+			return fmt.Errorf("%s: cluster.sentinel: %w", r.sc.File,
+				&cluster.UnsupportedError{Kind: cluster.Sentinel.Name, Fault: cluster.FaultLink, Node: d.Name(), Backend: true})
+		}
+		if err := rt.SetRoutes(routes); err != nil {
+			return err
+		}
+	}
+	names := SentinelNames(spec.Count)
+	ports, err := cluster.ReserveSentinelPorts(len(names))
+	if err != nil {
+		return err
+	}
+	addrs := make([]string, len(names))
+	for i, p := range ports {
+		addrs[i] = net.JoinHostPort("127.0.0.1", fmt.Sprint(p))
+		rig.byAddr[addrs[i]] = names[i]
+	}
+	cfg := cluster.SentinelConfig{Master: data[0].Addr(), Quorum: spec.Quorum, DownAfter: spec.DownAfter, FailoverTimeout: spec.FailoverTimeout}
+	for i, name := range names {
+		routes := map[string]string{}
+		for _, d := range data {
+			if routes[d.Addr()], err = r.link(name, d); err != nil {
+				return err
+			}
+		}
+		for j, other := range names {
+			if j == i {
+				continue
+			}
+			if routes[addrs[j]], err = r.linkTo(name, other, addrs[j]); err != nil {
+				return err
+			}
+		}
+		s, err := ss.AddSentinel(ctx, cluster.SentinelSpec{Name: name, Port: ports[i], Config: cfg, Routes: routes})
+		if err != nil {
+			return err
+		}
+		rig.sentinels = append(rig.sentinels, s)
+		rig.admins = append(rig.admins, redis.NewClient(&redis.Options{Addr: s.Addr(), Password: r.cluster.Password(),
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}))
+	}
+	r.logf("started %d sentinels watching n1 (quorum %d, down after %v, failover timeout %v): %s",
+		len(names), spec.Quorum, spec.DownAfter, spec.FailoverTimeout, nodeAddrs(rig.sentinels))
+	// The clients reach every server through their own proxies too.
+	for _, c := range r.sc.Clients {
+		for _, d := range data[1:] {
+			if _, err := r.link(c, d); err != nil {
+				return err
+			}
+		}
+		for i, name := range names {
+			if _, err := r.linkTo(c, name, addrs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.waitSentinelsKnow(ctx, len(data)-1, len(names)-1); err != nil {
+		return err
+	}
+	r.watchSentinels(ctx)
+	return nil
+}
+
+func nodeAddrs(ns []cluster.Node) string {
+	var parts []string
+	for _, n := range ns {
+		parts = append(parts, n.Name()+"="+n.Addr())
+	}
+	return strings.Join(parts, " ")
+}
+
+// sentinelSetUpTimeout bounds the wait for the sentinels to find each
+// other: their hello messages go out every 2 s.
+const sentinelSetUpTimeout = 20 * time.Second
+
+func (r *runner) waitSentinelsKnow(ctx context.Context, replicas, others int) error {
+	ctx, cancel := context.WithTimeout(ctx, sentinelSetUpTimeout)
+	defer cancel()
+	start := time.Now()
+	for {
+		ready, last := true, ""
+		for i, s := range r.sentinel.sentinels {
+			m, err := sentinelMaster(ctx, r.sentinel.admins[i])
+			if err != nil || m["num-slaves"] != fmt.Sprint(replicas) || m["num-other-sentinels"] != fmt.Sprint(others) {
+				ready = false
+				last = fmt.Sprintf("%s: %v replicas %s, other sentinels %s", s.Name(), err, m["num-slaves"], m["num-other-sentinels"])
+				break
+			}
+		}
+		if ready {
+			r.logf("the sentinels know the %d replicas and each other after %v", replicas, time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sentinels: not set up after %v (%s): %w", sentinelSetUpTimeout, last, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// sentinelMaster is SENTINEL MASTER's answer, by field.
+func sentinelMaster(ctx context.Context, c *redis.Client) (map[string]string, error) {
+	v, err := c.Do(ctx, "sentinel", "master", cluster.SentinelMaster).Result()
+	if err != nil {
+		return nil, fmt.Errorf("sentinel %s: %w", c.Options().Addr, err)
+	}
+	out := map[string]string{}
+	switch v := v.(type) {
+	case []any:
+		for i := 0; i+1 < len(v); i += 2 {
+			out[fmt.Sprint(v[i])] = fmt.Sprint(v[i+1])
+		}
+	case map[any]any:
+		for k, x := range v {
+			out[fmt.Sprint(k)] = fmt.Sprint(x)
+		}
+	}
+	return out, nil
+}
+
+// watchSentinels records every change of master Sentinel announces
+// (+switch-master, from any sentinel: one cut off from the others may
+// never hear of it) as a fault on the new master's lane, lasting its
+// term, so that the report shows which node was master when. The watch
+// listens on the harness's own connections, not through the proxies: it
+// observes, it takes no part.
+func (r *runner) watchSentinels(ctx context.Context) {
+	rig := r.sentinel
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	rig.cancel = cancel
+	for i, s := range rig.sentinels {
+		sub := rig.admins[i].Subscribe(wctx, "+switch-master")
+		rig.wg.Go(func() {
+			defer sub.Close()
+			ch := sub.Channel()
+			for {
+				select {
+				case <-wctx.Done():
+					return
+				case m, ok := <-ch:
+					if !ok {
+						return
+					}
+					r.switchMaster(wctx, s.Name(), m.Payload)
+				}
+			}
+		})
+	}
+}
+
+// switchMaster records a +switch-master payload: "<name> <old ip> <old
+// port> <new ip> <new port>".
+func (r *runner) switchMaster(ctx context.Context, from, payload string) {
+	f := strings.Fields(payload)
+	if len(f) != 5 {
+		return
+	}
+	rig := r.sentinel
+	oldName, newName := rig.byAddr[net.JoinHostPort(f[1], f[2])], rig.byAddr[net.JoinHostPort(f[3], f[4])]
+	if newName == "" {
+		newName = net.JoinHostPort(f[3], f[4])
+	}
+	rig.mu.Lock()
+	defer rig.mu.Unlock()
+	if newName == rig.master {
+		return // another sentinel's word of the same switch
+	}
+	if rig.faultID != 0 {
+		_ = r.nem.Stop(ctx, rig.faultID)
+	}
+	id, err := r.nem.Start(ctx, sentinelPromotion{Node: newName, Old: oldName, By: from})
+	if err == nil {
+		rig.faultID = id
+	}
+	r.logf("Sentinel promoted %s (was %s), announced by %s", newName, oldName, from)
+	if rig.master == "n1" {
+		close(rig.promoted)
+	}
+	rig.master = newName
+}
+
+// stopWatch ends the watch, before the nemesis heals everything.
+func (rig *sentinelRig) stopWatch() {
+	if rig == nil {
+		return
+	}
+	if rig.cancel != nil {
+		rig.cancel()
+		rig.wg.Wait()
+	}
+	for _, c := range rig.admins {
+		_ = c.Close()
+	}
+	rig.admins = nil
+}
+
+// waitPromoted waits until Sentinel has promoted a replica.
+func (r *runner) waitPromoted(ctx context.Context, timeout time.Duration) error {
+	if r.sentinel == nil {
+		return errors.New("wait until promoted: this run has no Sentinel (cluster.sentinel)")
+	}
+	r.logf("wait until Sentinel promotes a replica (at most %v)", timeout)
+	start := time.Now()
+	select {
+	case <-r.sentinel.promoted:
+		r.logf("promoted after %v", time.Since(start).Round(time.Millisecond))
+		return nil
+	case <-ctx.Done():
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("wait until promoted: no promotion after %v: %w", timeout, ErrWaitTimeout)
+	}
+}
+
+// sentinelPromotion is Sentinel's promotion as the history records it:
+// the nemesis did not inject it, Sentinel did; it is recorded through the
+// nemesis so that it lies on the timeline beside the faults that caused
+// it. Its heal undoes nothing: it ends the node's term as master.
+type sentinelPromotion struct {
+	Node, Old, By string
+}
+
+// KindSentinelPromote is the history's kind for a Sentinel failover.
+const KindSentinelPromote = "sentinel-failover"
+
+func (p sentinelPromotion) Describe() history.Fault {
+	return history.Fault{Kind: KindSentinelPromote, Nodes: []string{p.Node},
+		Detail: fmt.Sprintf("Sentinel promoted %s, master from here on (was %s; +switch-master from %s)", p.Node, p.Old, p.By)}
+}
+
+func (p sentinelPromotion) Inject(context.Context) (nemesis.Heal, error) {
+	return func(context.Context) error { return nil }, nil
+}
+
+// newFailoverClient is client's connection to whichever node Sentinel
+// says is master, found as a real client finds it: go-redis's failover
+// client asks the sentinels. Every address it dials, a sentinel's or the
+// master's, goes through the client's own proxy to that server.
+func (r *runner) newFailoverClient(client, password string, readTimeout time.Duration) *redis.Client {
+	rig := r.sentinel
+	var addrs []string
+	for _, s := range rig.sentinels {
+		addrs = append(addrs, s.Addr())
+	}
+	base := redlock.ClientOptions("", password)
+	var d net.Dialer
+	return redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:       cluster.SentinelMaster,
+		SentinelAddrs:    addrs,
+		SentinelPassword: password,
+		Password:         password,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			name, ok := rig.byAddr[addr]
+			if !ok {
+				return nil, fmt.Errorf("client %s: %s is none of this run's servers", client, addr)
+			}
+			via, err := r.net.Addr(client, name)
+			if err != nil {
+				return nil, err
+			}
+			return d.DialContext(ctx, network, via)
+		},
+		MaxRetries:      base.MaxRetries,
+		DialTimeout:     base.DialTimeout,
+		ReadTimeout:     readTimeout,
+		WriteTimeout:    base.WriteTimeout,
+		PoolSize:        base.PoolSize,
+		PoolTimeout:     base.PoolTimeout,
+		DisableIdentity: true,
+	})
+}
