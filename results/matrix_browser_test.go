@@ -151,7 +151,7 @@ func TestMatrixInBrowser(t *testing.T) {
 	if alerted != 0 {
 		t.Errorf("alert called %d times", alerted)
 	}
-	if err := p.SetViewport(ctx, 1400, 900); err != nil {
+	if err := p.SetViewport(ctx, 1800, 900); err != nil { // eight lock columns and the story names
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, p, "safety-matrix.png", ".plain-header", "table.matrix")

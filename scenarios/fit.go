@@ -16,7 +16,9 @@ import (
 //     (cut c1 from n4 and n5, jump n3's clock, kill n3) — needs a lock over
 //     every node: single, like every lock of one deployment, locks n1
 //     alone, so the faults either miss its one node or cut it off, and the
-//     story's scripted grants and refusals cannot happen.
+//     story's scripted grants and refusals cannot happen;
+//   - a Sentinel story needs a lock of one deployment, the locks whose
+//     clients find the master through the sentinels.
 
 // Fit reports whether the scenario fits lock kind k, and why not.
 func (sc *Scenario) Fit(k string) (bool, string) {
@@ -28,6 +30,12 @@ func (sc *Scenario) Fit(k string) (bool, string) {
 	}
 	if sc.Workload.Fencing && !Fenced(k) {
 		return false, fmt.Sprintf("the storage rejects writes without a fencing token (workload.fencing on), and %s hands out none", k)
+	}
+	if sc.Sentinel != nil && !OneDeployment(k) {
+		// The failover client (go-redis's, asking the sentinels) serves
+		// the locks of one deployment only; a quorum lock would talk to
+		// n1 as a fixed address and never see the promotion.
+		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, which only the locks of one deployment do, and %s is a quorum lock", k)
 	}
 	if OneDeployment(k) && sc.Nodes > 1 {
 		if singled := sc.singledOut(); len(singled) > 0 {

@@ -35,6 +35,11 @@ func TestFit(t *testing.T) {
 		{"delayed-write-fenced", LockRedislock, "hands out none"},
 		{"random-clock-set", LockRedislock, ""},
 		{"failover-wait", LockWaitReplicas, ""},
+		// A Sentinel story: the locks of one deployment, no quorum lock.
+		{"sentinel-failover", LockSingle, ""},
+		{"sentinel-failover", LockWaitReplicas, ""},
+		{"sentinel-failover", LockRedlock, "a Sentinel story"},
+		{"sentinel-failover", LockRedsync, "redsync is a quorum lock"},
 		{"failover-wait", LockRedsync, ""},
 		{"restart-amnesia", LockWaitReplicas, "wait-replicas locks n1 alone"},
 		{"pause-critical-section-fenced", LockWaitReplicas, "hands out none"},
