@@ -354,9 +354,4 @@ func (r *runner) random(ctx context.Context, st Step) error {
 
 // pausePoints are where this run's clients can be paused: the lock's hook
 // points, and before the write when the workload writes the storage.
-func (r *runner) pausePoints() []nemesis.Point {
-	if r.sc.Workload.HasResource() {
-		return nemesis.ResourcePoints
-	}
-	return nemesis.HookPoints
-}
+func (r *runner) pausePoints() []nemesis.Point { return r.sc.pausePoints() }
