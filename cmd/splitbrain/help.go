@@ -33,7 +33,10 @@ played once per lock, one after another, each play its own run folder and
 report, each verdict printed.
 
 Flags:
-` + runFlagsHelp + `
+` + runFlagsHelp + `  --shrink        shrink each invalid play of a generated workload at once,
+                  as splitbrain shrink does (see splitbrain help shrink)
+  --budget D      the time each shrink may take (default 5m; 0: no bound)
+
 Examples:
   splitbrain run clock-jump                    Kleppmann's clock jump, a fresh seed
   splitbrain run clock-jump --seed 7           replay the run of seed 7 exactly
@@ -41,6 +44,7 @@ Examples:
   splitbrain run random-all-counter --lock redsync --time 30s
   splitbrain run my-scenario.yaml --backend docker
   splitbrain run clock-jump --json             one JSON object; several plays: a JSON array of them
+  splitbrain run random-clock-counter --lock redlock --shrink   and a minimal scenario if invalid
 
 Exit codes: 255 if a play hit an internal error, else 1 if a verdict is
 invalid, else 2 if one is unknown, else 0 (every verdict valid); 254 bad
@@ -140,6 +144,7 @@ var commandUsage = map[string]string{
 	"suite":  suiteUsage,
 	"matrix": matrixUsage,
 	"check":  checkUsage,
+	"shrink": shrinkUsage,
 	"doctor": doctorUsage,
 	"serve":  serveUsage,
 }
@@ -162,7 +167,7 @@ func printHelp(w io.Writer, command string) error {
 	}
 	u, ok := commandUsage[command]
 	if !ok {
-		return &usageError{fmt.Sprintf("help %q: no such command; want list, run, suite, matrix, check, serve or doctor", command)}
+		return &usageError{fmt.Sprintf("help %q: no such command; want list, run, suite, matrix, check, shrink, serve or doctor", command)}
 	}
 	fmt.Fprint(w, u)
 	return nil
