@@ -91,8 +91,14 @@ func (c *candidate) names() map[string]string {
 	return m
 }
 
-// describe says what a fault does, in the candidate's names.
+// describe says what a fault does and for how long, in the candidate's
+// names.
 func describe(st scenarios.Step, names map[string]string) string {
+	return fmt.Sprintf("%s for %v", action(st, names), st.For.Min)
+}
+
+// action says what a fault does.
+func action(st scenarios.Step, names map[string]string) string {
 	client := names[st.Client]
 	var s string
 	switch st.Kind {
@@ -120,7 +126,7 @@ func describe(st scenarios.Step, names map[string]string) string {
 	default:
 		s = string(st.Kind)
 	}
-	return fmt.Sprintf("%s for %v", s, st.For.Min)
+	return s
 }
 
 func signed(d time.Duration) string {

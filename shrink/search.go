@@ -227,16 +227,22 @@ func (s *search) dropKeys(ctx context.Context) (bool, error) {
 	return s.try(ctx, c, "one key", noteKeys, "with 1 key")
 }
 
-// shorten halves the workload's time after its last fault.
+// shorten ends the workload soon after its last fault, or if that is too
+// soon, halfway there.
 func (s *search) shorten(ctx context.Context) (bool, error) {
-	floor := s.best.lastEnd() + 50*time.Millisecond
-	d := roundUp((s.best.duration+floor)/2, 10*time.Millisecond)
-	if d > s.best.duration-50*time.Millisecond {
-		return false, nil
+	floor := roundUp(s.best.lastEnd()+50*time.Millisecond, 10*time.Millisecond)
+	for _, d := range []time.Duration{floor, roundUp((s.best.duration+floor)/2, 10*time.Millisecond)} {
+		if d > s.best.duration-50*time.Millisecond {
+			continue
+		}
+		c := s.best.clone()
+		c.duration = d
+		ok, err := s.try(ctx, c, fmt.Sprintf("a %v workload", d), noteDuration, fmt.Sprintf("%v long", d))
+		if ok || err != nil {
+			return ok, err
+		}
 	}
-	c := s.best.clone()
-	c.duration = d
-	return s.try(ctx, c, fmt.Sprintf("a %v workload", d), noteDuration, fmt.Sprintf("%v long", d))
+	return false, nil
 }
 
 // shortenFaults halves each fault's duration in turn.
@@ -251,7 +257,8 @@ func (s *search) shortenFaults(ctx context.Context) (bool, error) {
 		half := (d / 2).Round(time.Millisecond)
 		c := s.best.clone()
 		c.faults[i].step.For = scenarios.Span{Min: half, Max: half}
-		ok, err := s.try(ctx, c, fmt.Sprintf("%s for %v", describe(f.step, s.best.names()), half), noteFor(f.id), fmt.Sprintf("for %v", half))
+		ok, err := s.try(ctx, c, fmt.Sprintf("%s for %v instead of %v", action(f.step, s.best.names()), half, d),
+			noteFor(f.id), fmt.Sprintf("for %v", half))
 		if err != nil {
 			return progress, err
 		}
@@ -278,21 +285,26 @@ func (s *search) startEarlier(ctx context.Context) (bool, error) {
 		if wait < 20*time.Millisecond {
 			continue
 		}
-		shift := (wait / 2).Round(time.Millisecond)
-		c := s.best.clone()
-		for i := range c.faults {
-			if c.faults[i].at >= at {
-				c.faults[i].at -= shift
+		// No wait at all first, then half of it.
+		for _, shift := range []time.Duration{wait, (wait / 2).Round(time.Millisecond)} {
+			c := s.best.clone()
+			for i := range c.faults {
+				if c.faults[i].at >= at {
+					c.faults[i].at -= shift
+				}
+			}
+			c.duration = max(c.duration-shift, c.lastEnd()+10*time.Millisecond)
+			f := s.best.faults[starts[g]]
+			ok, err := s.try(ctx, c, fmt.Sprintf("%s %v earlier", describe(f.step, s.best.names()), shift),
+				noteWait(f.id), fmt.Sprintf("a wait of %v", wait-shift))
+			if err != nil {
+				return progress, err
+			}
+			if ok {
+				progress = true
+				break
 			}
 		}
-		c.duration = max(c.duration-shift, c.lastEnd()+10*time.Millisecond)
-		f := s.best.faults[starts[g]]
-		ok, err := s.try(ctx, c, fmt.Sprintf("%s %v earlier", describe(f.step, s.best.names()), shift),
-			noteWait(f.id), fmt.Sprintf("a wait of %v", wait-shift))
-		if err != nil {
-			return progress, err
-		}
-		progress = progress || ok
 	}
 }
 

@@ -464,7 +464,9 @@ func (sh *shrinker) comments(c *candidate) map[string]string {
 	for _, f := range c.faults {
 		lines := []string{describe(f.step, names) + ": needed; " +
 			why(noteFault(f.id), "not tried without it (the search stopped first)") + "."}
-		if _, ok := notes[noteFor(f.id)]; ok {
+		// A shorter fault tried on a later candidate is not this one's
+		// length: the note would not be about it.
+		if n, ok := notes[noteFor(f.id)]; ok && n.version <= version {
 			lines = append(lines, "Shorter: "+why(noteFor(f.id), "")+".")
 		}
 		orig := o.faults[f.id]
@@ -485,6 +487,9 @@ func (sh *shrinker) comments(c *candidate) map[string]string {
 	}
 	from := sh.res.From
 	m[noteClients] = fmt.Sprintf("%d in the run", from.Clients)
+	if len(c.clients) == 2 {
+		m[noteClients] += "; no fewer: exclusion takes two to break"
+	}
 	for _, name := range c.clients {
 		if _, ok := notes[noteClient(name)]; ok {
 			m[noteClients] += fmt.Sprintf("; %s: %s", names[name], why(noteClient(name), ""))
