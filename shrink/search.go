@@ -131,6 +131,10 @@ func (s *search) run(ctx context.Context) error {
 
 func roundUp(d, to time.Duration) time.Duration { return (d + to - 1) / to * to }
 
+// minGain is the least a shorter workload, wait or fault must save to be
+// tried: a round of replays for a few milliseconds is not worth it.
+const minGain = 50 * time.Millisecond
+
 // trim drops the faults that start after the violation and ends the
 // workload soon after it: what came later cannot have caused it.
 func (s *search) trim(ctx context.Context) (bool, error) {
@@ -232,7 +236,7 @@ func (s *search) dropKeys(ctx context.Context) (bool, error) {
 func (s *search) shorten(ctx context.Context) (bool, error) {
 	floor := roundUp(s.best.lastEnd()+50*time.Millisecond, 10*time.Millisecond)
 	for _, d := range []time.Duration{floor, roundUp((s.best.duration+floor)/2, 10*time.Millisecond)} {
-		if d > s.best.duration-50*time.Millisecond {
+		if d > s.best.duration-minGain {
 			continue
 		}
 		c := s.best.clone()
@@ -251,7 +255,7 @@ func (s *search) shortenFaults(ctx context.Context) (bool, error) {
 	for i := range s.best.faults {
 		f := s.best.faults[i]
 		d := f.step.For.Min
-		if d < 20*time.Millisecond {
+		if d < 2*minGain {
 			continue
 		}
 		half := (d / 2).Round(time.Millisecond)
@@ -282,7 +286,7 @@ func (s *search) startEarlier(ctx context.Context) (bool, error) {
 			prev = s.best.faults[starts[g-1]].at
 		}
 		wait := at - prev
-		if wait < 20*time.Millisecond {
+		if wait < 2*minGain {
 			continue
 		}
 		// No wait at all first, then half of it.
