@@ -76,9 +76,18 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// size says how big c is: "3 faults, 2 clients, 1 key, a 1.8s workload".
+// size says how big c is: "3 faults (1.07s in all), 2 clients, 1 key, a
+// 1.8s workload".
 func (c *candidate) size() string {
-	return fmt.Sprintf("%s, %s, %s, a %v workload", plural(len(c.faults), "fault", "faults"),
+	faults := plural(len(c.faults), "fault", "faults")
+	var total time.Duration
+	for _, f := range c.faults {
+		total += f.step.For.Min
+	}
+	if total > 0 {
+		faults += fmt.Sprintf(" (%v in all)", total)
+	}
+	return fmt.Sprintf("%s, %s, %s, a %v workload", faults,
 		plural(len(c.clients), "client", "clients"), plural(c.keys, "key", "keys"), c.duration)
 }
 

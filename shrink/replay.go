@@ -44,7 +44,11 @@ type replay struct {
 // candidate cannot count any more. Every replay's run folder is removed:
 // only the search's verdicts are kept (in shrink.log).
 func (r *replayer) test(ctx context.Context, c *candidate, early bool) (verdict, error) {
-	rs, wall, err := r.replays(ctx, c, r.k, early)
+	stopAt := 0
+	if early {
+		stopAt = 1
+	}
+	rs, wall, err := r.replays(ctx, c, r.k, r.par, stopAt)
 	if err != nil {
 		return verdict{}, err
 	}
@@ -62,10 +66,10 @@ func (r *replayer) test(ctx context.Context, c *candidate, early bool) (verdict,
 }
 
 // replays runs c n times, par at a time, and returns the replays that
-// ended (all n unless early stopped them, or ctx ended). An error is the
-// harness's: no run folder could be made, or the candidate's file does
-// not parse.
-func (r *replayer) replays(ctx context.Context, c *candidate, n int, early bool) ([]replay, time.Duration, error) {
+// ended: all n, unless stopAt (when not 0) replays did not violate, or
+// ctx ended. An error is the harness's: no run folder could be made, or
+// the candidate's file does not parse.
+func (r *replayer) replays(ctx context.Context, c *candidate, n, par, stopAt int) ([]replay, time.Duration, error) {
 	src, err := r.w.file(c, "", nil)
 	if err != nil {
 		return nil, 0, err
@@ -82,7 +86,8 @@ func (r *replayer) replays(ctx context.Context, c *candidate, n int, early bool)
 		out   []replay
 		fatal error
 		wg    sync.WaitGroup
-		slots = make(chan struct{}, r.par)
+		slots = make(chan struct{}, par)
+		fails int
 	)
 	for i := range n {
 		select {
@@ -112,8 +117,11 @@ func (r *replayer) replays(ctx context.Context, c *candidate, n int, early bool)
 				return
 			}
 			out = append(out, p)
-			if early && !p.violated {
-				stop()
+			if !p.violated {
+				fails++
+				if fails == stopAt {
+					stop()
+				}
 			}
 		})
 	}
@@ -220,11 +228,13 @@ func firstViolation(res checker.Result, prop string) (time.Duration, bool) {
 	return time.Duration(slices.Min(ts)), true
 }
 
-// confirm runs c n more times, par at a time, keeping their run folders,
-// and returns how many violated and the folders, those that violated
-// first.
-func (r *replayer) confirm(ctx context.Context, c *candidate, n int) (verdict, []string, error) {
-	rs, wall, err := r.replays(ctx, c, n, false)
+// confirm runs c n more times, one at a time — as splitbrain run runs
+// its file: runs side by side load the machine, and a violation that
+// hangs on timing comes more often under load — keeping their run
+// folders. It stops once stopAt runs (when not 0) did not violate. It
+// returns how many violated and the folders, those that violated first.
+func (r *replayer) confirm(ctx context.Context, c *candidate, n, stopAt int) (verdict, []string, error) {
+	rs, wall, err := r.replays(ctx, c, n, 1, stopAt)
 	if err != nil {
 		return verdict{}, nil, err
 	}

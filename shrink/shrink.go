@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,10 +35,11 @@ type Options struct {
 	// Replays is k: a candidate counts only if all k of its replays
 	// violate the property (default 3).
 	Replays int
-	// Confirm is how many further runs measure the result's reproduction
-	// rate (default 10).
+	// Confirm is how many further runs, one at a time, measure the
+	// result's reproduction rate (default 10).
 	Confirm int
-	// Parallel is how many runs go side by side (default 1).
+	// Parallel is how many replays of a candidate go side by side
+	// (default 1).
 	Parallel int
 	// MinRate is the share of the confirming runs the result should
 	// violate in (default 0.9): a smallest candidate that does worse
@@ -112,9 +114,17 @@ func sizeOf(c *candidate) Size {
 type Count struct {
 	Violated int `json:"violated"`
 	Runs     int `json:"runs"`
+	// Of is how many runs were planned, when they stopped early because
+	// the rate wanted was out of reach; zero when all were run.
+	Of int `json:"of,omitempty"`
 }
 
-func (c Count) String() string { return fmt.Sprintf("%d of %d", c.Violated, c.Runs) }
+func (c Count) String() string {
+	if c.Of > c.Runs {
+		return fmt.Sprintf("%d of the first %d of %d", c.Violated, c.Runs, c.Of)
+	}
+	return fmt.Sprintf("%d of %d", c.Violated, c.Runs)
+}
 
 // Shrink shrinks the invalid run in dir. It writes the shrunk scenario
 // into dir/shrink/ as soon as it has one and each time it finds a smaller
@@ -217,7 +227,7 @@ func (sh *shrinker) shrink(ctx context.Context) (*Result, error) {
 	case err != nil:
 		return nil, err
 	}
-	res.Baseline = Count{v.violated, v.runs}
+	res.Baseline = Count{Violated: v.violated, Runs: v.runs}
 	sh.logf("the run's %d faults as explicit steps: %s replays violated %s", len(base.faults), v, o.prop)
 	if v.violated == 0 {
 		return nil, fmt.Errorf("%w: %s violated %s, but its %d faults, replayed at their times with its seed %d, violated it in 0 of %d replays (%s): the violation hung on a timing these replays did not meet; nothing written",
@@ -288,10 +298,10 @@ func (sh *shrinker) shrink(ctx context.Context) (*Result, error) {
 		res.Report = filepath.Join(chosen.dir, results.ReportFile)
 	}
 	res.Wall = time.Since(sh.started)
-	rate := fmt.Sprintf("Replayed %d more times with seed %d (%d side by side), it violated %s in %s runs: splitbrain run %s --seed %d.",
-		chosen.count.Runs, o.meta.Seed, opts.Parallel, o.prop, res.Reproduced, sh.file, o.meta.Seed)
+	rate := fmt.Sprintf("Run %d more times, one at a time, with seed %d, it violated %s in %s runs: splitbrain run %s --seed %d.",
+		chosen.count.Runs, o.meta.Seed, o.prop, res.Reproduced, sh.file, o.meta.Seed)
 	if chosen.c != s.best {
-		rate = fmt.Sprintf("The smallest candidate found, %s, passed its %d replays but violated %s in only %s further runs; this one is the one before it that did best. %s",
+		rate = fmt.Sprintf("The smallest candidate found, %s, passed its %d replays but violated %s in %s further runs only; this one, accepted before it, did best. %s",
 			s.best.size(), opts.Replays, o.prop, sh.bestCount, rate)
 	}
 	sh.version = slices.Index(s.chain, chosen.c)
@@ -315,15 +325,21 @@ type confirmed struct {
 }
 
 // confirm measures the best candidate's reproduction rate over
-// Options.Confirm further runs. k of k replays can let through a
-// candidate that violates only now and then (a smaller schedule with
-// fewer chances to break exclusion passes 3 of 3 by luck); when the rate
-// is under Options.MinRate it steps back along the accepted candidates,
-// larger ones, while the budget allows, and returns the first that
-// reaches it, else the one that did best. The runs of the one returned
-// are kept; the others' are removed.
+// Options.Confirm further runs, one at a time. k of k replays can let
+// through a candidate that violates only now and then (a smaller
+// schedule, with fewer chances to break exclusion, passes 3 of 3 by luck,
+// more easily still when its replays load the machine side by side);
+// when the rate is under Options.MinRate it steps back along the
+// accepted candidates, larger ones, while the budget allows, and returns
+// the first that reaches it, else the one that did best. A candidate's
+// runs stop once the rate is out of its reach. The runs of the one
+// returned are kept; the others' are removed.
 func (sh *shrinker) confirm(ctx context.Context, s *search, deadline time.Time) (confirmed, error) {
+	n := sh.opts.Confirm
+	need := int(math.Ceil(sh.opts.MinRate*float64(n) - 1e-9))
+	stopAt := n - need + 1 // one more than the runs that may fail
 	var best confirmed
+	bestRate := -1.0
 	var dirs [][]string
 	keep := -1
 	for i := len(s.chain) - 1; i >= 0; i-- {
@@ -332,24 +348,28 @@ func (sh *shrinker) confirm(ctx context.Context, s *search, deadline time.Time) 
 			sh.logf("no time left in the budget to confirm a larger candidate")
 			break
 		}
-		sh.logf("confirming %s: %d more runs", c.size(), sh.opts.Confirm)
-		v, ds, err := sh.rp.confirm(ctx, c, sh.opts.Confirm)
+		sh.logf("confirming %s: %d more runs, one at a time", c.size(), n)
+		v, ds, err := sh.rp.confirm(ctx, c, n, stopAt)
 		if err != nil {
 			return confirmed{}, err
 		}
 		dirs = append(dirs, ds)
-		cf := confirmed{c: c, count: Count{v.violated, v.runs}}
+		cf := confirmed{c: c, count: Count{Violated: v.violated, Runs: v.runs, Of: n}}
 		if v.violated > 0 {
 			cf.dir = ds[0] // those that violated come first
 		}
-		sh.logf("%s: %s further runs violated %s", c.size(), cf.count, sh.o.prop)
+		if v.violated >= need {
+			sh.logf("%s: %s runs violated %s", c.size(), cf.count, sh.o.prop)
+		} else {
+			sh.logf("%s: %s runs violated %s, short of %d of %d", c.size(), cf.count, sh.o.prop, need, n)
+		}
 		if i == len(s.chain)-1 {
 			sh.bestCount = cf.count
 		}
-		if best.c == nil || cf.count.Violated > best.count.Violated {
-			best, keep = cf, len(dirs)-1
+		if rate := float64(v.violated) / float64(max(v.runs, 1)); best.c == nil || rate > bestRate {
+			best, bestRate, keep = cf, rate, len(dirs)-1
 		}
-		if float64(cf.count.Violated) >= sh.opts.MinRate*float64(cf.count.Runs) {
+		if v.violated >= need {
 			break
 		}
 	}
@@ -367,14 +387,14 @@ func (sh *shrinker) confirm(ctx context.Context, s *search, deadline time.Time) 
 }
 
 // confirmWall is about how long the confirming runs of a candidate
-// whose replays took wall take: Confirm runs, Parallel at a time.
+// whose replays took wall side by side take one at a time.
 func (sh *shrinker) confirmWall(wall time.Duration) time.Duration {
-	waves := (sh.opts.Confirm + sh.opts.Parallel - 1) / sh.opts.Parallel
-	return time.Duration(waves) * wall
+	return time.Duration(sh.opts.Confirm) * wall
 }
 
 func (z Size) String() string {
-	return (&candidate{clients: make([]string, z.Clients), keys: z.Keys, duration: z.Duration, faults: make([]fault, z.Faults)}).size()
+	return fmt.Sprintf("%s, %s, %s, a %v workload", plural(z.Faults, "fault", "faults"),
+		plural(z.Clients, "client", "clients"), plural(z.Keys, "key", "keys"), z.Duration)
 }
 
 // write writes c as the shrunk scenario, with a description that ends

@@ -98,8 +98,8 @@ func TestShrinkReproduces(t *testing.T) {
 	if res.To.Faults >= res.From.Faults || res.To.Clients > res.From.Clients || res.To.Duration > res.From.Duration {
 		t.Errorf("shrunk from %+v to %+v: want fewer faults, no more clients, no longer a workload", res.From, res.To)
 	}
-	if res.Reproduced.Runs != 3 || res.Reproduced.Violated == 0 || res.Report == "" {
-		t.Errorf("confirmed %s with report %q, want 3 runs that violated", res.Reproduced, res.Report)
+	if res.Reproduced.Violated == 0 || res.Report == "" {
+		t.Errorf("confirmed %s with report %q, want runs that violated", res.Reproduced, res.Report)
 	}
 	if !strings.Contains(progress.String(), "best so far") || !strings.Contains(progress.String(), "candidate 1 ") {
 		t.Errorf("progress shows no candidates or best so far:\n%s", progress.String())

@@ -21,7 +21,7 @@ func TestCommandHelp(t *testing.T) {
 		{"matrix", []string{"Usage: splitbrain matrix DIR", "--out DIR", "run folders alone", "Example:"}},
 		{"list", []string{"Usage: splitbrain list", "Example:"}},
 		{"check", []string{"Usage: splitbrain check RUN_DIR", "--timeout D", "--json", "Examples:"}},
-		{"shrink", []string{"Usage: splitbrain shrink RUN_DIR", "--budget D", "--replays K", "--confirm N", "--parallel P", "--backend NAME",
+		{"shrink", []string{"Usage: splitbrain shrink RUN_DIR", "--budget D", "--replays K", "--confirm N", "--min-rate F", "--parallel P", "--backend NAME",
 			"--json", "Examples:", "Exit codes:", "Ctrl-C"}},
 		{"doctor", []string{"Usage: splitbrain doctor", "Example:"}},
 		{"serve", []string{"Usage: splitbrain serve", "--store DIR", "--addr HOST:PORT", "Examples:"}},

@@ -25,8 +25,12 @@ faults, say) to the smallest scenario it finds that still violates the
 same property: the run's faults as explicit steps at their times, then
 fewer of them (delta debugging), fewer clients and keys, a shorter
 workload, shorter faults that start sooner. Runs are not deterministic, so
-a candidate counts only if every one of --replays replays violates; the
-result's reproduction rate is measured over --confirm further runs.
+a candidate counts only if every one of --replays replays violates (side
+by side); the result's reproduction rate is measured over --confirm
+further runs, one at a time as splitbrain run runs the file. Should the
+smallest candidate violate in fewer than --min-rate of them, the larger
+candidates it was shrunk through are measured in turn, and the first
+that reaches it is the result (else the one that did best).
 
 Writes RUN_DIR/shrink/<scenario>-shrunk.yaml — an ordinary scenario file:
 expect: violation, a description of what was shrunk from what, and above
@@ -41,9 +45,12 @@ Flags:
                   (default 5m; 0: no bound)
   --replays K     replays that must all violate for a candidate to count
                   (default 3)
-  --confirm N     further runs measuring the result's rate (default 10)
-  --parallel P    runs side by side, each with its own nodes and ports
-                  (default: 2 per core, at most 4)
+  --confirm N     further runs, one at a time, measuring the result's
+                  rate (default 10)
+  --min-rate F    the share of those runs the result should violate in
+                  (default 0.9)
+  --parallel P    replays of a candidate side by side, each with its own
+                  nodes and ports (default: 2 per core, at most 4)
   --backend NAME  local or docker (default: where the run's nodes ran)
   --json          print the outcome as JSON; progress goes to stderr
   -h, --help      this help
@@ -64,6 +71,7 @@ type shrinkFlags struct {
 	budget   time.Duration
 	replays  int
 	confirm  int
+	minRate  float64
 	parallel int
 	backend  string
 	json     bool
@@ -76,6 +84,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.DurationVar(&f.budget, "budget", 5*time.Minute, "a duration such as 5m (0: no bound)")
 	fs.IntVar(&f.replays, "replays", 3, "a whole number from 1 to 100")
 	fs.IntVar(&f.confirm, "confirm", 10, "a whole number from 1 to 1000")
+	fs.Float64Var(&f.minRate, "min-rate", 0.9, "a share such as 0.9, more than 0 and at most 1")
 	fs.IntVar(&f.parallel, "parallel", defaultParallel(), "a whole number from 1 to 64")
 	fs.StringVar(&f.backend, "backend", "", "local or docker")
 	fs.BoolVar(&f.json, "json", false, "no value (or =true, =false)")
@@ -115,6 +124,8 @@ func (f shrinkFlags) check() error {
 		return &usageError{fmt.Sprintf("--replays %d: want a whole number from 1 to 100", f.replays)}
 	case f.confirm < 1 || f.confirm > 1000:
 		return &usageError{fmt.Sprintf("--confirm %d: want a whole number from 1 to 1000", f.confirm)}
+	case f.minRate <= 0 || f.minRate > 1:
+		return &usageError{fmt.Sprintf("--min-rate %v: want a share more than 0 and at most 1, such as 0.9", f.minRate)}
 	case f.parallel < 1 || f.parallel > 64:
 		return &usageError{fmt.Sprintf("--parallel %d: want a whole number from 1 to 64", f.parallel)}
 	case f.backend != "" && !slices.Contains(scenarios.Backends, f.backend):
@@ -127,7 +138,7 @@ func (f shrinkFlags) check() error {
 // calls for; the error, with that code, says why nothing could be done.
 func runShrink(ctx context.Context, dir string, f shrinkFlags, progress io.Writer) (*shrink.Result, int, error) {
 	res, err := shrink.Shrink(ctx, dir, shrink.Options{
-		Replays: f.replays, Confirm: f.confirm, Parallel: f.parallel, Budget: f.budget,
+		Replays: f.replays, Confirm: f.confirm, MinRate: f.minRate, Parallel: f.parallel, Budget: f.budget,
 		Backend: f.backend, Progress: progress,
 	})
 	switch {
@@ -187,7 +198,7 @@ func shrinkPlay(ctx context.Context, out *scenarios.Outcome, sc *scenarios.Scena
 		return
 	}
 	fmt.Fprintf(progress, "\nsplitbrain: shrinking %s\n", out.Dir)
-	sf := shrinkFlags{budget: f.budget, replays: 3, confirm: 10, parallel: defaultParallel(), backend: f.backend}
+	sf := shrinkFlags{budget: f.budget, replays: 3, confirm: 10, minRate: 0.9, parallel: defaultParallel(), backend: f.backend}
 	res, _, err := runShrink(ctx, out.Dir, sf, progress)
 	if err != nil {
 		fmt.Fprintf(stderr, "splitbrain: %v\n", err)

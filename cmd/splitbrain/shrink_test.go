@@ -80,6 +80,7 @@ steps:
 		{[]string{"shrink", "x", "--replays", "0"}, "--replays 0: want a whole number from 1 to 100"},
 		{[]string{"shrink", "x", "--confirm", "0"}, "--confirm 0"},
 		{[]string{"shrink", "x", "--parallel", "0"}, "--parallel 0"},
+		{[]string{"shrink", "x", "--min-rate", "1.5"}, "--min-rate 1.5: want a share"},
 		{[]string{"shrink", "x", "--backend", "cloud"}, `--backend "cloud"`},
 		{[]string{"run", calm, "--budget", "1m"}, "--budget is the budget of --shrink"},
 	} {
