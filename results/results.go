@@ -42,6 +42,20 @@ type Meta struct {
 	// lock is theirs — where a belief interval ends (P1) — since locks
 	// differ: a validity deadline, a TTL from the grant, until release.
 	Belief string `json:"belief,omitempty"`
+	// Shrunk points to the smallest scenario `splitbrain shrink` found
+	// that still violates what this run violated; nil until then.
+	Shrunk *Shrunk `json:"shrunk,omitempty"`
+}
+
+// Shrunk is what a shrink of a run found, as the run's report links it.
+type Shrunk struct {
+	// Scenario is the shrunk scenario file and Report the report of a run
+	// of it, as slash paths relative to the run folder; Report is empty
+	// when no run of the file violated.
+	Scenario string `json:"scenario"`
+	Report   string `json:"report,omitempty"`
+	// Summary says what it was shrunk to and how often it reproduces.
+	Summary string `json:"summary"`
 }
 
 // Record is the content of result.json.

@@ -424,3 +424,48 @@ func TestStampFormat(t *testing.T) {
 		t.Errorf("stamp = %s", stamp)
 	}
 }
+
+// A run that was shrunk links the shrunk scenario and a run of it from its
+// report, and keeps the link in result.json; one not shrunk has no link.
+func TestReportLinksShrunkScenario(t *testing.T) {
+	events := clockJump()
+	res := checker.Check(events)
+	for _, tc := range []struct {
+		name   string
+		shrunk *Shrunk
+		want   []string
+	}{
+		{"shrunk", &Shrunk{Scenario: "shrink/clock-jump-shrunk.yaml", Report: "shrink/clock-jump-shrunk/x/report.html", Summary: "1 fault, 2 clients <b>"},
+			[]string{`shrunk to <a href="shrink/clock-jump-shrunk.yaml">shrink/clock-jump-shrunk.yaml</a>`,
+				`(<a href="shrink/clock-jump-shrunk/x/report.html">its report</a>)`, "1 fault, 2 clients &lt;b&gt;"}},
+		{"no run of it violated", &Shrunk{Scenario: "shrink/s.yaml", Summary: "0 of 10"},
+			[]string{`shrunk to <a href="shrink/s.yaml">shrink/s.yaml</a>: 0 of 10`}},
+		{"not shrunk", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeHistory(t, dir, events)
+			m := meta("clock-jump", "violation")
+			m.Shrunk = tc.shrunk
+			if err := Write(dir, m, events, res); err != nil {
+				t.Fatal(err)
+			}
+			page := readFile(t, filepath.Join(dir, ReportFile))
+			for _, want := range tc.want {
+				if !strings.Contains(page, want) {
+					t.Errorf("report lacks %s", want)
+				}
+			}
+			if tc.shrunk == nil && strings.Contains(page, `class="shrunk"`) {
+				t.Error("a run not shrunk links a shrunk scenario")
+			}
+			back, err := ReadMeta(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (back.Shrunk == nil) != (tc.shrunk == nil) || (back.Shrunk != nil && *back.Shrunk != *tc.shrunk) {
+				t.Errorf("result.json keeps %+v, want %+v", back.Shrunk, tc.shrunk)
+			}
+		})
+	}
+}

@@ -18,6 +18,9 @@ import (
 // gate (its lock hooks stop there) and the replicas.
 type faultRig struct {
 	gates map[string]*nemesis.ClientGate
+	// pauses holds, per client, a channel closed when its last client
+	// pause is over (held and resumed, not reached in time, or healed).
+	pauses map[string]<-chan struct{}
 }
 
 // setUpFaults makes the clients' gates and starts the replicas, each
@@ -25,6 +28,7 @@ type faultRig struct {
 // It runs before the lock clients are made: their hooks need the gates.
 func (r *runner) setUpFaults(ctx context.Context) error {
 	r.faults.gates = map[string]*nemesis.ClientGate{}
+	r.faults.pauses = map[string]<-chan struct{}{}
 	for _, c := range r.sc.Clients {
 		r.faults.gates[c] = nemesis.NewClientGate(c)
 	}
@@ -191,15 +195,34 @@ func (r *runner) node(name string) (cluster.Node, error) {
 
 // pauseClient arms a client pause: the client stops when it reaches at and
 // stays stopped for the step's "for" from then on; "within" bounds how
-// long the pause waits for the client to get there.
+// long the pause waits for the client to get there. A client whose last
+// pause is not over yet (armed, or holding it) is waited for first, as a
+// random schedule waits for its client pauses: a client has one gate, and
+// a shrunk schedule (package shrink) writes a random schedule's pauses as
+// steps that may follow each other closer than the client's hold.
 func (r *runner) pauseClient(ctx context.Context, st Step, at nemesis.Point) error {
 	p := nemesis.ClientPause{Gate: r.faults.gates[st.Client], At: at, For: st.For.Draw(r.nemRand)}
+	if prev := r.faults.pauses[st.Client]; prev != nil {
+		select {
+		case <-prev:
+		default:
+			r.logf("%s: waiting for its last pause to be over", st.Client)
+			select {
+			case <-prev:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
 	desc := p.Describe().Detail
 	if st.Within > 0 {
 		desc += fmt.Sprintf(", armed for at most %v", st.Within)
 	}
 	r.logf("%s", desc)
-	_, _, err := r.nem.StartClientPause(ctx, p, st.Within)
+	_, over, err := r.nem.StartClientPause(ctx, p, st.Within)
+	if err == nil {
+		r.faults.pauses[st.Client] = over
+	}
 	return err
 }
 
@@ -346,9 +369,4 @@ func (r *runner) random(ctx context.Context, st Step) error {
 
 // pausePoints are where this run's clients can be paused: the lock's hook
 // points, and before the write when the workload writes the storage.
-func (r *runner) pausePoints() []nemesis.Point {
-	if r.sc.Workload.HasResource() {
-		return nemesis.ResourcePoints
-	}
-	return nemesis.HookPoints
-}
+func (r *runner) pausePoints() []nemesis.Point { return r.sc.pausePoints() }

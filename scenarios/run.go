@@ -368,6 +368,9 @@ func (r *runner) step(ctx context.Context, st Step) error {
 			return err
 		}
 		f := nemesis.ClockJump{Node: node, By: st.Span.Draw(r.nemRand)}
+		if st.HasFor {
+			return r.start(ctx, st, f)
+		}
 		r.logf("jump %s", f.Describe().Detail)
 		_, err = r.nem.Start(ctx, f)
 		return err

@@ -574,7 +574,7 @@ func (p *parser) span(n *yaml.Node, field string, allowNegative bool) (Span, boo
 
 var stepFields = map[StepKind]string{
 	StepCut:     "client, nodes",
-	StepClock:   "node, jump",
+	StepClock:   "node, jump, for",
 	StepAcquire: "client, key, expect",
 	StepRelease: "client, key",
 	StepExtend:  "client, key, expect",
@@ -663,6 +663,18 @@ func (p *parser) step(n *yaml.Node, i int) (Step, bool) {
 			if st.Span, good = p.span(v, field+".jump", true); !good {
 				ok = false
 			}
+		}
+		// A jump with for: sets the clock back on its own, as a random
+		// schedule's clock faults do: a shrunk schedule (package shrink)
+		// writes each of them as one step.
+		if v := seen["for"]; v != nil {
+			var good bool
+			if st.For, good = p.span(v, field+".for", false); good && st.For.Min == 0 {
+				p.fail(v, field+".for", "%q: want more than 0s", v.Value)
+				good = false
+			}
+			st.HasFor = good
+			ok = ok && good
 		}
 	case StepAcquire, StepRelease, StepExtend:
 		st.Client = p.client(need("client"), field+".client")

@@ -37,7 +37,10 @@ or a closed stdout (run … | head -1) stops the run; it heals, cleans up and
 still writes its report and result.json.
 
 Flags:
-` + runFlagsHelp + `
+` + runFlagsHelp + `  --shrink        shrink each invalid play of a generated workload at once,
+                  as splitbrain shrink does (see splitbrain help shrink)
+  --budget D      the time each shrink may take (default 5m; 0: no bound)
+
 Examples:
   splitbrain run clock-jump                    Kleppmann's clock jump, a fresh seed
   splitbrain run clock-jump --seed 7           replay the run of seed 7 exactly
@@ -45,6 +48,7 @@ Examples:
   splitbrain run random-all-counter --lock redsync --time 30s
   splitbrain run my-scenario.yaml --backend docker
   splitbrain run clock-jump --json             one JSON object; several plays: a JSON array of them
+  splitbrain run random-clock-counter --lock redlock --shrink   and a minimal scenario if invalid
 
 Exit codes: 255 if a play hit an internal error, else 1 if a verdict is
 invalid, else 2 if one is unknown, else 0 (every verdict valid); 254 bad
@@ -146,6 +150,7 @@ var commandUsage = map[string]string{
 	"suite":  suiteUsage,
 	"matrix": matrixUsage,
 	"check":  checkUsage,
+	"shrink": shrinkUsage,
 	"doctor": doctorUsage,
 	"serve":  serveUsage,
 }
@@ -168,7 +173,7 @@ func printHelp(w io.Writer, command string) error {
 	}
 	u, ok := commandUsage[command]
 	if !ok {
-		return &usageError{fmt.Sprintf("help %q: no such command; want list, run, suite, matrix, check, serve or doctor", command)}
+		return &usageError{fmt.Sprintf("help %q: no such command; want list, run, suite, matrix, check, shrink, serve or doctor", command)}
 	}
 	fmt.Fprint(w, u)
 	return nil

@@ -15,12 +15,14 @@ func TestCommandHelp(t *testing.T) {
 		want    []string
 	}{
 		{"run", []string{"Usage: splitbrain run SCENARIO", "--seed N", "--store DIR", "--backend NAME", "--json", "--lock KIND",
-			"--clients N", "--time D", "Examples:", "kind: [redlock, redsync]", "255 if a play hit an internal error, else 1"}},
+			"--clients N", "--time D", "--shrink", "--budget D", "Examples:", "kind: [redlock, redsync]", "255 if a play hit an internal error, else 1"}},
 		{"suite", []string{"Usage: splitbrain suite", "--all", "--seed N", "--lock KIND", "--time D", "Examples:", "matrix.json",
 			"expect any", "--runs N", "--parallel P", "n/a", "partial"}},
 		{"matrix", []string{"Usage: splitbrain matrix DIR", "--out DIR", "run folders alone", "Example:"}},
 		{"list", []string{"Usage: splitbrain list", "Example:"}},
 		{"check", []string{"Usage: splitbrain check RUN_DIR", "--timeout D", "--json", "Examples:"}},
+		{"shrink", []string{"Usage: splitbrain shrink RUN_DIR", "--budget D", "--replays K", "--confirm N", "--min-rate F", "--parallel P", "--backend NAME",
+			"--json", "Examples:", "Exit codes:", "Ctrl-C"}},
 		{"doctor", []string{"Usage: splitbrain doctor", "Example:"}},
 		{"serve", []string{"Usage: splitbrain serve", "--store DIR", "--addr HOST:PORT", "Examples:"}},
 	}

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -49,6 +50,9 @@ Usage:
                                         only if each verdict meets its expectation
   splitbrain matrix DIR... [--out DIR]  assemble the safety matrix from run folders alone
   splitbrain check RUN_DIR [--json]     re-check a stored run (also one cut short by a crash)
+  splitbrain shrink RUN_DIR [--budget 5m]
+                                        shrink an invalid run of a generated workload to
+                                        a minimal scenario file that still violates
   splitbrain doctor                     check what the local and Docker backends need;
                                         exit 0 when the local backend can run
   splitbrain serve [--store DIR] [--addr 127.0.0.1:8040]  browse the runs over HTTP
@@ -110,6 +114,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdSuite(args[1:], stdout, stderr)
 	case "check":
 		code, err = cmdCheck(args[1:], stdout, stderr)
+	case "shrink":
+		setMemoryLimit()
+		code, err = cmdShrink(args[1:], stdout, stderr)
 	case "matrix":
 		code, err = cmdMatrix(args[1:], stdout)
 	case "doctor":
@@ -123,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		err = printHelp(stdout, strings.Join(args[1:], ""))
 	default:
-		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, matrix, check, serve or doctor", args[0])}
+		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, matrix, check, shrink, serve or doctor", args[0])}
 	}
 	var ue *usageError
 	switch {
@@ -176,8 +183,10 @@ type runFlags struct {
 	backend   string
 	json      bool
 	all       bool
-	runs      int // suite: plays per cell
-	parallel  int // suite: plays side by side
+	runs      int           // suite: plays per cell
+	parallel  int           // suite: plays side by side
+	shrink    bool          // run: shrink an invalid play
+	budget    time.Duration // run --shrink: the shrink's budget
 	overrides scenarios.Overrides
 	// set are the override flags given, in order, for the rerun command.
 	set []string
@@ -199,6 +208,10 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 		fs.IntVar(&f.runs, "runs", 1, "a whole number from 1 to 1000")
 		fs.IntVar(&f.parallel, "parallel", defaultParallel(), "a whole number from 1 to 64")
 	}
+	if name == "run" {
+		fs.BoolVar(&f.shrink, "shrink", false, "no value (or =true, =false)")
+		fs.DurationVar(&f.budget, "budget", 5*time.Minute, "a duration such as 5m (0: no bound)")
+	}
 	fs.StringVar(&f.overrides.Lock, "lock", "", "one of "+strings.Join(scenarios.LockKinds, ", "))
 	fs.IntVar(&f.overrides.Clients, "clients", 0, fmt.Sprintf("a whole number from 1 to %d", scenarios.MaxClients))
 	fs.DurationVar(&f.overrides.Duration, "time", 0, "a duration such as 10s or 1m30s")
@@ -216,6 +229,12 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 	})
 	if err := f.overrides.Check(func(name string) bool { return given[name] }); err != nil {
 		return f, nil, 0, &usageError{err.Error()}
+	}
+	if given["budget"] && !f.shrink {
+		return f, nil, 0, &usageError{"--budget is the budget of --shrink; give --shrink too"}
+	}
+	if f.budget < 0 {
+		return f, nil, 0, &usageError{fmt.Sprintf("--budget %v: want a duration of 0 (no bound) or more, such as 5m", f.budget)}
 	}
 	if f.backend != "" && !slices.Contains(scenarios.Backends, f.backend) {
 		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: want one of %s", f.backend, strings.Join(scenarios.Backends, ", "))}
@@ -273,6 +292,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 			codes = append(codes, out.Result.Verdict.ExitCode())
 		}
 		rows = append(rows, summarize(play, seed, out))
+		if f.shrink {
+			shrinkPlay(ctx, out, play, f, stdout, stderr)
+		}
 	}
 	if f.json {
 		if len(plays) == 1 && len(rows) == 1 {
