@@ -326,6 +326,9 @@ func StepNode(st Step) (*yaml.Node, error) {
 			fields = append(fields, scalar("nodes"), flowList(st.Nodes))
 		} else {
 			field("node", st.Node)
+			if st.Replica != "" {
+				field("replica", st.Replica)
+			}
 		}
 		if st.Fault != "" && st.Fault != "drop" {
 			field("fault", st.Fault)

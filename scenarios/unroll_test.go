@@ -133,7 +133,7 @@ workload: {kind: counter, clients: 3}
 		{Kind: StepWait, Span: fixed(ms(250))},
 		{Kind: StepNet, Client: "c2", Nodes: []string{"n1", "n4"}, Fault: "drop", Direction: "both", For: fixed(ms(640)), HasFor: true},
 		{Kind: StepNet, Client: "c1", Nodes: []string{"storage"}, Fault: "delay", Delay: fixed(ms(90)), Direction: "to-node", For: fixed(time.Second), HasFor: true},
-		{Kind: StepReplication, Node: "n1", Fault: "reset", Direction: "both", For: fixed(ms(10)), HasFor: true},
+		{Kind: StepReplication, Node: "n1", Replica: "r1", Fault: "reset", Direction: "both", For: fixed(ms(10)), HasFor: true},
 		{Kind: StepStrobe, Node: "n4", Span: fixed(ms(1101)), Period: ms(115), For: fixed(ms(998)), HasFor: true},
 		{Kind: StepClock, Node: "n3", Span: fixed(-ms(681)), For: fixed(ms(989)), HasFor: true},
 		{Kind: StepPause, Node: "n2", For: fixed(ms(1)), HasFor: true},

@@ -433,7 +433,7 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 		want []string
 	}{
 		{"no command", nil, []string{"Usage:", "splitbrain run SCENARIO"}},
-		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "list, run, suite, matrix, check, serve or doctor", "splitbrain help"}},
+		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "list, run, suite, matrix, check, shrink, serve or doctor", "splitbrain help"}},
 		{"run without scenario", []string{"run"}, []string{"run takes one scenario", "built-ins:", "clock-jump", "clock-jump-control"}},
 		{"run with two scenarios", []string{"run", "clock-jump", "clock-jump-control"}, []string{"run takes one scenario", "got 2"}},
 		{"unknown scenario", []string{"run", "no-such-scenario"},
@@ -442,7 +442,7 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 		{"seed without value", []string{"run", "clock-jump", "--seed"}, []string{"seed", "--seed wants a whole number"}},
 		{"unknown backend", []string{"run", "clock-jump", "--backend", "kubernetes"}, []string{`--backend "kubernetes"`, "want one of local, docker"}},
 		{"empty store", []string{"run", "clock-jump", "--store", ""}, []string{"--store is empty"}},
-		{"unknown flag", []string{"run", "clock-jump", "--sede", "3"}, []string{"-sede", "flags of run: --backend, --clients, --json, --lock, --seed, --store, --time"}},
+		{"unknown flag", []string{"run", "clock-jump", "--sede", "3"}, []string{"-sede", "flags of run: --backend, --budget, --clients, --json, --lock, --seed, --shrink, --store, --time"}},
 		{"scenario file with bad values", []string{"run", badValues},
 			[]string{badValues + ":6: lock.ttl", `"fast" is not valid`, badValues + ":10: steps[0].acquire.client", `unknown client "c9"`}},
 		{"scenario file with an unknown field", []string{"run", unknownField},

@@ -107,7 +107,11 @@ func TestRunShrink(t *testing.T) {
 	if res.code != 1 {
 		t.Fatalf("exit %d, want 1 (the run is invalid)", res.code)
 	}
-	for _, want := range []string{"verdict: INVALID", "splitbrain: shrinking", "best so far", "shrunk: ", "further runs", "run it: splitbrain run "} {
+	// Whether the search gets past its first candidate within the budget
+	// depends on the machine's load (once in CI: "the budget is spent
+	// after 0 candidates"); the search itself is shrink's tests' to judge,
+	// this one judges the command's wiring and what it prints.
+	for _, want := range []string{"verdict: INVALID", "splitbrain: shrinking", "shrunk: ", "further runs", "run it: splitbrain run "} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("stdout lacks %q", want)
 		}
