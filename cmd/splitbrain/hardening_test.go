@@ -90,7 +90,11 @@ func TestPortExhaustion(t *testing.T) {
 		name, ports, want string
 	}{
 		{"nodes", "40000 40005", "node n"},
-		{"proxies", "40000 40011", "net: proxy for"},
+		// Twelve ports run out while the proxies start, as a rule: the
+		// nodes' own probes take ports for a while too (TIME_WAIT), and
+		// once in CI the twelfth went to the fifth node. Either way the
+		// user-facing words below must be there.
+		{"proxies", "40000 40011", "net: proxy for|node n5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -115,7 +119,10 @@ func TestPortExhaustion(t *testing.T) {
 			if code := cmd.ProcessState.ExitCode(); code != 255 {
 				t.Errorf("exit code %d, want 255 (the harness could not run)", code)
 			}
-			for _, want := range []string{tc.want, "no free loopback port", "ip_local_port_range"} {
+			if !slices.ContainsFunc(strings.Split(tc.want, "|"), func(w string) bool { return strings.Contains(stderr.String(), w) }) {
+				t.Errorf("stderr lacks %q", tc.want)
+			}
+			for _, want := range []string{"no free loopback port", "ip_local_port_range"} {
 				if !strings.Contains(stderr.String(), want) {
 					t.Errorf("stderr lacks %q", want)
 				}
