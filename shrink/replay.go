@@ -52,17 +52,24 @@ func (r *replayer) test(ctx context.Context, c *candidate, early bool) (verdict,
 	if err != nil {
 		return verdict{}, err
 	}
-	v := verdict{runs: len(rs), at: -1, wall: wall}
 	for _, p := range rs {
 		if p.dir != "" {
 			_ = os.RemoveAll(p.dir)
 		}
+	}
+	return tally(rs, wall), nil
+}
+
+// tally counts the replays that violated.
+func tally(rs []replay, wall time.Duration) verdict {
+	v := verdict{runs: len(rs), at: -1, wall: wall}
+	for _, p := range rs {
 		if p.violated {
 			v.violated++
 			v.at = max(v.at, p.at)
 		}
 	}
-	return v, nil
+	return v
 }
 
 // replays runs c n times, par at a time, and returns the replays that
@@ -238,14 +245,13 @@ func (r *replayer) confirm(ctx context.Context, c *candidate, n, stopAt int) (ve
 	if err != nil {
 		return verdict{}, nil, err
 	}
-	v := verdict{runs: len(rs), at: -1, wall: wall}
 	var dirs []string
 	for _, p := range rs {
-		if p.violated {
-			v.violated++
-		}
 		dirs = append(dirs, p.dir)
 	}
+	// One at a time: a run's wall is the mean.
+	v := tally(rs, wall/time.Duration(max(len(rs), 1)))
+	v.of = n
 	return v, dirs, nil
 }
 

@@ -21,9 +21,23 @@ type verdict struct {
 	at time.Duration
 	// wall is how long the replays took, side by side.
 	wall time.Duration
+	// of is, for runs one at a time (confirming), how many were planned;
+	// zero for replays side by side.
+	of int
 }
 
-func (v verdict) String() string { return fmt.Sprintf("%d of %d", v.violated, v.runs) }
+// String says how many violated: "2 of 3 replays violated".
+func (v verdict) String() string {
+	switch {
+	case v.of > v.runs && v.runs == 1 && v.violated == 0:
+		return fmt.Sprintf("the first of %d runs did not violate", v.of)
+	case v.of > v.runs:
+		return fmt.Sprintf("%d of the first %d of %d runs violated", v.violated, v.runs, v.of)
+	case v.of > 0:
+		return fmt.Sprintf("%d of %d runs violated", v.violated, v.runs)
+	}
+	return fmt.Sprintf("%d of %d replays violated", v.violated, v.runs)
+}
 
 // tester replays a candidate: k times, or (early) until a replay does not
 // violate.
@@ -69,6 +83,13 @@ type search struct {
 	logf func(format string, args ...any)
 	// accepted is told of each new best, to write it.
 	accepted func(*candidate, verdict) error
+	// pass says whether a verdict counts; nil: all k replays violated.
+	pass func(verdict) bool
+	// name is what the log calls a candidate of this search.
+	name string
+	// coarse limits the search to fewer faults, clients and keys and a
+	// workload that ends sooner; not shorter faults or sooner starts.
+	coarse bool
 }
 
 // try replays c; when every replay violates, c becomes the best. Otherwise
@@ -89,11 +110,19 @@ func (s *search) try(ctx context.Context, c *candidate, what, noteKey, text stri
 		s.cache[key] = v
 		s.tried++
 	}
-	if v.violated == s.k && v.runs == s.k {
+	name := s.name
+	if name == "" {
+		name = "candidate"
+	}
+	passed := v.violated == s.k && v.runs == s.k
+	if s.pass != nil {
+		passed = s.pass(v)
+	}
+	if passed {
 		s.best, s.bestV = c, v
 		s.version++
 		s.chain = append(s.chain, c)
-		s.logf("candidate %d (%s): %s replays violated → best so far: %s", s.tried, what, v, c.size())
+		s.logf("%s %d (%s): %s → best so far: %s", name, s.tried, what, v, c.size())
 		if s.accepted != nil {
 			return true, s.accepted(c, v)
 		}
@@ -101,10 +130,10 @@ func (s *search) try(ctx context.Context, c *candidate, what, noteKey, text stri
 	}
 	if !seen {
 		// A candidate tried before is not tried again, nor told again.
-		s.logf("candidate %d (%s): %s replays violated", s.tried, what, v)
+		s.logf("%s %d (%s): %s", name, s.tried, what, v)
 	}
 	if noteKey != "" {
-		s.notes[noteKey] = note{text: fmt.Sprintf("%s, %s replays violated", text, v), version: s.version}
+		s.notes[noteKey] = note{text: fmt.Sprintf("%s, %s", text, v), version: s.version}
 	}
 	return false, nil
 }
@@ -112,11 +141,17 @@ func (s *search) try(ctx context.Context, c *candidate, what, noteKey, text stri
 // run tries smaller candidates, round after round, until a round finds
 // none or the budget or ctx ends; the best is then in s.best.
 func (s *search) run(ctx context.Context) error {
+	// Clients before faults: with every fault still there the violation
+	// has the most chances to come without a client, and a client fewer
+	// may leave faults a majority needs (two clients cannot split a
+	// quorum's votes as three can).
+	phases := []func(context.Context) (bool, error){s.trim, s.dropClients, s.ddmin, s.dropKeys, s.shorten}
+	if !s.coarse {
+		phases = append(phases, s.shortenFaults, s.startEarlier)
+	}
 	for {
 		progress := false
-		for _, phase := range []func(context.Context) (bool, error){
-			s.trim, s.ddmin, s.dropClients, s.dropKeys, s.shorten, s.shortenFaults, s.startEarlier,
-		} {
+		for _, phase := range phases {
 			p, err := phase(ctx)
 			progress = progress || p
 			if err != nil {

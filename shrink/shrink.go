@@ -159,7 +159,7 @@ func Shrink(ctx context.Context, dir string, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("shrink: %w", err)
 	}
 	defer logFile.Close()
-	sh := &shrinker{o: o, opts: opts, started: started, log: logFile, version: -1}
+	sh := &shrinker{o: o, opts: opts, started: started, log: logFile}
 	sh.name = o.sc.Name + "-shrunk"
 	sh.file = filepath.Join(out, sh.name+".yaml")
 	sh.w = &writer{doc: o.doc, name: sh.name, lock: o.sc.Lock.Kind}
@@ -183,11 +183,11 @@ type shrinker struct {
 	w          *writer
 	rp         *replayer
 	s          *search
-	res        Result
-	// version is the place of the candidate being written in the
-	// search's chain, for its notes' wording; bestCount is how the
-	// smallest candidate fared in its confirming runs.
-	version   int
+	// p is the search that goes on from a larger candidate when the
+	// smallest reproduced too seldom (polish); nil if none did.
+	p   *search
+	res Result
+	// bestCount is how s's best fared in its confirming runs.
 	bestCount Count
 	mu        sync.Mutex
 	log       io.Writer
@@ -228,13 +228,18 @@ func (sh *shrinker) shrink(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res.Baseline = Count{Violated: v.violated, Runs: v.runs}
-	sh.logf("the run's %d faults as explicit steps: %s replays violated %s", len(base.faults), v, o.prop)
+	sh.logf("the run's %d faults as explicit steps: %s %s", len(base.faults), v, o.prop)
 	if v.violated == 0 {
 		return nil, fmt.Errorf("%w: %s violated %s, but its %d faults, replayed at their times with its seed %d, violated it in 0 of %d replays (%s): the violation hung on a timing these replays did not meet; nothing written",
 			ErrNoReproduction, o.dir, o.prop, len(base.faults), o.meta.Seed, v.runs, filepath.Join(o.dir, Dir, LogFile))
 	}
+	// The search side by side is coarse: fewer faults, clients and keys,
+	// a shorter workload. Shorter faults that start sooner change the
+	// timing a violation hangs on, and replays side by side, loading the
+	// machine, judge timing too kindly (polish tries them, one at a time).
 	s := &search{
-		test: sh.rp.test, k: opts.Replays, slack: o.sc.Lock.TTL + 200*time.Millisecond,
+		coarse: true,
+		test:   sh.rp.test, k: opts.Replays, slack: o.sc.Lock.TTL + 200*time.Millisecond,
 		best: base, bestV: v, chain: []*candidate{base}, notes: map[string]note{}, cache: map[string]verdict{},
 		key: func(c *candidate) (string, error) {
 			b, err := sh.w.file(c, "", nil)
@@ -247,7 +252,7 @@ func (sh *shrinker) shrink(ctx context.Context) (*Result, error) {
 	}
 	sh.s = s
 	if v.violated < v.runs {
-		sh.logf("the run's own faults violate in %s replays only: a smaller candidate must do better, in %d of %d", v, opts.Replays, opts.Replays)
+		sh.logf("the run's own faults: %s only; a smaller candidate must do better, all %d", v, opts.Replays)
 	}
 	if err := sh.write(base, "The search goes on; this is the best found so far."); err != nil {
 		return nil, err
@@ -283,14 +288,49 @@ func (sh *shrinker) shrink(ctx context.Context) (*Result, error) {
 		sh.logf("no smaller candidate after %d: %s", s.tried, s.best.size())
 	}
 
-	chosen, err := sh.confirm(ctx, s, deadline)
+	// Stage 2: the best's rate, one at a time; larger ones if it falls
+	// short.
+	chosen, reached, err := sh.confirm(ctx, s.chain, s.bestV.wall, deadline)
 	switch {
 	case ctx.Err() != nil:
+		removeAll(chosen.dirs)
 		res.Interrupted, res.Wall = true, time.Since(sh.started)
 		sh.logf("interrupted while confirming; %s is unconfirmed", sh.file)
 		return res, sh.write(s.best, "Interrupted while its reproduction rate was measured.")
 	case err != nil:
 		return nil, err
+	}
+	story := ""
+	if chosen.c != s.best {
+		story = fmt.Sprintf("The smallest candidate of the search side by side, %s, passed its %d replays but violated %s in %s further runs only; %s, accepted before it, did best.",
+			s.best.size(), opts.Replays, o.prop, sh.bestCount, chosen.c.size())
+	}
+	// Stage 3 and 4: on from there with runs one at a time, and the
+	// rate of what that finds measured afresh.
+	if reached && ctx.Err() == nil {
+		p, err := sh.polish(sctx, chosen, deadline)
+		if err != nil {
+			return nil, err
+		}
+		if p.version > 0 && ctx.Err() == nil {
+			final, ok, err := sh.confirm(ctx, p.chain[1:], p.bestV.wall, deadline)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				return nil, err
+			case ok:
+				removeAll(chosen.dirs)
+				story += fmt.Sprintf(" From %s the search went on with runs one at a time, a candidate counting only if all %d violated, and found this one (%d more tried).",
+					chosen.c.size(), opts.Confirm, p.tried)
+				chosen = final
+			default:
+				removeAll(final.dirs)
+				story += fmt.Sprintf(" The smaller ones the search found from it with runs one at a time (%d tried) fell short of %d of %d in further runs.",
+					p.tried, sh.need(), opts.Confirm)
+			}
+		}
+	}
+	if sh.p != nil {
+		res.Candidates += sh.p.tried
 	}
 	res.To = sizeOf(chosen.c)
 	res.Reproduced = chosen.count
@@ -300,12 +340,7 @@ func (sh *shrinker) shrink(ctx context.Context) (*Result, error) {
 	res.Wall = time.Since(sh.started)
 	rate := fmt.Sprintf("Run %d more times, one at a time, with seed %d, it violated %s in %s runs: splitbrain run %s --seed %d.",
 		chosen.count.Runs, o.meta.Seed, o.prop, res.Reproduced, sh.file, o.meta.Seed)
-	if chosen.c != s.best {
-		rate = fmt.Sprintf("The smallest candidate found, %s, passed its %d replays but violated %s in %s further runs only; this one, accepted before it, did best. %s",
-			s.best.size(), opts.Replays, o.prop, sh.bestCount, rate)
-	}
-	sh.version = slices.Index(s.chain, chosen.c)
-	if err := sh.write(chosen.c, rate); err != nil {
+	if err := sh.write(chosen.c, strings.TrimSpace(story+" "+rate)); err != nil {
 		return nil, err
 	}
 	sh.logf("%s violated %s in %s further runs; shrunk from %s to %s in %v", sh.file, o.prop, res.Reproduced,
@@ -321,69 +356,129 @@ func (sh *shrinker) shrink(ctx context.Context) (*Result, error) {
 type confirmed struct {
 	c     *candidate
 	count Count
-	dir   string // the first run that violated; empty if none did
+	v     verdict
+	dirs  []string // the runs' folders, those that violated first
+	dir   string   // the first run that violated; empty if none did
 }
 
-// confirm measures the best candidate's reproduction rate over
-// Options.Confirm further runs, one at a time. k of k replays can let
-// through a candidate that violates only now and then (a smaller
-// schedule, with fewer chances to break exclusion, passes 3 of 3 by luck,
-// more easily still when its replays load the machine side by side);
-// when the rate is under Options.MinRate it steps back along the
-// accepted candidates, larger ones, while the budget allows, and returns
-// the first that reaches it, else the one that did best. A candidate's
-// runs stop once the rate is out of its reach. The runs of the one
-// returned are kept; the others' are removed.
-func (sh *shrinker) confirm(ctx context.Context, s *search, deadline time.Time) (confirmed, error) {
+// need is how many of the confirming runs must violate.
+func (sh *shrinker) need() int {
+	return int(math.Ceil(sh.opts.MinRate*float64(sh.opts.Confirm) - 1e-9))
+}
+
+// confirmRuns runs c Options.Confirm more times, one at a time, and stops
+// once stopAt of them did not violate.
+func (sh *shrinker) confirmRuns(ctx context.Context, c *candidate, stopAt int) (confirmed, error) {
 	n := sh.opts.Confirm
-	need := int(math.Ceil(sh.opts.MinRate*float64(n) - 1e-9))
-	stopAt := n - need + 1 // one more than the runs that may fail
+	v, ds, err := sh.rp.confirm(ctx, c, n, stopAt)
+	if err != nil {
+		return confirmed{}, err
+	}
+	cf := confirmed{c: c, count: Count{Violated: v.violated, Runs: v.runs, Of: n}, v: v, dirs: ds}
+	if v.violated > 0 {
+		cf.dir = ds[0]
+	}
+	return cf, nil
+}
+
+func removeAll(dirs []string) {
+	for _, d := range dirs {
+		if d != "" {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+// confirm measures the rate of the last candidate of chain over
+// Options.Confirm further runs, one at a time — as splitbrain run runs
+// the file. k of k replays can let through a candidate that violates
+// only now and then (a smaller schedule, with fewer chances to break
+// exclusion, passes 3 of 3 by luck, more easily still when its replays
+// load the machine side by side); when the rate is under
+// Options.MinRate it steps back along chain, to larger candidates, while
+// the deadline (if any) allows, and returns the first that reaches it
+// (reached), else the one that did best. A candidate's runs stop once the
+// rate is out of its reach. The runs of the one returned are kept; the
+// others' are removed. wall is about how long a run takes.
+func (sh *shrinker) confirm(ctx context.Context, chain []*candidate, wall time.Duration, deadline time.Time) (confirmed, bool, error) {
 	var best confirmed
 	bestRate := -1.0
-	var dirs [][]string
-	keep := -1
-	for i := len(s.chain) - 1; i >= 0; i-- {
-		c := s.chain[i]
-		if i < len(s.chain)-1 && !deadline.IsZero() && time.Until(deadline) < sh.confirmWall(s.bestV.wall) {
+	for i := len(chain) - 1; i >= 0; i-- {
+		c := chain[i]
+		if i < len(chain)-1 && !deadline.IsZero() && time.Until(deadline) < sh.confirmWall(wall) {
 			sh.logf("no time left in the budget to confirm a larger candidate")
 			break
 		}
-		sh.logf("confirming %s: %d more runs, one at a time", c.size(), n)
-		v, ds, err := sh.rp.confirm(ctx, c, n, stopAt)
+		sh.logf("confirming %s: %d more runs, one at a time", c.size(), sh.opts.Confirm)
+		cf, err := sh.confirmRuns(ctx, c, sh.opts.Confirm-sh.need()+1)
 		if err != nil {
-			return confirmed{}, err
+			return best, false, err
 		}
-		dirs = append(dirs, ds)
-		cf := confirmed{c: c, count: Count{Violated: v.violated, Runs: v.runs, Of: n}}
-		if v.violated > 0 {
-			cf.dir = ds[0] // those that violated come first
+		short := ""
+		if cf.count.Violated < sh.need() {
+			short = fmt.Sprintf(", short of %d of %d", sh.need(), sh.opts.Confirm)
 		}
-		if v.violated >= need {
-			sh.logf("%s: %s runs violated %s", c.size(), cf.count, sh.o.prop)
-		} else {
-			sh.logf("%s: %s runs violated %s, short of %d of %d", c.size(), cf.count, sh.o.prop, need, n)
-		}
-		if i == len(s.chain)-1 {
+		sh.logf("%s: %s runs violated %s%s", c.size(), cf.count, sh.o.prop, short)
+		if i == len(chain)-1 && sh.bestCount.Runs == 0 {
 			sh.bestCount = cf.count
 		}
-		if rate := float64(v.violated) / float64(max(v.runs, 1)); best.c == nil || rate > bestRate {
-			best, bestRate, keep = cf, rate, len(dirs)-1
+		if rate := float64(cf.count.Violated) / float64(max(cf.count.Runs, 1)); best.c == nil || rate > bestRate {
+			removeAll(best.dirs)
+			best, bestRate = cf, rate
+		} else {
+			removeAll(cf.dirs)
 		}
-		if v.violated >= need {
-			break
-		}
-	}
-	for j, ds := range dirs {
-		if j == keep {
-			continue
-		}
-		for _, d := range ds {
-			if d != "" {
-				_ = os.RemoveAll(d)
-			}
+		if cf.count.Violated >= sh.need() {
+			return best, true, nil
 		}
 	}
-	return best, nil
+	return best, false, nil
+}
+
+// polish goes on shrinking from the confirmed candidate, with what the
+// coarse search does not try (shorter faults, sooner starts) besides:
+// the same search, but its replays one at a time and as many as the
+// confirming runs, every one of which must violate, so that what it
+// finds is as reliable as what it started from. Its chain starts with
+// from; ctx ending (Ctrl-C) or the budget stop it with what it has.
+func (sh *shrinker) polish(ctx context.Context, from confirmed, deadline time.Time) (*search, error) {
+	n := sh.opts.Confirm
+	p := &search{
+		k: n, slack: sh.s.slack, best: from.c, bestV: from.v, chain: []*candidate{from.c},
+		notes: map[string]note{}, cache: map[string]verdict{}, key: sh.s.key, logf: sh.logf,
+		name: "candidate (one at a time)",
+		accepted: func(c *candidate, _ verdict) error {
+			return sh.write(c, "The search goes on; this is the best found so far.")
+		},
+	}
+	p.test = func(ctx context.Context, c *candidate, _ bool) (verdict, error) {
+		cf, err := sh.confirmRuns(ctx, c, 1)
+		removeAll(cf.dirs)
+		return cf.v, err
+	}
+	if !deadline.IsZero() {
+		// Room for one more candidate and the fresh runs of the last.
+		p.fits = func() bool { return time.Until(deadline) > 2*sh.confirmWall(p.bestV.wall) }
+		if !p.fits() {
+			return p, nil
+		}
+	}
+	sh.logf("going on from %s with shorter and sooner faults too: a candidate now counts if %d of %d runs one at a time violate",
+		from.c.size(), n, n)
+	sh.p = p
+	err := p.run(ctx)
+	switch {
+	case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		sh.logf("interrupted after %d more candidates: %s", p.tried, p.best.size())
+	case errors.Is(err, errBudget) || errors.Is(err, context.DeadlineExceeded):
+		sh.res.BudgetSpent = true
+		sh.logf("the budget is spent after %d more candidates: %s", p.tried, p.best.size())
+	case err != nil:
+		return nil, err
+	default:
+		sh.logf("no smaller candidate after %d more: %s", p.tried, p.best.size())
+	}
+	return p, nil
 }
 
 // confirmWall is about how long the confirming runs of a candidate
@@ -423,6 +518,9 @@ func (sh *shrinker) description(c *candidate, status string) string {
 	if sh.s != nil {
 		tried = sh.s.tried
 	}
+	if sh.p != nil {
+		tried += sh.p.tried
+	}
 	paras := []string{
 		fmt.Sprintf("Shrunk by splitbrain shrink from the invalid run %s of %s against %s, seed %d, which violated %s: %s became %s.",
 			o.dir, o.sc.Name, o.sc.Lock.Kind, o.meta.Seed, o.prop, sh.res.From, c.size()),
@@ -458,16 +556,37 @@ func wrap(text string, width int) string {
 func (sh *shrinker) comments(c *candidate) map[string]string {
 	o := sh.o
 	m := map[string]string{}
-	notes := map[string]note{}
-	version := 0
-	if sh.s != nil {
-		notes, version = sh.s.notes, sh.s.version
-		if sh.version >= 0 {
-			version = sh.version
+	// The notes of the search that found c first, then those of the one
+	// before it; each worded against the place c, or the candidate the
+	// later search started from, has in its chain.
+	type source struct {
+		notes   map[string]note
+		version int
+	}
+	var sources []source
+	root := c
+	if sh.p != nil {
+		if v := slices.Index(sh.p.chain, c); v >= 0 {
+			sources = append(sources, source{sh.p.notes, v})
+			root = sh.p.chain[0]
 		}
 	}
+	if sh.s != nil {
+		if v := slices.Index(sh.s.chain, root); v >= 0 {
+			sources = append(sources, source{sh.s.notes, v})
+		}
+	}
+	lookup := func(key string) (note, int, bool) {
+		for _, src := range sources {
+			if n, ok := src.notes[key]; ok {
+				return n, src.version, true
+			}
+		}
+		return note{}, 0, false
+	}
+	has := func(key string) bool { _, _, ok := lookup(key); return ok }
 	why := func(key, kept string) string {
-		n, ok := notes[key]
+		n, version, ok := lookup(key)
 		if !ok {
 			return kept
 		}
@@ -486,7 +605,7 @@ func (sh *shrinker) comments(c *candidate) map[string]string {
 			why(noteFault(f.id), "not tried without it (the search stopped first)") + "."}
 		// A shorter fault tried on a later candidate is not this one's
 		// length: the note would not be about it.
-		if n, ok := notes[noteFor(f.id)]; ok && n.version <= version {
+		if n, version, ok := lookup(noteFor(f.id)); ok && n.version <= version {
 			lines = append(lines, "Shorter: "+why(noteFor(f.id), "")+".")
 		}
 		orig := o.faults[f.id]
@@ -497,9 +616,8 @@ func (sh *shrinker) comments(c *candidate) map[string]string {
 	for _, i := range groupStarts(c.faults) {
 		f := c.faults[i]
 		text := fmt.Sprintf("The next fault starts %v into the workload", f.at)
-		if n, ok := notes[noteWait(f.id)]; ok {
+		if has(noteWait(f.id)) {
 			text += "; sooner: " + why(noteWait(f.id), "") + "."
-			_ = n
 		} else {
 			text += "."
 		}
@@ -511,16 +629,16 @@ func (sh *shrinker) comments(c *candidate) map[string]string {
 		m[noteClients] += "; no fewer: exclusion takes two to break"
 	}
 	for _, name := range c.clients {
-		if _, ok := notes[noteClient(name)]; ok {
+		if has(noteClient(name)) {
 			m[noteClients] += fmt.Sprintf("; %s: %s", names[name], why(noteClient(name), ""))
 		}
 	}
 	m[noteKeys] = fmt.Sprintf("%d in the run", from.Keys)
-	if _, ok := notes[noteKeys]; ok {
+	if has(noteKeys) {
 		m[noteKeys] += "; " + why(noteKeys, "")
 	}
 	m[noteDuration] = fmt.Sprintf("%v in the run", from.Duration)
-	if _, ok := notes[noteDuration]; ok {
+	if has(noteDuration) {
 		m[noteDuration] += "; " + why(noteDuration, "")
 	}
 	return m
