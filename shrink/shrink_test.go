@@ -117,9 +117,21 @@ func TestShrinkReproduces(t *testing.T) {
 		!strings.Contains(string(src), "needed; without it") {
 		t.Errorf("the shrunk file lacks its expectation, description or reasons:\n%s", src)
 	}
-	again := run(t, shrunk, seed, t.TempDir(), cache)
-	if !invalidOn(again.Result, res.Property) {
-		t.Errorf("one more run of %s: %s is not violated (%s)", res.File, res.Property, again.Result.Reason)
+	// A shrunk story is as timing-bound as the run it came from: it
+	// reproduces at a rate (the shrink measured it), not every time —
+	// once in CI its confirming runs violated 3 of 3 and the next run not.
+	// Up to three more runs, one of which must violate.
+	var reasons []string
+	for range 3 {
+		again := run(t, shrunk, seed, t.TempDir(), cache)
+		if invalidOn(again.Result, res.Property) {
+			reasons = nil
+			break
+		}
+		reasons = append(reasons, again.Result.Reason)
+	}
+	if reasons != nil {
+		t.Errorf("three more runs of %s: %s violated in none (%s)", res.File, res.Property, strings.Join(reasons, "; "))
 	}
 
 	meta, err := results.ReadMeta(out.Dir)
