@@ -24,6 +24,10 @@ type verdict struct {
 	// of is, for runs one at a time (confirming), how many were planned;
 	// zero for replays side by side.
 	of int
+	// failed counts the replays whose harness failed; err is the first
+	// such failure.
+	failed int
+	err    error
 }
 
 // String says how many violated: "2 of 3 replays violated".

@@ -227,6 +227,11 @@ func (sh *shrinker) shrink(ctx context.Context) (*Result, error) {
 	case err != nil:
 		return nil, err
 	}
+	if v.violated == 0 && v.failed == v.runs {
+		// Not a violation that did not come back: the harness could not
+		// replay at all (no redis-server, no engine, a fault refused).
+		return nil, fmt.Errorf("every replay of the run's faults failed: %w", v.err)
+	}
 	res.Baseline = Count{Violated: v.violated, Runs: v.runs}
 	sh.logf("the run's %d faults as explicit steps: %s %s", len(base.faults), v, o.prop)
 	if v.violated == 0 {

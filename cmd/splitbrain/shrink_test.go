@@ -92,6 +92,20 @@ steps:
 	if _, err := os.Stat(filepath.Join(validDir, "shrink", "calm-shrunk.yaml")); !os.IsNotExist(err) {
 		t.Errorf("a valid run got a shrunk file: %v", err)
 	}
+
+	// Without redis-server nothing could be replayed: said at once, as
+	// run says it, rather than as a violation that did not come back.
+	cmd := e.command(t.Context(), "shrink", validDir)
+	cmd.Env = append(cmd.Env, "PATH="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	_ = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 255 || !strings.Contains(stderr.String(), "redis-server not found in PATH") {
+		t.Errorf("shrink without redis-server: exit %d, stderr %q; want 255 saying what to install", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(validDir, "shrink")); !os.IsNotExist(err) {
+		t.Errorf("shrink without redis-server made its folder: %v", err)
+	}
 }
 
 // run --shrink shrinks the play it found invalid and prints where the
