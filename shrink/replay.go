@@ -37,6 +37,9 @@ type replay struct {
 	violated bool
 	at       time.Duration // see verdict.at
 	dir      string
+	// err is the harness's failure in this replay, if any (a fault that
+	// could not be injected, a backend that would not start).
+	err error
 }
 
 // test replays c k times, side by side (at most par at once); with early
@@ -67,6 +70,12 @@ func tally(rs []replay, wall time.Duration) verdict {
 		if p.violated {
 			v.violated++
 			v.at = max(v.at, p.at)
+		}
+		if p.err != nil {
+			v.failed++
+			if v.err == nil {
+				v.err = p.err
+			}
 		}
 	}
 	return v
@@ -171,6 +180,9 @@ func (r *replayer) one(ctx context.Context, c *candidate, sc *scenarios.Scenario
 		return replay{}, fmt.Errorf("a replay made no run: %w", err)
 	}
 	p := replay{dir: out.Dir, at: -1}
+	if ctx.Err() == nil {
+		p.err = err
+	}
 	if err != nil && r.logf != nil && ctx.Err() == nil {
 		msg := err.Error()
 		if len(msg) > 200 {

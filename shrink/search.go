@@ -24,6 +24,10 @@ type verdict struct {
 	// of is, for runs one at a time (confirming), how many were planned;
 	// zero for replays side by side.
 	of int
+	// failed counts the replays whose harness failed; err is the first
+	// such failure.
+	failed int
+	err    error
 }
 
 // String says how many violated: "2 of 3 replays violated".
@@ -147,7 +151,9 @@ func (s *search) run(ctx context.Context) error {
 	// quorum's votes as three can).
 	phases := []func(context.Context) (bool, error){s.trim, s.dropClients, s.ddmin, s.dropKeys, s.shorten}
 	if !s.coarse {
-		phases = append(phases, s.shortenFaults, s.startEarlier)
+		// Sooner first: faults that start sooner let the workload end
+		// sooner, and every later candidate run faster.
+		phases = []func(context.Context) (bool, error){s.trim, s.dropClients, s.ddmin, s.dropKeys, s.startEarlier, s.shorten, s.shortenFaults}
 	}
 	for {
 		progress := false

@@ -227,6 +227,11 @@ func (sh *shrinker) shrink(ctx context.Context) (*Result, error) {
 	case err != nil:
 		return nil, err
 	}
+	if v.violated == 0 && v.failed == v.runs {
+		// Not a violation that did not come back: the harness could not
+		// replay at all (no redis-server, no engine, a fault refused).
+		return nil, fmt.Errorf("every replay of the run's faults failed: %w", v.err)
+	}
 	res.Baseline = Count{Violated: v.violated, Runs: v.runs}
 	sh.logf("the run's %d faults as explicit steps: %s %s", len(base.faults), v, o.prop)
 	if v.violated == 0 {
@@ -321,6 +326,9 @@ func (sh *shrinker) shrink(ctx context.Context) (*Result, error) {
 				removeAll(chosen.dirs)
 				story += fmt.Sprintf(" From %s the search went on with runs one at a time, a candidate counting only if all %d violated, and found this one (%d more tried).",
 					chosen.c.size(), opts.Confirm, p.tried)
+				if final.c != p.best {
+					story += fmt.Sprintf(" (The smallest it found, %s, violated in %s further runs only.)", p.best.size(), sh.bestCount)
+				}
 				chosen = final
 			default:
 				removeAll(final.dirs)
@@ -419,7 +427,7 @@ func (sh *shrinker) confirm(ctx context.Context, chain []*candidate, wall time.D
 			short = fmt.Sprintf(", short of %d of %d", sh.need(), sh.opts.Confirm)
 		}
 		sh.logf("%s: %s runs violated %s%s", c.size(), cf.count, sh.o.prop, short)
-		if i == len(chain)-1 && sh.bestCount.Runs == 0 {
+		if i == len(chain)-1 {
 			sh.bestCount = cf.count
 		}
 		if rate := float64(cf.count.Violated) / float64(max(cf.count.Runs, 1)); best.c == nil || rate > bestRate {

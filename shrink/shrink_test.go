@@ -30,24 +30,29 @@ steps:
   - random: {faults: [pause, client-pause], targets: [one], interval: 400ms, duration: 350ms..390ms, for: 1600ms}
 `
 
-// violatingSeed is the first seed whose schedule pauses a client before
-// its write (longer than the lease, as every drawn pause is) among at
-// least two other faults: a run of it loses an update.
-func violatingSeed(t *testing.T, sc *scenarios.Scenario) (int64, int) {
+// violatingSeeds are the first seeds whose schedule pauses a client
+// before its write (longer than the lease, as every drawn pause is) among
+// at least two other faults: a run of one loses an update, unless the
+// machine is so loaded that the client does not get there in time.
+func violatingSeeds(t *testing.T, sc *scenarios.Scenario, n int) (seeds []int64, faults int) {
 	t.Helper()
-	for seed := int64(1); seed < 200; seed++ {
-		faults, _, err := sc.Unroll(seed)
+	for seed := int64(1); seed < 500 && len(seeds) < n; seed++ {
+		fs, _, err := sc.Unroll(seed)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range faults {
-			if f.Step.Kind == scenarios.StepPause && f.Step.Point == "before-write" && len(faults) >= 3 {
-				return seed, len(faults)
+		for _, f := range fs {
+			if f.Step.Kind == scenarios.StepPause && f.Step.Point == "before-write" && len(fs) >= 3 {
+				seeds = append(seeds, seed)
+				faults = len(fs)
+				break
 			}
 		}
 	}
-	t.Fatal("no seed below 200 pauses a client before its write")
-	return 0, 0
+	if len(seeds) < n {
+		t.Fatalf("only %d seeds below 500 pause a client before its write", len(seeds))
+	}
+	return seeds, faults
 }
 
 func run(t *testing.T, sc *scenarios.Scenario, seed int64, store, cache string) *scenarios.Outcome {
@@ -78,12 +83,25 @@ func TestShrinkReproduces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed, nfaults := violatingSeed(t, sc)
+	seeds, _ := violatingSeeds(t, sc, 4)
 	store, cache := t.TempDir(), t.TempDir()
-	out := run(t, sc, seed, store, cache)
-	if out.Result.Verdict != checker.Invalid {
-		t.Fatalf("seed %d: the run to shrink is %s (%s), want invalid: a client paused before its write past its lease", seed, out.Result.Verdict, out.Result.Reason)
+	var out *scenarios.Outcome
+	var seed int64
+	for _, seed = range seeds {
+		out = run(t, sc, seed, store, cache)
+		if out.Result.Verdict == checker.Invalid {
+			break
+		}
+		t.Logf("seed %d: the run is %s (%s); the next seed", seed, out.Result.Verdict, out.Result.Reason)
 	}
+	if out.Result.Verdict != checker.Invalid {
+		t.Fatalf("seeds %v: no run came out invalid; a client paused before its write past its lease should lose an update", seeds)
+	}
+	faults, _, err := sc.Unroll(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nfaults := len(faults)
 	var progress strings.Builder
 	res, err := shrink.Shrink(context.Background(), out.Dir, shrink.Options{
 		Replays: 2, Confirm: 3, Parallel: 3, Budget: 2 * time.Minute, CacheDir: cache, Progress: &progress,
@@ -117,21 +135,19 @@ func TestShrinkReproduces(t *testing.T) {
 		!strings.Contains(string(src), "needed; without it") {
 		t.Errorf("the shrunk file lacks its expectation, description or reasons:\n%s", src)
 	}
-	// A shrunk story is as timing-bound as the run it came from: it
-	// reproduces at a rate (the shrink measured it), not every time —
-	// once in CI its confirming runs violated 3 of 3 and the next run not.
-	// Up to three more runs, one of which must violate.
-	var reasons []string
-	for range 3 {
+	// Once more, outside the shrink: up to three runs, as a loaded
+	// machine may keep the paused client from its write once.
+	violated := 0
+	for i := 0; i < 3 && violated == 0; i++ {
 		again := run(t, shrunk, seed, t.TempDir(), cache)
 		if invalidOn(again.Result, res.Property) {
-			reasons = nil
-			break
+			violated++
+		} else {
+			t.Logf("run %d of %s: %s", i+1, res.File, again.Result.Reason)
 		}
-		reasons = append(reasons, again.Result.Reason)
 	}
-	if reasons != nil {
-		t.Errorf("three more runs of %s: %s violated in none (%s)", res.File, res.Property, strings.Join(reasons, "; "))
+	if violated == 0 {
+		t.Errorf("three more runs of %s: %s was not violated in any", res.File, res.Property)
 	}
 
 	meta, err := results.ReadMeta(out.Dir)

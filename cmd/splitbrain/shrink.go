@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"splitbrain/checker"
+	"splitbrain/results"
 	"splitbrain/scenarios"
 	"splitbrain/shrink"
 )
@@ -137,6 +139,14 @@ func (f shrinkFlags) check() error {
 // runShrink shrinks the run in dir and returns the exit code its outcome
 // calls for; the error, with that code, says why nothing could be done.
 func runShrink(ctx context.Context, dir string, f shrinkFlags, progress io.Writer) (*shrink.Result, int, error) {
+	// Replays need what the run needed: without it every replay would
+	// fail, which is not a violation that did not come back.
+	if meta, err := results.ReadMeta(dir); err == nil {
+		backend := cmp.Or(f.backend, meta.Backend, scenarios.BackendLocal)
+		if err := backendReady(ctx, backend); err != nil {
+			return nil, exitInternal, err
+		}
+	}
 	res, err := shrink.Shrink(ctx, dir, shrink.Options{
 		Replays: f.replays, Confirm: f.confirm, MinRate: f.minRate, Parallel: f.parallel, Budget: f.budget,
 		Backend: f.backend, Progress: progress,
