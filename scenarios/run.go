@@ -241,8 +241,14 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		r.conns = append(r.conns, c)
 		// Connect now, so that the first lock attempt measures the lock,
 		// not the connection handshake, against its per-node timeout.
+		// The clients' options fail a command at its first timeout (1 s),
+		// as the lock wants; setting up is not the lock's business, and on
+		// a machine busy compiling one dial can take longer: try again
+		// for up to 10 s.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = c.Ping(ctx).Err()
+		for err = c.Ping(ctx).Err(); err != nil && ctx.Err() == nil; err = c.Ping(ctx).Err() {
+			workload.Sleep(ctx, 50*time.Millisecond)
+		}
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("client %s: connecting to %s: %w", client, ep.Name, err)
