@@ -253,7 +253,7 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 	res.Counter, res.Bank, res.Set, res.Fencing = rc.counter, rc.bank, rc.set, rc.fencing
 	a.notes = append(a.notes, rc.notes...)
 
-	guarded := rc.fencing != nil
+	guarded := rc.fencing != nil && rc.fencing.StorageFences
 	res.Properties = []Property{
 		{PropLeaseLock, p1.res.Verdict, p1.res.Reason, true},
 		{PropCriticalSection, p2.res.Verdict, p2.res.Reason, !guarded},

@@ -21,6 +21,12 @@ type FencingResult struct {
 	// Untokened counts applied writes without a token among tokened ones.
 	Untokened  int                `json:"untokened,omitempty"`
 	Violations []FencingViolation `json:"violations,omitempty"`
+	// StorageFences says whether the storage checked the tokens: its
+	// initial write says so, or it rejected a write. Only then does the
+	// check decide the verdict; a storage that does not fence applies
+	// tokened writes in any order, and the check then only tells whether
+	// a fencing storage would have refused one of them.
+	StorageFences bool `json:"storage_fences"`
 }
 
 // FencingViolation is an applied write whose token did not exceed that of
@@ -61,11 +67,15 @@ func checkFencing(a *analysis, rs []*resource) *FencingResult {
 				prev = w
 			}
 		}
+		if r.init != nil && r.init.ev.Fencing {
+			res.StorageFences = true
+		}
 		for _, w := range r.writes {
 			if w.typ != history.Fail || w.ev.Token == nil {
 				continue
 			}
 			tokened = true
+			res.StorageFences = true
 			res.Rejected++
 			if len(res.RejectedWrites) < MaxViolations {
 				res.RejectedWrites = append(res.RejectedWrites, a.writeRef(w))
@@ -76,9 +86,20 @@ func checkFencing(a *analysis, rs []*resource) *FencingResult {
 		return nil
 	}
 	switch {
+	case len(res.Violations) > 0 && !res.StorageFences:
+		// Out of order at a storage that does not check: the writes' own
+		// harm, if any, is the resource checks' to find. The tokens went
+		// backwards (a lock that lost its counter) or a stale writer came
+		// late; a fencing storage would have refused the later write.
+		res.Verdict = Invalid
+		res.Reason = fmt.Sprintf("the storage does not fence, so this does not decide: %d write(s) applied out of token order, which a fencing storage would have refused: %s",
+			len(res.Violations), res.Violations[0].Text)
 	case len(res.Violations) > 0:
 		res.Verdict = Invalid
 		res.Reason = fmt.Sprintf("%d stale token(s) accepted: %s", len(res.Violations), res.Violations[0].Text)
+	case !res.StorageFences:
+		res.Verdict = Valid
+		res.Reason = fmt.Sprintf("the storage does not fence; it applied %d tokened write(s) in increasing token order", res.Accepted)
 	default:
 		res.Verdict = Valid
 		res.Reason = fmt.Sprintf("the storage accepted %d tokened write(s) in increasing token order and rejected %d stale one(s)",

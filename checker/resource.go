@@ -269,7 +269,7 @@ func (rc resourceChecks) properties() []Property {
 		out = append(out, Property{PropSet, rc.set.Verdict, rc.set.Reason, true})
 	}
 	if rc.fencing != nil {
-		out = append(out, Property{PropFencing, rc.fencing.Verdict, rc.fencing.Reason, true})
+		out = append(out, Property{PropFencing, rc.fencing.Verdict, rc.fencing.Reason, rc.fencing.StorageFences})
 	}
 	return out
 }

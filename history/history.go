@@ -104,6 +104,12 @@ type Event struct {
 	// reached), by name.
 	Nodes []string `json:"nodes,omitempty"`
 	Err   string   `json:"err,omitempty"`
+	// Fencing is, on the invoke of the harness's initial write of a
+	// resource, whether the storage rejects writes with stale tokens.
+	// Tokens reach the storage with every write of a lock that hands them
+	// out, checked or not: only a storage that checks them is guarded by
+	// them.
+	Fencing bool `json:"fencing,omitempty"`
 }
 
 // Fault phases: a fault starts and later stops (is healed).

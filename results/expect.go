@@ -34,7 +34,9 @@ func AnswersOf(res checker.Result) Answers {
 		case checker.PropLeaseLock:
 			a.Lock = p.Verdict
 		case checker.PropCounter, checker.PropBank, checker.PropSet, checker.PropFencing:
-			a.Resource = worse(a.Resource, p.Verdict)
+			if p.Decides {
+				a.Resource = worse(a.Resource, p.Verdict)
+			}
 		}
 	}
 	return a

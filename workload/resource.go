@@ -121,6 +121,7 @@ func (c *Client) write(ctx context.Context, st *Storage, f history.Func, key str
 		named(e)
 		e.Value = history.MustValue(value)
 		e.Token = token
+		e.Fencing = c.name == history.ProcessInit && st.Fencing()
 	})
 	seq, err := do(token)
 	var rej *RejectedError

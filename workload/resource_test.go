@@ -270,6 +270,9 @@ func TestPauseInCriticalSectionRealRun(t *testing.T) {
 					if res.Fencing == nil || res.Fencing.Rejected != 1 || res.Fencing.Verdict != checker.Valid {
 						t.Errorf("fencing = %+v", res.Fencing)
 					}
+					if !events[0].Fencing || events[0].Process != history.ProcessInit {
+						t.Errorf("the initial write does not say the storage fences: %+v", events[0])
+					}
 				}
 				t.Logf("%s: %s", res.Verdict, res.Reason)
 			})
