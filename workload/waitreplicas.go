@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -149,6 +152,14 @@ func (w *WaitReplicas) connected(ctx context.Context) (int, error) {
 		return n, nil
 	}
 	info, err := w.c.Info(ctx, "replication").Result()
+	if err != nil && connLost(err) && ctx.Err() == nil {
+		// Once more on a fresh connection, as Redisson (retryAttempts 3)
+		// does: after a failover Sentinel kills the new master's client
+		// connections, and the pool hands out one of them first. INFO
+		// changes nothing, so asking again is harmless; the lock script
+		// itself is never retried.
+		info, err = w.c.Info(ctx, "replication").Result()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("wait-replicas: INFO replication: %w", err)
 	}
@@ -401,4 +412,12 @@ func (w *WaitReplicas) watch(key string, d *watchdog) {
 		}
 		timer.Reset(ttl / 3)
 	}
+}
+
+// connLost reports whether err is a connection the server or the network
+// closed under the command, rather than the server's answer.
+func connLost(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) && !ne.Timeout()
 }
