@@ -17,14 +17,15 @@
 //   - bank: the total is conserved and no balance goes negative, in exact
 //     decimals; the first transfer that broke it named.
 //   - set: every acknowledged add is in the final read.
-//   - fencing: the tokens the storage accepted strictly increase.
+//   - fencing: the tokens the storage accepted strictly increase (deciding
+//     only where the storage checks them).
 //
-// P1 always decides the verdict. Where the resource's writes carried fencing
-// tokens, the resource checks decide and P2 explains (a fenced resource stays
+// P1 always decides the verdict. Where the storage checked fencing tokens,
+// the resource checks decide and P2 explains (a fenced resource stays
 // correct though critical sections overlap: that is what fencing is for);
-// where they did not, the lock is the resource's only guard and P2 decides
-// too: overlapping critical sections are a violation even when the timing
-// happened to lose no update.
+// where it did not — no tokens, or tokens the storage ignores — the lock is
+// the resource's only guard and P2 decides too: overlapping critical
+// sections are a violation even when the timing happened to lose no update.
 package checker
 
 import (

@@ -455,6 +455,11 @@ func TestFencing(t *testing.T) {
 				if p.Name == PropFencing && p.Decides != tc.decides {
 					t.Errorf("fencing decides %v, want %v", p.Decides, tc.decides)
 				}
+				// The lock guards the resource alone unless the storage
+				// fences: then P2 decides too.
+				if p.Name == PropCriticalSection && p.Decides == tc.decides {
+					t.Errorf("P2 decides %v, want %v", p.Decides, !tc.decides)
+				}
 			}
 			if res.Counter.Verdict != Valid {
 				t.Errorf("counter %s: the updates themselves were serial", res.Counter.Verdict)
