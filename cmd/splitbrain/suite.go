@@ -21,10 +21,11 @@ import (
 // defaultParallel is how many plays a suite runs side by side unless
 // --parallel says otherwise. Plays mostly wait — on TTLs, on faults, on
 // think times — so two per core keep verdicts while the suite takes a
-// fraction of the time: on the project's 2-core machine, busy with other
-// work (load average 11–13), the dense suite took 2m25s at 4 and 1m22s at
-// 8 with the same verdicts, but 10 runs of the scripted stories at 4 saw
-// two of 530 plays stretched past their timing (README).
+// fraction of the time. On the project's 2-core machine the dense suite
+// took 3m8s at 4, 1m40s at 8 and 1m20s at 12, all as expected; but 10 runs
+// of the scripted stories at 8 missed 15 of 720 plays while the machine
+// also compiled, against 1 of 720 at 4 (README). A busy machine stretches
+// the stories' timing: more is the user's choice, not the default.
 func defaultParallel() int {
 	return min(max(2*runtime.NumCPU(), 1), 4)
 }
