@@ -60,7 +60,7 @@ func addrs(cl *cluster.Local) []string {
 var zooKeeperOps = ensembleOps{
 	kind: cluster.ZooKeeper,
 	put: func(ctx context.Context, cl *cluster.Local, key, val string) error {
-		c, _, err := cluster.DialZooKeeper(ctx, addrs(cl), 5*time.Second, cl.Password(), nil)
+		c, _, err := cluster.DialZooKeeper(ctx, addrs(cl), 5*time.Second, cl.Password(), nil, nil)
 		if err != nil {
 			return err
 		}
@@ -69,7 +69,7 @@ var zooKeeperOps = ensembleOps{
 		return err
 	},
 	readFrom: func(ctx context.Context, cl *cluster.Local, n *cluster.Process, key string) (string, error) {
-		c, _, err := cluster.DialZooKeeper(ctx, []string{n.Addr()}, 5*time.Second, cl.Password(), nil)
+		c, _, err := cluster.DialZooKeeper(ctx, []string{n.Addr()}, 5*time.Second, cl.Password(), nil, nil)
 		if err != nil {
 			return "", err
 		}

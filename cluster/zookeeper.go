@@ -194,9 +194,13 @@ func ZooKeeperACL(password string) []zk.ACL {
 // DialZooKeeper connects to servers (each a host:port, a proxy's or a
 // server's) with a session of sessionTimeout, authenticated as the run's
 // digest identity, and waits until the session is established. onEvent,
-// if not nil, is told every session event as it happens.
-func DialZooKeeper(ctx context.Context, servers []string, sessionTimeout time.Duration, password string, onEvent zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
-	conn, events, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(quietZK{}), zk.WithEventCallback(func(e zk.Event) {
+// if not nil, is told every session event as it happens; dial, if not
+// nil, makes the client's connections.
+func DialZooKeeper(ctx context.Context, servers []string, sessionTimeout time.Duration, password string, onEvent zk.EventCallback, dial zk.Dialer) (*zk.Conn, <-chan zk.Event, error) {
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	conn, events, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(quietZK{}), zk.WithDialer(dial), zk.WithEventCallback(func(e zk.Event) {
 		if onEvent != nil {
 			onEvent(e)
 		}
@@ -231,7 +235,7 @@ func (quietZK) Printf(string, ...any) {}
 func secureZooKeeper(ctx context.Context, addrs []string, password string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, _, err := DialZooKeeper(ctx, addrs, 10*time.Second, password, nil)
+	conn, _, err := DialZooKeeper(ctx, addrs, 10*time.Second, password, nil, nil)
 	if err != nil {
 		return err
 	}
