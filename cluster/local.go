@@ -77,9 +77,44 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	// An ensemble's ports are reserved before its members start, so
+	// another process can take one meanwhile (a connection's local port
+	// on a busy machine): then the whole ensemble starts again on fresh
+	// ports, since every member knows every other's.
+	for try := 1; ; try++ {
+		err := c.startNodes(ctx)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPortTaken) || cfg.Kind.PeerPorts == 0 || try == ensembleTries {
+			return nil, err
+		}
+		cfg.Logf("local: a port of the %s ensemble was taken before its member bound it; starting it again on fresh ports: %v", cfg.Kind.Name, firstLineOf(err))
+		if err := c.discardNodes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if k := cfg.Kind; k.Secure != nil {
+		var addrs []string
+		for _, n := range c.nodes {
+			addrs = append(addrs, n.Addr())
+		}
+		if err := k.Secure(ctx, addrs, c.password); err != nil {
+			return nil, fmt.Errorf("cluster: %s: turning on access control: %w", k.Name, err)
+		}
+	}
+	return c, nil
+}
+
+// ensembleTries bounds the starts of an ensemble whose ports were taken.
+const ensembleTries = 3
+
+// startNodes makes the lock's nodes and starts them side by side.
+func (c *Local) startNodes(ctx context.Context) error {
+	cfg := c.cfg
 	members, routes, err := reserveEnsemble(cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i := 1; i <= cfg.Nodes; i++ {
 		name := NodeName(i)
@@ -89,7 +124,7 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 		}
 		n, err := c.newProcess(spec)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if members != nil {
 			n.member, n.ensemble = &members[i-1], members
@@ -102,19 +137,23 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 		wg.Go(func() { errs[i] = n.Start(ctx) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	return errors.Join(errs...)
+}
+
+// discardNodes stops the lock's nodes and removes their state, for a
+// start again from scratch.
+func (c *Local) discardNodes(ctx context.Context) error {
+	var errs []error
+	for _, n := range c.nodes {
+		errs = append(errs, n.close(ctx), os.RemoveAll(n.stateDir))
 	}
-	if k := cfg.Kind; k.Secure != nil {
-		var addrs []string
-		for _, n := range c.nodes {
-			addrs = append(addrs, n.Addr())
-		}
-		if err := k.Secure(ctx, addrs, c.password); err != nil {
-			return nil, fmt.Errorf("cluster: %s: turning on access control: %w", k.Name, err)
-		}
-	}
-	return c, nil
+	c.nodes = nil
+	return errors.Join(errs...)
+}
+
+func firstLineOf(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }
 
 // reserveEnsemble reserves the ports of an ensemble's members (nil for a
@@ -407,7 +446,9 @@ func (n *Process) spawn(ctx context.Context) error {
 	if err := n.waitReady(ctx, p); err != nil {
 		_ = n.killLocked(context.WithoutCancel(ctx))
 		tail := logTail(n.logPath, logStart)
-		if strings.Contains(tail, "Address already in use") {
+		// Redis and Java say "Address already in use", Go "address
+		// already in use".
+		if strings.Contains(strings.ToLower(tail), "address already in use") {
 			err = fmt.Errorf("%w: %w", errPortTaken, err)
 		}
 		return fmt.Errorf("node %s: %w\n%s", n.Name(), err, tail)

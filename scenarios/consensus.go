@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"splitbrain/cluster"
+	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/workload"
 )
@@ -172,7 +174,7 @@ func (r *runner) consensusConfig(cfg *cluster.Config) error {
 					if i > 0 {
 						name += electionSuffix
 					}
-					via, err := r.net.AddLink(a.Name, nemesis.Endpoint{Name: name, Addr: b.PeerAddr(i)})
+					via, err := r.peerLink(a.Name, name, b.PeerAddr(i))
 					if err != nil {
 						return nil, err
 					}
@@ -183,6 +185,23 @@ func (r *runner) consensusConfig(cfg *cluster.Config) error {
 		return routes, nil
 	}
 	return nil
+}
+
+// peerLink is the proxy from member a to b's peer port at addr: made, or,
+// when the backend starts the ensemble again on fresh ports, pointed at
+// the new one.
+func (r *runner) peerLink(a, b, addr string) (string, error) {
+	via, err := r.net.Addr(a, b)
+	var unknown *nemesis.UnknownLinkError
+	if errors.As(err, &unknown) {
+		return r.net.AddLink(a, nemesis.Endpoint{Name: b, Addr: addr})
+	}
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return via, r.net.Retarget(ctx, history.Link{Client: a, Node: b}, addr)
 }
 
 // addClientLinks puts a proxy on every client↔node link of a net made
