@@ -60,6 +60,14 @@ type Config struct {
 	// Logf, if set, is told what the backend did besides starting the
 	// nodes: leftovers of crashed runs it removed, the image it runs.
 	Logf func(format string, args ...any)
+	// PeerRoutes, for a kind of ensemble (Kind.PeerPorts > 0), is called
+	// once every member's ports are reserved and before any member
+	// starts: it returns each member's routes by name (a peer's address →
+	// the proxy that member dials instead; see Process.SetRoutes), so
+	// that the links between members go through the nemesis's proxies
+	// from their first connection on. Nil: members dial each other
+	// directly.
+	PeerRoutes func(members []Member) (map[string]map[string]string, error)
 }
 
 var runIDPattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,47}$`)
@@ -91,6 +99,11 @@ func (cfg Config) Resolve() (Config, error) {
 		}
 		if i, err := strconv.Atoi(strings.TrimPrefix(name, "n")); err != nil || !strings.HasPrefix(name, "n") || i < 1 || i > cfg.Nodes {
 			return cfg, fmt.Errorf("cluster: persistence given for node %q; this cluster has n1..n%d", name, cfg.Nodes)
+		}
+	}
+	if k.Requires != nil {
+		if err := k.Requires(); err != nil {
+			return cfg, err
 		}
 	}
 	if cfg.Binary == "" {

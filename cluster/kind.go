@@ -3,8 +3,11 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Kind describes a kind of server — Redis now; Sentinel, ZooKeeper and etcd
@@ -45,7 +48,45 @@ type Kind struct {
 	// Faults are the faults the kind supports; every other one is refused
 	// with an *UnsupportedError.
 	Faults []Fault
+	// PeerPorts is how many ports each member of an ensemble listens on
+	// for its peers (ZooKeeper: quorum and election; etcd: one); zero for
+	// a kind whose servers are independent (Redis). The members of an
+	// ensemble must know each other's ports before any starts, so the
+	// backend reserves them all first (see Member).
+	PeerPorts int
+	// Requires, if set, says what else the kind needs besides Binary
+	// (ZooKeeper: its jar), as an error that says how to install it.
+	Requires func() error
+	// Files renders files the server needs in its data folder at every
+	// start (ZooKeeper's myid), by name: written again after a wipe.
+	Files func(ServerConfig) map[string]string
+	// ReadyTimeout bounds a start's wait for the server to be ready;
+	// zero means 10 s. A JVM on a loaded machine needs longer.
+	ReadyTimeout time.Duration
+	// Secure, if set, runs once after the first start of every node with
+	// the nodes' addresses: it turns on the kind's access control with
+	// the run's password where the server has none in its config (etcd's
+	// users, ZooKeeper's ACLs).
+	Secure func(ctx context.Context, addrs []string, password string) error
 }
+
+// Member is one member of an ensemble as its peers know it.
+type Member struct {
+	Name string
+	// ID is the member's number in the ensemble, from 1 (ZooKeeper's myid).
+	ID   int
+	Port int // the client port
+	// PeerPorts are the ports the member's peers dial (Kind.PeerPorts).
+	PeerPorts []int
+}
+
+// Addr is the member's client address on loopback.
+func (m Member) Addr() string { return loopback(m.Port) }
+
+// PeerAddr is the address of the member's i-th peer port.
+func (m Member) PeerAddr(i int) string { return loopback(m.PeerPorts[i]) }
+
+func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
 // ServerConfig is what a backend knows of a node when it writes its config.
 type ServerConfig struct {
@@ -68,6 +109,10 @@ type ServerConfig struct {
 	Debug bool
 	// Sentinel is what a sentinel watches; nil for other kinds.
 	Sentinel *SentinelConfig
+	// Member is this node in its ensemble and Ensemble every member, the
+	// node included, in order; nil for a kind without peers.
+	Member   *Member
+	Ensemble []Member
 }
 
 // Conn is the harness's own connection to a node.

@@ -77,11 +77,57 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	// An ensemble's ports are reserved before its members start, so
+	// another process can take one meanwhile (a connection's local port
+	// on a busy machine): then the whole ensemble starts again on fresh
+	// ports, since every member knows every other's.
+	for try := 1; ; try++ {
+		err := c.startNodes(ctx)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPortTaken) || cfg.Kind.PeerPorts == 0 || try == ensembleTries {
+			return nil, err
+		}
+		cfg.Logf("local: a port of the %s ensemble was taken before its member bound it; starting it again on fresh ports: %v", cfg.Kind.Name, firstLineOf(err))
+		if err := c.discardNodes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if k := cfg.Kind; k.Secure != nil {
+		var addrs []string
+		for _, n := range c.nodes {
+			addrs = append(addrs, n.Addr())
+		}
+		if err := k.Secure(ctx, addrs, c.password); err != nil {
+			return nil, fmt.Errorf("cluster: %s: turning on access control: %w", k.Name, err)
+		}
+	}
+	return c, nil
+}
+
+// ensembleTries bounds the starts of an ensemble whose ports were taken.
+const ensembleTries = 3
+
+// startNodes makes the lock's nodes and starts them side by side.
+func (c *Local) startNodes(ctx context.Context) error {
+	cfg := c.cfg
+	members, routes, err := reserveEnsemble(cfg)
+	if err != nil {
+		return err
+	}
 	for i := 1; i <= cfg.Nodes; i++ {
 		name := NodeName(i)
-		n, err := c.newProcess(NodeSpec{Name: name, Persistence: cfg.PersistenceOf(name)})
+		spec := NodeSpec{Name: name, Persistence: cfg.PersistenceOf(name), Routes: routes[name]}
+		if members != nil {
+			spec.Port = members[i-1].Port
+		}
+		n, err := c.newProcess(spec)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		if members != nil {
+			n.member, n.ensemble = &members[i-1], members
 		}
 		c.nodes = append(c.nodes, n)
 	}
@@ -91,10 +137,50 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 		wg.Go(func() { errs[i] = n.Start(ctx) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	return errors.Join(errs...)
+}
+
+// discardNodes stops the lock's nodes and removes their state, for a
+// start again from scratch.
+func (c *Local) discardNodes(ctx context.Context) error {
+	var errs []error
+	for _, n := range c.nodes {
+		errs = append(errs, n.close(ctx), os.RemoveAll(n.stateDir))
 	}
-	return c, nil
+	c.nodes = nil
+	return errors.Join(errs...)
+}
+
+func firstLineOf(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+// reserveEnsemble reserves the ports of an ensemble's members (nil for a
+// kind without peers) and asks cfg.PeerRoutes for their routes.
+func reserveEnsemble(cfg Config) ([]Member, map[string]map[string]string, error) {
+	k := cfg.Kind
+	if k.PeerPorts == 0 {
+		return nil, nil, nil
+	}
+	per := 1 + k.PeerPorts
+	ports, err := ReserveSentinelPorts(cfg.Nodes * per)
+	if err != nil {
+		return nil, nil, err
+	}
+	members := make([]Member, cfg.Nodes)
+	for i := range members {
+		p := ports[i*per : (i+1)*per]
+		members[i] = Member{Name: NodeName(i + 1), ID: i + 1, Port: p[0], PeerPorts: p[1:]}
+	}
+	if cfg.PeerRoutes == nil {
+		return members, nil, nil
+	}
+	routes, err := cfg.PeerRoutes(members)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: routes between the %s members: %w", k.Name, err)
+	}
+	return members, routes, nil
 }
 
 func (c *Local) newProcess(spec NodeSpec) (*Process, error) {
@@ -209,6 +295,10 @@ type Process struct {
 	proc     *process
 	persist  Persistence
 	paused   bool
+	// member and ensemble place the node among its peers; nil for a
+	// kind without peers.
+	member   *Member
+	ensemble []Member
 }
 
 var _ interface {
@@ -312,6 +402,13 @@ func (n *Process) spawn(ctx context.Context) error {
 	}
 	defer logf.Close()
 	logStart, _ := logf.Seek(0, 2)
+	if k.Files != nil {
+		for name, body := range k.Files(n.serverConfig()) {
+			if err := os.WriteFile(filepath.Join(n.dataDir, name), []byte(body), 0o600); err != nil {
+				return fmt.Errorf("node %s: %w", n.Name(), err)
+			}
+		}
+	}
 
 	cmd := exec.Command(n.binary, k.Args(conf)...)
 	cmd.Dir = n.dataDir
@@ -349,7 +446,9 @@ func (n *Process) spawn(ctx context.Context) error {
 	if err := n.waitReady(ctx, p); err != nil {
 		_ = n.killLocked(context.WithoutCancel(ctx))
 		tail := logTail(n.logPath, logStart)
-		if strings.Contains(tail, "Address already in use") {
+		// Redis and Java say "Address already in use", Go "address
+		// already in use".
+		if strings.Contains(strings.ToLower(tail), "address already in use") {
 			err = fmt.Errorf("%w: %w", errPortTaken, err)
 		}
 		return fmt.Errorf("node %s: %w\n%s", n.Name(), err, tail)
@@ -358,7 +457,11 @@ func (n *Process) spawn(ctx context.Context) error {
 }
 
 func (n *Process) waitReady(ctx context.Context, p *process) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	timeout := n.Kind().ReadyTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -388,12 +491,14 @@ func (n *Process) waitReady(ctx context.Context, p *process) error {
 	}
 }
 
-func (n *Process) config() string {
-	return n.Kind().Config(ServerConfig{
+func (n *Process) config() string { return n.Kind().Config(n.serverConfig()) }
+
+func (n *Process) serverConfig() ServerConfig {
+	return ServerConfig{
 		Port: n.port, Bind: "127.0.0.1", Password: n.cluster.password, DataDir: n.dataDir,
 		LogFile: n.logPath, Persistence: n.persist, ReplicaOf: n.ReplicaOf(), Debug: n.cluster.cfg.Debug,
-		Sentinel: n.sentinel,
-	})
+		Sentinel: n.sentinel, Member: n.member, Ensemble: n.ensemble,
+	}
 }
 
 // Stop shuts the node down with SIGTERM and waits; when ctx ends first it

@@ -61,6 +61,9 @@ var _ interface {
 // cluster on it, as StartCluster does; the cluster's Close lets go of the
 // engine. What it reaped and the image it runs go to cfg.Logf.
 func Start(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
+	if err := refuseEnsemble(cfg.Kind); err != nil {
+		return nil, fmt.Errorf("backend docker: %w", err)
+	}
 	eng, err := Connect(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("backend docker: %w", err)
@@ -78,6 +81,9 @@ func Start(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 // inputs changed, creates the run's network and starts the nodes. On error
 // nothing of the run is left behind.
 func StartCluster(ctx context.Context, eng *Engine, cfg cluster.Config) (_ *Cluster, err error) {
+	if err := refuseEnsemble(cfg.Kind); err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
 	if cfg, err = cfg.Resolve(); err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
@@ -367,4 +373,15 @@ func inParallel[T any](items []T, fn func(T) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// refuseEnsemble refuses the kinds whose members must know each other's
+// addresses before they start (ZooKeeper, etcd): their containers would
+// need addresses on the run's network before they exist, and their peer
+// links a relay each; not built yet. The local backend runs them.
+func refuseEnsemble(k *cluster.Kind) error {
+	if k != nil && k.PeerPorts > 0 {
+		return &cluster.UnsupportedError{Kind: k.Name, Fault: cluster.FaultEnsemble, Backend: true}
+	}
+	return nil
 }

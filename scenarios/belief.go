@@ -16,6 +16,14 @@ var Beliefs = map[string]string{
 		"check how much of the TTL the obtain used, so its user counts the TTL from the grant (Refresh: from its return)",
 	LockWaitReplicas: "at the release: Redisson's lock() tells its user no deadline, its watchdog renews the key every TTL/3 " +
 		"behind the user's back, so the user believes until unlock() whatever became of the key",
+	LockZooKeeper: "until the session may have expired: when the acquire's last request (the read of the lock znode's zxid) was sent + " +
+		"the session timeout, on the client's monotonic clock — the servers expire a session only after a whole timeout without a " +
+		"word from it, and the client hears of the expiry only from a session event, late when it is cut off",
+	LockEtcd: "while the lock key's lease is alive as the client knows it: when the lease's grant was sent + the TTL the servers " +
+		"answered (Extend: its keep-alive's), on the client's monotonic clock; the lease is not kept alive in the background",
+	LockEtcdV3Lock: "while the lease passed to the Lock RPC is alive as the client knows it: when its grant was sent + its TTL, " +
+		"on the client's monotonic clock — the 3.4 server may hand back a lock whose lease expired while it waited, " +
+		"a belief already over when it begins",
 }
 
 // Belief is the sentence of lock kind k, or "" for a kind without one.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"splitbrain/cluster"
 	"splitbrain/history"
 	"splitbrain/workload"
 )
@@ -248,6 +249,13 @@ func (r *runner) answers(ctx context.Context, name string) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
+	if k := n.Kind(); k != cluster.Redis && k != cluster.Sentinel {
+		// A consensus server answers when it serves: its kind's probe.
+		if p, ok := n.(interface{ Conn() cluster.Conn }); ok {
+			_, err := p.Conn().Probe(ctx)
+			return err == nil
+		}
+	}
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", n.Addr())
 	if err != nil {
 		return false

@@ -328,6 +328,9 @@ func (r *runner) partition(ctx context.Context, st Step) error {
 	case nemesis.ShapeRandom:
 		links = nemesis.RandomGrudge(clients, nodes, r.nemRand)
 	case ShapeSides:
+		if err = r.refusePeerSplit(st.Sides); err != nil {
+			break
+		}
 		if links = sidesLinks(r.net.Links(), st.Sides); len(links) == 0 {
 			err = errors.New("partition: no proxied link between the sides")
 		}

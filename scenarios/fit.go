@@ -25,6 +25,9 @@ func (sc *Scenario) Fit(k string) (bool, string) {
 	if !slices.Contains(LockKinds, k) {
 		return false, fmt.Sprintf("%q is not a lock kind (%s)", k, strings.Join(LockKinds, ", "))
 	}
+	if Consensus(k) {
+		return sc.fitConsensus(k)
+	}
 	if _, ok := sc.ExpectFor(k); !ok {
 		return false, fmt.Sprintf("the story states no expectation for %s (its expect names %s)", k, sc.expectKinds())
 	}

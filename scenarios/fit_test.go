@@ -26,7 +26,7 @@ func TestFit(t *testing.T) {
 		{"delayed-write-fenced", LockRedsync, "workload.fencing on"},
 		{"random-all-counter", LockSingle, ""}, // drawn targets single out none in advance
 		{"random-pause-set", LockNaive, ""},
-		{"clock-jump", "zookeeper", "not a lock kind"},
+		{"clock-jump", "chubby", "not a lock kind"},
 		// A lock of one deployment is single's case.
 		{"clock-jump", LockRedislock, "quorum story: its steps act on part of its 5 nodes (n4+n5, n3, n1+n2), and redislock locks n1 alone"},
 		{"restart-delayed", LockRedislock, "quorum story"},

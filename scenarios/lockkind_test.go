@@ -35,7 +35,7 @@ steps:
 			t.Errorf("kind %s: no belief sentence", kind)
 		}
 	}
-	_, err := scenarios.Parse([]byte(strings.Replace(file, "%s", "zookeeper", 1)), "kinds.yaml")
+	_, err := scenarios.Parse([]byte(strings.Replace(file, "%s", "chubby", 1)), "kinds.yaml")
 	if err == nil || !strings.Contains(err.Error(), "kinds.yaml:4: lock.kind") || !strings.Contains(err.Error(), "fenced-two-round, redsync") {
 		t.Errorf("unknown kind: %v, want an error naming the line, the field and the valid kinds", err)
 	}
@@ -123,7 +123,7 @@ workload: {clients: 1, kind: %w}
 
 	for _, tc := range []struct{ kinds, want string }{
 		{"[]", "kinds.yaml:4: lock.kind: empty list; want one or more of redlock, single, naive"},
-		{"[redlock, zookeeper]", `kinds.yaml:4: lock.kind[1]: "zookeeper" is not valid; want one of redlock`},
+		{"[redlock, chubby]", `kinds.yaml:4: lock.kind[1]: "chubby" is not valid; want one of redlock`},
 		{"[redsync, redsync]", "kinds.yaml:4: lock.kind[1]: redsync is listed twice"},
 		{"[[redlock]]", `kinds.yaml:4: lock.kind[0]: "" is not valid`},
 	} {

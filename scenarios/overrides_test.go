@@ -16,7 +16,7 @@ func TestOverridesCheck(t *testing.T) {
 		want string // "" when valid
 	}{
 		{"known lock", Overrides{Lock: LockRedsync, Clients: 1, Duration: time.Millisecond}, ""},
-		{"unknown lock", Overrides{Lock: "zookeeper", Clients: 1, Duration: time.Second}, `--lock "zookeeper": want one of`},
+		{"unknown lock", Overrides{Lock: "chubby", Clients: 1, Duration: time.Second}, `--lock "chubby": want one of`},
 		{"empty lock given", Overrides{Clients: 1, Duration: time.Second}, `--lock "": want one of`},
 		{"no clients", Overrides{Lock: LockRedsync, Clients: 0, Duration: time.Second}, "--clients 0: want a whole number from 1 to 64"},
 		{"most clients", Overrides{Lock: LockRedsync, Clients: MaxClients, Duration: time.Second}, ""},

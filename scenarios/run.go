@@ -211,12 +211,17 @@ type runner struct {
 	faults  faultRig
 	// sentinel is set when the scenario runs Sentinel.
 	sentinel *sentinelRig
+	// closers close the consensus locks' client sessions.
+	closers []func()
 }
 
 // newRedlock builds client's instance of the lock under test (our Redlock,
 // one of its variants, or a third-party lock): its own connection to every
 // node it uses, through its own proxies.
 func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password string) (workload.Lock, error) {
+	if Consensus(r.sc.Lock.Kind) {
+		return r.newConsensusLock(client, eps, password)
+	}
 	if OneDeployment(r.sc.Lock.Kind) {
 		eps = eps[:1]
 	}
@@ -282,9 +287,13 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 
 func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error {
 	sc := r.sc
-	cl, err := startBackend(ctx, backends, backend, cluster.Config{
+	cfg := cluster.Config{
 		Nodes: sc.Nodes, NodePersistence: sc.Persistence, Dir: dir, CacheDir: cacheDir, Logf: r.logf,
-	})
+	}
+	if err := r.consensusConfig(&cfg); err != nil {
+		return err
+	}
+	cl, err := startBackend(ctx, backends, backend, cfg)
 	if err != nil {
 		return err
 	}
@@ -293,7 +302,11 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error
 	for _, n := range cl.Nodes() {
 		eps = append(eps, nemesis.Endpoint{Name: n.Name(), Addr: n.Addr()})
 	}
-	r.logf("started %d redis-server nodes (%s): %s", len(eps), backendName(backend), r.nodeList())
+	server := "redis-server"
+	if cfg.Kind != nil {
+		server = cfg.Kind.Name
+	}
+	r.logf("started %d %s nodes (%s): %s", len(eps), server, backendName(backend), r.nodeList())
 	storage, err := r.startStorage(ctx, dir, cacheDir)
 	if err != nil {
 		return err
@@ -302,7 +315,13 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error
 	if storage != nil {
 		links = append(append([]nemesis.Endpoint(nil), eps...), *storage)
 	}
-	if r.net, err = nemesis.NewNet(sc.Clients, links); err != nil {
+	if r.net != nil {
+		// Made before the nodes, for the links between them.
+		err = r.addClientLinks(links)
+	} else {
+		r.net, err = nemesis.NewNet(sc.Clients, links)
+	}
+	if err != nil {
 		return err
 	}
 	r.nem = nemesis.New(r.rec)
@@ -427,6 +446,9 @@ func (r *runner) tearDown(ctx context.Context) error {
 	}
 	for _, c := range r.conns {
 		_ = c.Close()
+	}
+	for _, c := range r.closers {
+		c()
 	}
 	if r.net != nil {
 		r.net.Close()

@@ -85,10 +85,15 @@ const (
 	LockRedsync        = "redsync"          // go-redsync/redsync v4
 	LockRedislock      = "redislock"        // bsm/redislock v0.9, on n1
 	LockWaitReplicas   = "wait-replicas"    // Redisson's RLock scheme: n1, then WAIT for its replicas
+	// The control group: locks on consensus systems (consensus.go).
+	LockZooKeeper  = "zookeeper"   // ZooKeeper's lock recipe on a 3.8 ensemble
+	LockEtcd       = "etcd"        // etcd's client mutex (client v3.5) on a 3.4 cluster
+	LockEtcdV3Lock = "etcd-v3lock" // etcd 3.4's server-side Lock RPC
 )
 
 // LockKinds lists the valid lock kinds.
-var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, LockFencedTwoRound, LockRedsync, LockRedislock, LockWaitReplicas}
+var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, LockFencedTwoRound, LockRedsync, LockRedislock, LockWaitReplicas,
+	LockZooKeeper, LockEtcd, LockEtcdV3Lock}
 
 // OneDeployment reports whether lock kind k runs on one Redis deployment
 // (n1, with whatever replicas it has) rather than over every node.
@@ -466,7 +471,9 @@ func (p *parser) lockKinds(n *yaml.Node) []string {
 }
 
 // Fenced reports whether lock kind k hands out fencing tokens.
-func Fenced(k string) bool { return k == LockFencedSimple || k == LockFencedTwoRound }
+func Fenced(k string) bool {
+	return k == LockFencedSimple || k == LockFencedTwoRound || Consensus(k)
+}
 
 // PlayAgainst returns a copy of the scenario played against lock kind k
 // alone, with k's expectation.
@@ -821,8 +828,8 @@ func (sc *Scenario) Override(o Overrides) error {
 			if o.Lock == "" {
 				flag = fmt.Sprintf("%s: lock.kind %s", sc.File, k)
 			}
-			return fmt.Errorf("%s: %s fences its storage and needs a lock with tokens: %s or %s",
-				flag, sc.Name, LockFencedSimple, LockFencedTwoRound)
+			return fmt.Errorf("%s: %s fences its storage and needs a lock with tokens: %s, %s, %s, %s or %s",
+				flag, sc.Name, LockFencedSimple, LockFencedTwoRound, LockZooKeeper, LockEtcd, LockEtcdV3Lock)
 		}
 	}
 	if o.Clients != 0 {

@@ -143,7 +143,8 @@ func sidesLinks(all []history.Link, sides [][]string) []history.Link {
 	}
 	var out []history.Link
 	for _, l := range all {
-		a, b := side[l.Client], side[l.Node]
+		// A ZooKeeper member's second peer link is n2:election.
+		a, b := side[peerName(l.Client)], side[peerName(l.Node)]
 		if a != 0 && b != 0 && a != b {
 			out = append(out, l)
 		}

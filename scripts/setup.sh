@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what splitbrain needs and a fresh machine lacks: redis-server
-# and redis-sentinel (Debian's packages), a C compiler for the clock shim and chromium, in
+# and redis-sentinel, zookeeper and etcd-server (Debian's packages), a C compiler for the clock shim and chromium, in
 # which the report tests render pages. Idempotent: it installs nothing that
 # is already there.
 set -euo pipefail
@@ -15,6 +15,11 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # The Sentinel stories run Debian's redis-sentinel beside redis-server.
 command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
+# The control group: ZooKeeper 3.8 and etcd 3.4 ensembles. Debian's
+# zookeeper package holds the server's jar (zookeeperd only adds a
+# system-wide service on port 2181, which splitbrain never uses).
+{ [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null 2>&1; } || missing+=(zookeeper)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v go >/dev/null 2>&1 || { echo "setup: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
@@ -37,3 +42,5 @@ $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 command -v redis-server >/dev/null 2>&1 || { echo "setup: redis-server still missing after install" >&2; exit 1; }
 command -v redis-sentinel >/dev/null 2>&1 || { echo "setup: redis-sentinel still missing after install" >&2; exit 1; }
 command -v chromium >/dev/null 2>&1 || { echo "setup: chromium still missing after install" >&2; exit 1; }
+[ -f /usr/share/java/zookeeper.jar ] || { echo "setup: zookeeper still missing after install" >&2; exit 1; }
+command -v etcd >/dev/null 2>&1 || { echo "setup: etcd-server still missing after install" >&2; exit 1; }

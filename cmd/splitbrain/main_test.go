@@ -423,7 +423,7 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 		return path
 	}
 	emptyList := lockList("empty-list", "[]", "")
-	unknownInList := lockList("unknown-in-list", "[redlock, zookeeper]", "")
+	unknownInList := lockList("unknown-in-list", "[redlock, chubby]", "")
 	twiceInList := lockList("twice-in-list", "[redsync, redlock, redsync]", "")
 	unfencedInList := lockList("unfenced-in-list", "[fenced-simple, redsync]", ", fencing: on")
 
@@ -455,12 +455,12 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 		{"matrix without folders", []string{"matrix"}, []string{"matrix takes one or more folders"}},
 		{"matrix of a file", []string{"matrix", "go.mod"}, []string{`"go.mod" is not a folder`}},
 		{"suite with a bad file", []string{"suite", "clock-jump", unknownField}, []string{unknownField + ":5: colour"}},
-		{"unknown lock", []string{"run", "clock-jump", "--lock", "zookeeper"}, []string{`--lock "zookeeper"`, "redlock, single, naive, fenced-simple, fenced-two-round, redsync"}},
+		{"unknown lock", []string{"run", "clock-jump", "--lock", "chubby"}, []string{`--lock "chubby"`, "redlock, single, naive, fenced-simple, fenced-two-round, redsync"}},
 		// (A suite plays it as an n/a cell: see TestSuiteWritesTheMatrix.)
 		{"lock without tokens on a fenced scenario", []string{"run", "pause-critical-section-fenced", "--lock", "redlock"},
 			[]string{"pause-critical-section-fenced", "--lock redlock", "needs a lock with tokens"}},
 		{"empty lock list", []string{"run", emptyList}, []string{emptyList + ":4: lock.kind: empty list", "redlock, single, naive"}},
-		{"unknown lock in a list", []string{"suite", unknownInList}, []string{unknownInList + `:4: lock.kind[1]: "zookeeper" is not valid`, "fenced-two-round, redsync"}},
+		{"unknown lock in a list", []string{"suite", unknownInList}, []string{unknownInList + `:4: lock.kind[1]: "chubby" is not valid`, "fenced-two-round, redsync"}},
 		{"lock listed twice", []string{"run", twiceInList}, []string{twiceInList + ":4: lock.kind[2]: redsync is listed twice"}},
 		{"listed lock without tokens on a fenced scenario", []string{"run", unfencedInList},
 			[]string{unfencedInList + ": lock.kind redsync", "needs a lock with tokens"}},
