@@ -26,6 +26,13 @@ const storageNode = "storage"
 // clients: client i draws from streamClients+i.
 const streamClients = 1000
 
+// storageTimeout is how long a client waits on the storage. The storage is
+// the resource, not the lock: no lock timing depends on it, and a write
+// held on its way there (delayed-write) must still complete on the
+// client's side once it lands, however slowly a loaded machine brought
+// the other client to its own write first.
+const storageTimeout = 5 * time.Second
+
 // finalReadTimeout bounds the final reads, which run even after Ctrl-C.
 const finalReadTimeout = 10 * time.Second
 
@@ -66,7 +73,9 @@ func (r *runner) connectStorage() error {
 		if err != nil {
 			return err
 		}
-		c := redis.NewClient(redlock.ClientOptions(addr, r.wl.storage.Password()))
+		opts := redlock.ClientOptions(addr, r.wl.storage.Password())
+		opts.ReadTimeout, opts.WriteTimeout = storageTimeout, storageTimeout
+		c := redis.NewClient(opts)
 		r.conns = append(r.conns, c)
 		r.wl.storages[name] = workload.NewStorage(c, r.sc.Workload.Fencing)
 	}
