@@ -16,6 +16,10 @@ var Beliefs = map[string]string{
 		"check how much of the TTL the obtain used, so its user counts the TTL from the grant (Refresh: from its return)",
 	LockWaitReplicas: "at the release: Redisson's lock() tells its user no deadline, its watchdog renews the key every TTL/3 " +
 		"behind the user's back, so the user believes until unlock() whatever became of the key",
+	LockRedisPy: "when acquire() returned + TTL, on the driver's monotonic clock, converted to the harness's at the reply: " +
+		"redis-py's Lock returns True and no deadline and does not check how much of the TTL the acquire used (extend: from its return)",
+	LockDriver: "where the driver's reply says: its remaining validity at the reply, converted to the harness's clock " +
+		"(late by at most the time since the request was sent); none given, at the release",
 }
 
 // Belief is the sentence of lock kind k, or "" for a kind without one.

@@ -22,14 +22,20 @@ import (
 
 // Fit reports whether the scenario fits lock kind k, and why not.
 func (sc *Scenario) Fit(k string) (bool, string) {
-	if !slices.Contains(LockKinds, k) {
+	if !slices.Contains(fileLockKinds, k) {
 		return false, fmt.Sprintf("%q is not a lock kind (%s)", k, strings.Join(LockKinds, ", "))
+	}
+	if k == LockDriver && len(sc.Lock.Command) == 0 {
+		return false, "a driver needs the program lock.command names, and the story names none"
 	}
 	if _, ok := sc.ExpectFor(k); !ok {
 		return false, fmt.Sprintf("the story states no expectation for %s (its expect names %s)", k, sc.expectKinds())
 	}
 	if sc.Workload.Fencing && !Fenced(k) {
 		return false, fmt.Sprintf("the storage rejects writes without a fencing token (workload.fencing on), and %s hands out none", k)
+	}
+	if sc.Sentinel != nil && DriverKind(k) {
+		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, and a driver (%s) is given the nodes' addresses only", k)
 	}
 	if sc.Sentinel != nil && !OneDeployment(k) {
 		// The failover client (go-redis's, asking the sentinels) serves

@@ -211,6 +211,9 @@ type runner struct {
 	faults  faultRig
 	// sentinel is set when the scenario runs Sentinel.
 	sentinel *sentinelRig
+	// drivers are the clients' driver processes, for the driver kinds.
+	drivers          *driverRig
+	runDir, cacheDir string
 }
 
 // newRedlock builds client's instance of the lock under test (our Redlock,
@@ -219,6 +222,9 @@ type runner struct {
 func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password string) (workload.Lock, error) {
 	if OneDeployment(r.sc.Lock.Kind) {
 		eps = eps[:1]
+	}
+	if DriverKind(r.sc.Lock.Kind) {
+		return r.newDriverLock(client, eps, password)
 	}
 	var conns []*redis.Client
 	var names []string
@@ -282,6 +288,7 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 
 func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error {
 	sc := r.sc
+	r.runDir, r.cacheDir = dir, cacheDir
 	cl, err := startBackend(ctx, backends, backend, cluster.Config{
 		Nodes: sc.Nodes, NodePersistence: sc.Persistence, Dir: dir, CacheDir: cacheDir, Logf: r.logf,
 	})
@@ -425,6 +432,7 @@ func (r *runner) tearDown(ctx context.Context) error {
 	if r.nem != nil {
 		errs = append(errs, r.nem.HealAll(ctx))
 	}
+	errs = append(errs, r.drivers.close(ctx))
 	for _, c := range r.conns {
 		_ = c.Close()
 	}

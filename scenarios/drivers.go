@@ -1,0 +1,121 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"splitbrain/cluster"
+	"splitbrain/driver"
+	"splitbrain/nemesis"
+	"splitbrain/workload"
+)
+
+// driverRig is a run's lock driver processes, one per client, registered
+// in the live-run registry under an entry of their own, so that a harness
+// killed outright leaves none the next start does not reap.
+type driverRig struct {
+	live  *cluster.LiveRun
+	procs map[string]*driver.Proc
+	logs  []*os.File
+
+	mu sync.Mutex
+}
+
+// driverGate holds a driver's client at its gate when it announces a
+// point: the scripted pause stories name the same points for a driver as
+// for an in-process lock.
+type driverGate struct{ g *nemesis.ClientGate }
+
+func (d driverGate) At(ctx context.Context, p string) { d.g.At(ctx, nemesis.Point(p)) }
+
+// newDriverLock starts client's driver process over eps, as the client
+// reaches them (its proxies), and adapts it to workload.Lock.
+func (r *runner) newDriverLock(client string, eps []nemesis.Endpoint, password string) (workload.Lock, error) {
+	if r.drivers == nil {
+		cache := r.cacheDir
+		if cache == "" {
+			var err error
+			if cache, err = cluster.DefaultCacheDir(); err != nil {
+				return nil, err
+			}
+		}
+		live, reaped, err := cluster.RegisterLive(cache, "drv-"+cluster.RandomHex(8))
+		for _, line := range reaped {
+			r.logf("drivers: killed the leftover %s", line)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("drivers: %w", err)
+		}
+		r.drivers = &driverRig{live: live, procs: map[string]*driver.Proc{}}
+	}
+	cmd := r.sc.Lock.Command
+	name := r.sc.Lock.Kind
+	if r.sc.Lock.Kind != LockDriver {
+		var err error
+		if cmd, err = driver.Builtin(r.sc.Lock.Kind, r.drivers.live.Dir()); err != nil {
+			return nil, err
+		}
+	}
+	var nodes []driver.Node
+	for _, ep := range eps {
+		addr, err := r.net.Addr(client, ep.Name)
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, driver.Node{Name: ep.Name, Addr: addr})
+	}
+	logf, err := os.OpenFile(filepath.Join(r.runDir, "logs", "driver-"+client+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("drivers: %w", err)
+	}
+	r.drivers.mu.Lock()
+	r.drivers.logs = append(r.drivers.logs, logf)
+	r.drivers.mu.Unlock()
+	p, err := driver.Start(context.Background(), driver.Config{
+		Command: cmd, Name: name, Client: client, Nodes: nodes, Password: password,
+		NodeTimeout: r.sc.Lock.NodeTimeout, Retries: r.sc.Lock.Retries,
+		Live: r.drivers.live, Log: logf,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.drivers.mu.Lock()
+	r.drivers.procs[client] = p
+	r.drivers.mu.Unlock()
+	r.logf("%s: driver %s started (pid %d), points %v", client, p.Name(), p.Pid(), p.Points())
+	return &driver.Lock{Proc: p, Gate: driverGate{r.faults.gates[client]}}, nil
+}
+
+// Proc is client's driver process, if the lock runs as one.
+func (d *driverRig) proc(client string) *driver.Proc {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.procs[client]
+}
+
+// close stops every driver and removes the registry entry.
+func (d *driverRig) close(ctx context.Context) error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range d.procs {
+		wg.Go(func() { _ = p.Stop(ctx) })
+	}
+	wg.Wait()
+	var errs []error
+	for _, f := range d.logs {
+		errs = append(errs, f.Close())
+	}
+	errs = append(errs, d.live.Remove())
+	return errors.Join(errs...)
+}
