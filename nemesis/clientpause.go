@@ -254,6 +254,9 @@ type clientHeld struct {
 
 func (c clientHeld) Describe() history.Fault {
 	d := fmt.Sprintf("%s stopped at %s", c.client, c.at)
+	if c.at == SignalPoint {
+		d = fmt.Sprintf("%s's process stopped by SIGSTOP", c.client)
+	}
 	if c.hold > 0 {
 		d += fmt.Sprintf(" for %v", c.hold)
 	}

@@ -121,3 +121,41 @@ func TestRedisPyPauseDuringAcquire(t *testing.T) {
 		t.Errorf("the report does not show c1's pause")
 	}
 }
+
+// In a random schedule, a client pause drawn at any point stops a
+// driver's process by SIGSTOP wherever it is: recorded in its lane, with
+// the stretch it was held, and in the driver's transcript. Seed 10 draws
+// one for c1 at 0.66 s.
+func TestRandomPauseStopsDriverProcess(t *testing.T) {
+	t.Parallel()
+	sc, err := scenarios.Load("random-pause-counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runScenario(t, context.Background(), sc.PlayAgainst(scenarios.LockRedisPy), 10)
+	if !out.AsExpected {
+		t.Errorf("verdict %s (%s), want valid or invalid", out.Result.Verdict, out.Result.Reason)
+	}
+	events, err := history.ReadFile(filepath.Join(out.Dir, results.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stops := map[string]bool{}
+	for _, e := range events {
+		if f, err := e.Fault(); err == nil && e.F == history.Nemesis && f.Phase == history.PhaseStart && strings.Contains(f.Detail, "SIGSTOP") {
+			stops[f.Kind+" "+strings.Join(f.Nodes, ",")] = true
+		}
+	}
+	for _, want := range []string{"client-pause c1", "client-pause-held c1"} {
+		if !stops[want] {
+			t.Errorf("no %s by SIGSTOP in the history; found %v", want, stops)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(out.Dir, "logs", "driver-c1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "# SIGSTOP") || !strings.Contains(string(log), "# SIGCONT") {
+		t.Errorf("c1's transcript does not show the SIGSTOP and SIGCONT")
+	}
+}

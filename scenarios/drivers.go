@@ -90,14 +90,19 @@ func (r *runner) newDriverLock(client string, eps []nemesis.Endpoint, password s
 	return &driver.Lock{Proc: p, Gate: driverGate{r.faults.gates[client]}}, nil
 }
 
-// Proc is client's driver process, if the lock runs as one.
-func (d *driverRig) proc(client string) *driver.Proc {
+// pausers are the driver processes by client, for a random schedule's
+// real pauses; nil when the lock runs in-process.
+func (d *driverRig) pausers() map[string]nemesis.ProcessPauser {
 	if d == nil {
 		return nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.procs[client]
+	out := map[string]nemesis.ProcessPauser{}
+	for c, p := range d.procs {
+		out[c] = p
+	}
+	return out
 }
 
 // close stops every driver and removes the registry entry.

@@ -352,7 +352,7 @@ func (r *runner) random(ctx context.Context, st Step) error {
 	if err != nil {
 		return err
 	}
-	env := nemesis.Env{Net: r.net, Nodes: map[string]nemesis.ScheduleNode{}, Gates: r.faults.gates}
+	env := nemesis.Env{Net: r.net, Nodes: map[string]nemesis.ScheduleNode{}, Gates: r.faults.gates, Procs: r.drivers.pausers()}
 	for _, n := range r.cluster.Nodes() {
 		// Every node may take any of the schedule's faults.
 		for _, f := range []cluster.Fault{cluster.FaultLink, cluster.FaultClock, cluster.FaultPause, cluster.FaultKill, cluster.FaultStop, cluster.FaultWipe} {
