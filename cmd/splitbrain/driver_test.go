@@ -1,0 +1,72 @@
+package main_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const fakeReady = `read hello; echo '{"op":"ready","name":"broken"}'; `
+
+// splitbrain driver check against real nodes: the built-in redis-py
+// driver conforms; each deliberately broken driver fails with a message
+// that says what is wrong, and leaves nothing running.
+func TestDriverCheck(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{name: "redis-py conforms", args: []string{"redis-py"}, code: 0,
+			want: []string{"ok    acquire: granted", "ok    refusal", "ok    points: reached [after-replies after-acquire before-release]",
+				"ok    unknown outcome", "ok    kill in the middle", "every check passed (10)"}},
+		{name: "garbage output", args: []string{"sh", "-c", fakeReady + `read req; echo 'OK granted'; sleep 60`}, code: 1,
+			want: []string{"FAIL  acquire", "printed a line that is not the protocol", `"OK granted"`}},
+		{name: "wrong ids", args: []string{"sh", "-c", fakeReady + `read req; echo '{"op":"reply","id":99,"result":"ok","value":"v"}'; sleep 60`}, code: 1,
+			want: []string{"FAIL  acquire", "answered #99, a request never sent or already answered, while acquire #1 was asked"}},
+		{name: "dies mid-run", args: []string{"sh", "-c", fakeReady + `read req; echo 'panic: assignment to entry in nil map' >&2; exit 2`}, code: 1,
+			want: []string{"FAIL  acquire", "exited before answering acquire #1 (exit status 2)", "panic: assignment to entry in nil map"}},
+		{name: "never answers", args: []string{"--reply-timeout", "1s", "sh", "-c", fakeReady + `read req; sleep 60`}, code: 1,
+			want: []string{"FAIL  acquire", "acquire #1: no answer in time (1s)"}},
+		{name: "grants everything", args: []string{"sh", "-c", fakeReady +
+			`while read req; do id=$(echo "$req" | sed 's/.*"id":\([0-9]*\).*/\1/'); echo "{\"op\":\"reply\",\"id\":$id,\"result\":\"ok\",\"value\":\"v$id\",\"validity_ms\":900}"; done`}, code: 1,
+			want: []string{"FAIL  refusal: c2 was granted the key c1 holds: the lock is not exclusive", "FAIL  release of a lost lease", "FAIL  unknown outcome: granted while every node was stopped"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			res := e.runFor(3*time.Minute, append([]string{"driver", "check", "--dir", t.TempDir()}, tc.args...)...)
+			if res.code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", res.code, tc.code, res.stdout, res.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, res.stdout)
+				}
+			}
+			t.Logf("%s", res.stdout)
+			e.checkClean()
+		})
+	}
+}
+
+func TestDriverCheckUsage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"driver"}, "driver wants a subcommand: check"},
+		{[]string{"driver", "check"}, "driver check wants the driver's command (or a built-in driver: redis-py)"},
+		{[]string{"driver", "check", "--nodes", "0", "x"}, "--nodes 0: want a whole number from 1 to 9"},
+	} {
+		res := e.run(tc.args...)
+		if res.code != 254 || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 254 and %q", tc.args, res.code, res.stderr, tc.want)
+		}
+	}
+}
