@@ -1,9 +1,16 @@
 package main_test
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"splitbrain/cluster"
 )
 
 const fakeReady = `read hello; echo '{"op":"ready","name":"broken"}'; `
@@ -69,4 +76,73 @@ func TestDriverCheckUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 254 and %q", tc.args, res.code, res.stderr, tc.want)
 		}
 	}
+}
+
+const driverLongScenario = `name: driver-long-wait
+description: c1 takes redis-py's lock through its driver, then a long wait.
+expect: any
+cluster:
+  nodes: 1
+lock:
+  kind: redis-py
+  ttl: 2s
+workload:
+  clients: 2
+steps:
+  - acquire: {client: c1}
+  - wait: 60s
+`
+
+// A harness killed with SIGKILL leaves its drivers' registry entry; a
+// driver that outlived it (Pdeathsig follows the thread that started it,
+// and is lost across a setuid exec) is killed by the next start, which
+// also removes the entry: nothing is left running.
+func TestKilledHarnessDriversAreReaped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "driver-long-wait.yaml")
+	writeFile(t, file, driverLongScenario)
+	r := e.start("run", file, "--seed", "1", "--store", filepath.Join(t.TempDir(), "runs"))
+	r.waitFor(t, "wait 1m0s", 60*time.Second)
+	t.Logf("running before SIGKILL: %s", describe(e.procs()))
+	if err := r.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, 10*time.Second)
+
+	var entry string
+	for _, name := range e.liveEntries() {
+		if strings.HasPrefix(name, "drv-") {
+			entry = filepath.Join(e.liveDir(), name)
+		}
+	}
+	if entry == "" {
+		t.Fatalf("no drivers' entry in the live registry after SIGKILL: %v", e.liveEntries())
+	}
+	if pids, _ := filepath.Glob(filepath.Join(entry, "driver-c*.pid")); len(pids) != 2 {
+		t.Errorf("the drivers' entry lists %v, want c1's and c2's pid files", pids)
+	}
+	// A driver that survived: marked with the dead run's entry, listed in it.
+	survivor := exec.Command("sleep", "600")
+	survivor.Env = append(os.Environ(), cluster.RunEnv+"="+filepath.Base(entry), "XDG_CACHE_HOME="+e.cache)
+	survivor.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := survivor.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = survivor.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = survivor.Process.Kill(); <-exited })
+	pid := survivor.Process.Pid
+	writeFile(t, filepath.Join(entry, "driver-c9.pid"), fmt.Sprintf("%d %d\n", pid, procStartTime(t, pid)))
+
+	res := e.run("run", "clock-jump-control", "--store", filepath.Join(t.TempDir(), "runs"))
+	if res.code != 0 {
+		t.Errorf("exit code %d of the run after the crash, want 0\n%s", res.code, res.stdout)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Errorf("the next start did not kill the dead run's surviving driver (pid %d)", pid)
+	}
+	e.checkClean()
 }
