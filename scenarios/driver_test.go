@@ -159,3 +159,62 @@ func TestRandomPauseStopsDriverProcess(t *testing.T) {
 		t.Errorf("c1's transcript does not show the SIGSTOP and SIGCONT")
 	}
 }
+
+// A driver that dies mid-run leaves the run unknown, never valid, with
+// its exit status and stderr in the reason.
+func TestDriverDiesMidRun(t *testing.T) {
+	t.Parallel()
+	src := []byte(`name: driver-dies
+description: c1's driver dies at its second request.
+expect: any
+cluster: {nodes: 1}
+lock:
+  kind: driver
+  command: [sh, -c, "read hello; echo '{\"op\":\"ready\"}'; read req; echo '{\"op\":\"reply\",\"id\":1,\"result\":\"fail\"}'; read req; echo 'lost my mind' >&2; exit 7"]
+workload: {clients: 1}
+steps:
+  - acquire: {client: c1}
+  - acquire: {client: c1}
+  - acquire: {client: c1}
+`)
+	sc, err := scenarios.Parse(src, "driver-dies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runScenario(t, context.Background(), sc, 1)
+	if out.Result.Verdict != "unknown" {
+		t.Errorf("verdict %s (%s), want unknown", out.Result.Verdict, out.Result.Reason)
+	}
+	for _, want := range []string{"a lock driver broke", "exited before answering acquire #2 (exit status 7)", "lost my mind"} {
+		if !strings.Contains(out.Result.Reason, want) {
+			t.Errorf("reason lacks %q: %s", want, out.Result.Reason)
+		}
+	}
+}
+
+func TestDriverLockFields(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		lock string
+		want string // empty: valid
+	}{
+		{`{kind: driver, command: [python3, d.py]}`, ""},
+		{`{kind: redis-py}`, ""},
+		{`{kind: driver}`, "x.yaml: lock.command: missing: lock.kind driver runs the program it names"},
+		{`{kind: redlock, command: [d]}`, "x.yaml:4: lock.command: only lock.kind driver runs a command; redlock is built in"},
+		{`{kind: driver, command: python3 d.py}`, "x.yaml:4: lock.command: want a list: the program and its arguments"},
+		{`{kind: driver, command: ["", d.py]}`, "x.yaml:4: lock.command[0]: want a string: the program, then each argument"},
+	}
+	for _, tc := range tests {
+		src := "name: x\ndescription: d\nexpect: any\nlock: " + tc.lock + "\nsteps:\n  - acquire: {client: c1}\n"
+		sc, err := scenarios.Parse([]byte(src), "x.yaml")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.lock, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want %q", tc.lock, err, tc.want)
+		case tc.want == "" && sc.Lock.Kind == scenarios.LockDriver && len(sc.Lock.Command) != 2:
+			t.Errorf("%s: command %q", tc.lock, sc.Lock.Command)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"splitbrain/cluster"
@@ -103,6 +104,27 @@ func (d *driverRig) pausers() map[string]nemesis.ProcessPauser {
 		out[c] = p
 	}
 	return out
+}
+
+// broken is the first driver (by client name) that broke the protocol
+// or died during the run, or nil.
+func (d *driverRig) broken() error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clients := make([]string, 0, len(d.procs))
+	for c := range d.procs {
+		clients = append(clients, c)
+	}
+	slices.Sort(clients)
+	for _, c := range clients {
+		if err := d.procs[c].Broken(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // close stops every driver and removes the registry entry.

@@ -148,6 +148,10 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		incomplete = "the run failed: " + runErr.Error()
 	case ctx.Err() != nil:
 		incomplete = "the run was interrupted before its last step"
+	case r.drivers.broken() != nil:
+		// Every request after the breach was unknown: what the lock did
+		// is not in the history.
+		incomplete = "a lock driver broke: " + r.drivers.broken().Error()
 	}
 	for _, e := range []error{runErr, cleanErr} {
 		if e != nil {
