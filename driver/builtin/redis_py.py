@@ -97,7 +97,14 @@ def main():
         try:
             if op == "acquire":
                 lock = PointedLock(conn, key, timeout=ttl, thread_local=False)
-                if lock.acquire(blocking=False):
+                # retries attempts, 10ms apart, as redislock's LimitRetry.
+                got = lock.acquire(blocking=False)
+                for _ in range(max(1, hello.get("retries", 1)) - 1):
+                    if got:
+                        break
+                    time.sleep(0.01)
+                    got = lock.acquire(blocking=False)
+                if got:
                     deadline = time.monotonic() + ttl
                     value = lock.local.token.decode()
                     deadlines[value] = deadline
