@@ -544,7 +544,8 @@ func (p *Proc) Stderr() string { return p.tail.String() }
 
 // Stop ends the driver: its stdin is closed, which tells it to exit; a
 // driver still running after a grace period (or when ctx ends) is killed
-// with its process group. It is safe to call more than once.
+// with its process group, and Stop says so. It is safe to call more than
+// once.
 func (p *Proc) Stop(ctx context.Context) error {
 	p.stopOnce.Do(func() {
 		close(p.quit)
@@ -563,6 +564,7 @@ func (p *Proc) Stop(ctx context.Context) error {
 		case <-p.exited:
 		default:
 			p.logf("# still running %v after its stdin closed: killed", stopGrace)
+			p.stopErr = fmt.Errorf("driver %s of %s: still running %v after its stdin closed: killed", p.cfg.Name, p.cfg.Client, stopGrace)
 			_ = p.Kill()
 			<-p.exited
 		}

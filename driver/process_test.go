@@ -216,7 +216,10 @@ func TestStopKillsAndUnregisters(t *testing.T) {
 	if err := p.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	_ = p.Stop(context.Background()) // resumes, closes stdin, kills after the grace
+	// Stop resumes it, closes its stdin and kills it after the grace.
+	if err := p.Stop(context.Background()); err == nil || !strings.Contains(err.Error(), "still running 2s after its stdin closed: killed") {
+		t.Errorf("Stop: %v, want the kill reported", err)
+	}
 	select {
 	case <-p.Exited():
 	default:

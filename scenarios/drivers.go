@@ -22,6 +22,7 @@ type driverRig struct {
 	live  *cluster.LiveRun
 	procs map[string]*driver.Proc
 	logs  []*os.File
+	logf  func(string, ...any)
 
 	mu sync.Mutex
 }
@@ -51,7 +52,7 @@ func (r *runner) newDriverLock(client string, eps []nemesis.Endpoint, password s
 		if err != nil {
 			return nil, fmt.Errorf("drivers: %w", err)
 		}
-		r.drivers = &driverRig{live: live, procs: map[string]*driver.Proc{}}
+		r.drivers = &driverRig{live: live, procs: map[string]*driver.Proc{}, logf: r.logf}
 	}
 	cmd := r.sc.Lock.Command
 	name := r.sc.Lock.Kind
@@ -135,11 +136,24 @@ func (d *driverRig) close(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var wg sync.WaitGroup
+	errs := make([]error, 0, len(d.procs))
+	var emu sync.Mutex
 	for _, p := range d.procs {
-		wg.Go(func() { _ = p.Stop(ctx) })
+		wg.Go(func() {
+			if err := p.Stop(ctx); err != nil {
+				// A driver that ignores the end of its stdin is killed; the
+				// run is over, so this is for the log, not a failure.
+				emu.Lock()
+				defer emu.Unlock()
+				errs = append(errs, err)
+			}
+		})
 	}
 	wg.Wait()
-	var errs []error
+	for _, err := range errs {
+		d.logf("%v", err)
+	}
+	errs = errs[:0]
 	for _, f := range d.logs {
 		errs = append(errs, f.Close())
 	}
