@@ -20,6 +20,11 @@ const fakeReady = `read hello; echo '{"op":"ready","name":"broken"}'; `
 // that says what is wrong, and leaves nothing running.
 func TestDriverCheck(t *testing.T) {
 	t.Parallel()
+	// Our Redlock as a driver, the protocol's reference.
+	reference := filepath.Join(t.TempDir(), "redlock-driver")
+	if out, err := exec.Command("go", "build", "-o", reference, "splitbrain/cmd/redlock-driver").CombinedOutput(); err != nil {
+		t.Fatalf("go build cmd/redlock-driver: %v\n%s", err, out)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -29,6 +34,9 @@ func TestDriverCheck(t *testing.T) {
 		{name: "redis-py conforms", args: []string{"redis-py"}, code: 0,
 			want: []string{"ok    acquire: granted", "ok    refusal", "ok    points: reached [after-replies after-acquire before-release]",
 				"ok    unknown outcome", "ok    kill in the middle", "every check passed (10)"}},
+		{name: "redlock-driver conforms", args: []string{"--", reference}, code: 0,
+			want: []string{"ok    acquire: granted", "ok    points: reached [after-replies after-acquire before-release]",
+				"ok    unknown outcome: every node stopped: fail", "every check passed (10)"}},
 		{name: "garbage output", args: []string{"sh", "-c", fakeReady + `read req; echo 'OK granted'; sleep 60`}, code: 1,
 			want: []string{"FAIL  acquire", "printed a line that is not the protocol", `"OK granted"`}},
 		{name: "wrong ids", args: []string{"sh", "-c", fakeReady + `read req; echo '{"op":"reply","id":99,"result":"ok","value":"v"}'; sleep 60`}, code: 1,
