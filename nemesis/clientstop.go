@@ -39,7 +39,3 @@ func (c ClientStop) Inject(context.Context) (Heal, error) {
 	}
 	return func(context.Context) error { return c.Proc.Resume() }, nil
 }
-
-// SignalPoint names, in a client-pause-held record, a stop by signal
-// rather than at a point.
-const SignalPoint Point = "SIGSTOP"

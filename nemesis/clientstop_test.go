@@ -110,3 +110,48 @@ func TestClientStopBySignal(t *testing.T) {
 		t.Errorf("active after a failed stop: %+v", nem.Active())
 	}
 }
+
+// A client pause with the client's process stops that process by signal
+// when the client reaches its point, instead of holding it at the gate:
+// the caller goes on at once, the client counts as held until SIGCONT,
+// and the held stretch is recorded as a stop by signal.
+func TestClientPauseStopsProcessAtPoint(t *testing.T) {
+	t.Parallel()
+	proc := &fakeProc{}
+	g := nemesis.NewClientGate("c1")
+	rec := &memRecorder{}
+	nem := nemesis.New(rec)
+	ctx := context.Background()
+	_, over, err := nem.StartClientPause(ctx, nemesis.ClientPause{Gate: g, At: nemesis.AfterAcquire, For: 50 * time.Millisecond, Proc: proc}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.At(ctx, nemesis.AfterReplies) // not its point: nothing happens
+	if len(proc.signals) != 0 {
+		t.Fatalf("signals %v before the point", proc.signals)
+	}
+	g.At(ctx, nemesis.AfterAcquire) // returns at once: the process is stopped instead
+	if err := g.WaitBlocked(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-over
+	proc.mu.Lock()
+	got := slices.Clone(proc.signals)
+	proc.mu.Unlock()
+	if !slices.Equal(got, []string{"STOP", "CONT"}) {
+		t.Errorf("signals %v, want STOP then CONT", got)
+	}
+	if g.Blocked() != 0 {
+		t.Errorf("still counted held after SIGCONT")
+	}
+	var details []string
+	for _, f := range rec.faults(t) {
+		if f.Phase == "start" {
+			details = append(details, f.Detail)
+		}
+	}
+	want := []string{"c1's process stopped (SIGSTOP) at after-acquire for 50ms once there", "c1's process stopped by SIGSTOP at after-acquire for 50ms"}
+	if !slices.Equal(details, want) {
+		t.Errorf("recorded %q, want %q", details, want)
+	}
+}

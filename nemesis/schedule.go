@@ -293,7 +293,7 @@ func (e Env) Faults(op Op) ([]Fault, error) {
 	case RandomClientPause:
 		for _, c := range op.Clients {
 			if p, ok := e.Procs[c]; ok && op.Point == AnyPoint {
-				out = append(out, ClientStop{Client: c, Proc: p}, clientHeld{client: c, at: SignalPoint, hold: op.For})
+				out = append(out, ClientStop{Client: c, Proc: p}, clientHeld{client: c, hold: op.For, signal: true})
 				continue
 			}
 			g, ok := e.Gates[c]

@@ -202,6 +202,13 @@ func (r *runner) node(name string) (cluster.Node, error) {
 // steps that may follow each other closer than the client's hold.
 func (r *runner) pauseClient(ctx context.Context, st Step, at nemesis.Point) error {
 	p := nemesis.ClientPause{Gate: r.faults.gates[st.Client], At: at, For: st.For.Draw(r.nemRand)}
+	if st.Signal {
+		proc, ok := r.drivers.pausers()[st.Client]
+		if !ok {
+			return fmt.Errorf("pause %s with signal: true stops its driver process, and lock kind %s runs inside the harness", st.Client, r.sc.Lock.Kind)
+		}
+		p.Proc = proc
+	}
 	if prev := r.faults.pauses[st.Client]; prev != nil {
 		select {
 		case <-prev:

@@ -34,6 +34,9 @@ func (sc *Scenario) Fit(k string) (bool, string) {
 	if sc.Workload.Fencing && !Fenced(k) {
 		return false, fmt.Sprintf("the storage rejects writes without a fencing token (workload.fencing on), and %s hands out none", k)
 	}
+	if !DriverKind(k) && slices.ContainsFunc(sc.Steps, func(st Step) bool { return st.Signal }) {
+		return false, fmt.Sprintf("the story stops a client's process with SIGSTOP (pause … signal: true), and %s runs inside the harness: only a lock driver has a process of its own", k)
+	}
 	if sc.Sentinel != nil && DriverKind(k) {
 		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, and a driver (%s) is given the nodes' addresses only", k)
 	}

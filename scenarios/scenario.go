@@ -186,6 +186,7 @@ type Step struct {
 	Shape     string        // partition
 	Sides     [][]string    // partition of shape sides: who is on which side
 	Point     string        // pause of a client: a hook point, any or random
+	Signal    bool          // pause of a client: stop its driver process (SIGSTOP) at Point
 	Replica   string        // replication, promote: which of Node's replicas (r1, r1b, ...)
 	Amnesia   bool          // kill, stop: restart with the data lost
 	Period    time.Duration // strobe
@@ -631,7 +632,7 @@ var stepFields = map[StepKind]string{
 	StepPartition:   "shape, client, clients, nodes, sides, for",
 	StepStrobe:      "node, delta, period, for",
 	StepClockReset:  "nodes",
-	StepPause:       "node, client, at, for, within",
+	StepPause:       "node, client, at, for, within, signal",
 	StepResume:      "node, client",
 	StepKill:        "node, amnesia, for",
 	StepStop:        "node, amnesia, for",
