@@ -70,8 +70,8 @@ type gatePause struct {
 	at Point
 	// hold is how long the client stays stopped once it reaches at; zero:
 	// until the pause is released.
-	hold    time.Duration
-	hit     bool
+	hold time.Duration
+	hit  bool
 	// proc, when set, is stopped by SIGSTOP at the point instead of the
 	// client being held at the gate.
 	proc    ProcessPauser
