@@ -70,10 +70,14 @@ type gatePause struct {
 	at Point
 	// hold is how long the client stays stopped once it reaches at; zero:
 	// until the pause is released.
-	hold    time.Duration
-	hit     bool
+	hold time.Duration
+	hit  bool
+	// proc, when set, is stopped by SIGSTOP at the point instead of the
+	// client being held at the gate.
+	proc    ProcessPauser
 	reached chan struct{} // closed when the client reaches at
 	release chan struct{} // closed when the pause is released (healed, or its hold ran out)
+	resumed chan struct{} // closed once a stopped process is continued
 }
 
 func (pz *gatePause) releaseLocked() {
@@ -107,6 +111,19 @@ func (g *ClientGate) At(ctx context.Context, p Point) {
 		g.mu.Unlock()
 		return
 	}
+	if !pz.hit && pz.proc != nil {
+		// The whole process stops, every thread of it, as in a real
+		// stop-the-world pause; the caller goes on at once, and whatever
+		// it sends the process waits in its pipe until SIGCONT.
+		pz.hit = true
+		g.stopProcLocked(pz)
+		g.mu.Unlock()
+		return
+	}
+	if pz.proc != nil {
+		g.mu.Unlock()
+		return
+	}
 	if !pz.hit {
 		pz.hit = true
 		close(pz.reached)
@@ -130,6 +147,39 @@ func (g *ClientGate) At(ctx context.Context, p Point) {
 	g.mu.Lock()
 	g.setBlockedLocked(-1)
 	g.mu.Unlock()
+}
+
+// stopProcLocked stops pz's process for pz.hold (zero: until the pause
+// is released), counting it as the client held.
+func (g *ClientGate) stopProcLocked(pz *gatePause) {
+	if err := pz.proc.Pause(); err != nil {
+		// The process is gone (it died, and the run will say so): there
+		// is nothing to stop.
+		pz.releaseLocked()
+		return
+	}
+	close(pz.reached)
+	g.setBlockedLocked(+1)
+	resume := func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		select {
+		case <-pz.resumed:
+			return
+		default:
+		}
+		close(pz.resumed)
+		_ = pz.proc.Resume()
+		g.setBlockedLocked(-1)
+		pz.releaseLocked()
+	}
+	if pz.hold > 0 {
+		time.AfterFunc(pz.hold, resume)
+	}
+	go func() {
+		<-pz.release
+		resume()
+	}()
 }
 
 func (g *ClientGate) setBlockedLocked(delta int) {
@@ -164,7 +214,7 @@ func (g *ClientGate) WaitBlocked(ctx context.Context) error {
 
 // arm sets a pause at p, holding the client for hold once it gets there
 // (zero: until released), and returns what lifts it.
-func (g *ClientGate) arm(p Point, hold time.Duration) (*gatePause, func(), error) {
+func (g *ClientGate) arm(p Point, hold time.Duration, proc ProcessPauser) (*gatePause, func(), error) {
 	if !ValidPoint(p) {
 		return nil, nil, fmt.Errorf("client pause: point %q, want after-replies, after-acquire, before-write, before-release or any", p)
 	}
@@ -173,7 +223,7 @@ func (g *ClientGate) arm(p Point, hold time.Duration) (*gatePause, func(), error
 	if g.armed != nil {
 		return nil, nil, fmt.Errorf("client %s: a pause is armed already", g.name)
 	}
-	pz := &gatePause{at: p, hold: hold, reached: make(chan struct{}), release: make(chan struct{})}
+	pz := &gatePause{at: p, hold: hold, proc: proc, reached: make(chan struct{}), release: make(chan struct{}), resumed: make(chan struct{})}
 	g.armed = pz
 	return pz, func() {
 		g.mu.Lock()
@@ -201,6 +251,11 @@ type ClientPause struct {
 	At   Point
 	// For is how long the client stays stopped once it reaches At.
 	For time.Duration
+	// Proc, when set, is the client's own process (a lock driver): once
+	// the client reaches At, the process is stopped with SIGSTOP for For
+	// rather than the client held at its gate — a real pause, every
+	// thread of it, at a chosen moment.
+	Proc ProcessPauser
 
 	// armed is set by Inject, for StartClientPause.
 	armed *gatePause
@@ -214,6 +269,9 @@ const KindClientHeld = "client-pause-held"
 func (c ClientPause) Describe() history.Fault {
 	// The client goes in Nodes so that reports draw the pause in its lane.
 	d := fmt.Sprintf("%s paused at %s", c.Gate.Name(), c.At)
+	if c.Proc != nil {
+		d = fmt.Sprintf("%s's process stopped (SIGSTOP) at %s", c.Gate.Name(), c.At)
+	}
 	if c.For > 0 {
 		d += fmt.Sprintf(" for %v once there", c.For)
 	}
@@ -222,7 +280,7 @@ func (c ClientPause) Describe() history.Fault {
 
 // Inject implements Fault.
 func (c ClientPause) Inject(context.Context) (Heal, error) {
-	_, release, err := c.Gate.arm(c.At, c.For)
+	_, release, err := c.Gate.arm(c.At, c.For, c.Proc)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +294,7 @@ type clientPauseArmed struct {
 }
 
 func (c clientPauseArmed) Inject(context.Context) (Heal, error) {
-	pz, release, err := c.Gate.arm(c.At, c.For)
+	pz, release, err := c.Gate.arm(c.At, c.For, c.Proc)
 	if err != nil {
 		return nil, err
 	}
@@ -248,12 +306,20 @@ func (c clientPauseArmed) Inject(context.Context) (Heal, error) {
 // healing it does nothing, the gate holds and releases the client.
 type clientHeld struct {
 	client string
-	at     Point
+	at     Point // empty: stopped by signal wherever it was
 	hold   time.Duration
+	// signal: the client's process was stopped by SIGSTOP.
+	signal bool
 }
 
 func (c clientHeld) Describe() history.Fault {
 	d := fmt.Sprintf("%s stopped at %s", c.client, c.at)
+	if c.signal {
+		d = fmt.Sprintf("%s's process stopped by SIGSTOP", c.client)
+		if c.at != "" {
+			d += fmt.Sprintf(" at %s", c.at)
+		}
+	}
 	if c.hold > 0 {
 		d += fmt.Sprintf(" for %v", c.hold)
 	}
@@ -301,7 +367,7 @@ func (m *Nemesis) StartClientPause(ctx context.Context, p ClientPause, within ti
 		case <-ctx.Done():
 			return // the run ends; HealAll heals what is left
 		}
-		held, err := m.Start(bg, clientHeld{client: p.Gate.Name(), at: p.At, hold: p.For})
+		held, err := m.Start(bg, clientHeld{client: p.Gate.Name(), at: p.At, hold: p.For, signal: p.Proc != nil})
 		<-pz.release
 		if err == nil {
 			_ = m.Stop(bg, held)

@@ -270,6 +270,11 @@ type Env struct {
 	Net   *Net
 	Nodes map[string]ScheduleNode
 	Gates map[string]*ClientGate
+	// Procs are the clients that run as processes of their own (lock
+	// drivers): a client pause drawn at AnyPoint stops such a client's
+	// process with SIGSTOP at once, wherever it is, rather than at its
+	// next point. The draws are the same either way.
+	Procs map[string]ProcessPauser
 }
 
 // Faults turns op into the faults that carry it out.
@@ -287,6 +292,10 @@ func (e Env) Faults(op Op) ([]Fault, error) {
 		return []Fault{Partition{Net: e.Net, Shape: op.Shape, Links: op.Links}}, nil
 	case RandomClientPause:
 		for _, c := range op.Clients {
+			if p, ok := e.Procs[c]; ok && op.Point == AnyPoint {
+				out = append(out, ClientStop{Client: c, Proc: p}, clientHeld{client: c, hold: op.For, signal: true})
+				continue
+			}
 			g, ok := e.Gates[c]
 			if !ok {
 				return nil, fmt.Errorf("schedule: no client %q", c)
@@ -355,7 +364,7 @@ func (m *Nemesis) RunSchedule(ctx context.Context, ops []Op, env Env, onStart fu
 			}
 			return errors.Join(errs...)
 		}
-		if op.Kind == RandomClientPause {
+		if op.Kind == RandomClientPause && gatePauses(faults) {
 			within := op.For
 			if i+1 < len(ops) {
 				within = max(ops[i+1].At-op.At, time.Millisecond)
@@ -396,6 +405,17 @@ func (m *Nemesis) RunSchedule(ctx context.Context, ops []Op, env Env, onStart fu
 		}
 	}
 	return nil
+}
+
+// gatePauses reports whether faults are all pauses at a gate (not a
+// process stopped by signal, which is timed as any other fault).
+func gatePauses(faults []Fault) bool {
+	for _, f := range faults {
+		if _, ok := f.(ClientPause); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // sleepUntil waits until t; false means ctx ended first.

@@ -24,6 +24,10 @@ var Beliefs = map[string]string{
 	LockEtcdV3Lock: "while the lease passed to the Lock RPC is alive as the client knows it: when its grant was sent + its TTL, " +
 		"on the client's monotonic clock — the 3.4 server may hand back a lock whose lease expired while it waited, " +
 		"a belief already over when it begins",
+	LockRedisPy: "when acquire() returned + TTL, on the driver's monotonic clock, converted to the harness's at the reply: " +
+		"redis-py's Lock returns True and no deadline and does not check how much of the TTL the acquire used (extend: from its return)",
+	LockDriver: "where the driver's reply says: its remaining validity at the reply, converted to the harness's clock " +
+		"(late by at most the time since the request was sent); none given, at the release",
 }
 
 // Belief is the sentence of lock kind k, or "" for a kind without one.

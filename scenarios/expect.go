@@ -64,7 +64,7 @@ func (p *parser) expectation(n *yaml.Node) map[string]Expect {
 		case k.Value == "lock" || k.Value == "resource":
 			p.fail(k, f, "the two answers go under a lock kind here ({lock: W, resource: W}), or make the whole expect such a mapping")
 			continue
-		case k.Value != ExpectDefault && !slices.Contains(LockKinds, k.Value):
+		case k.Value != ExpectDefault && !slices.Contains(fileLockKinds, k.Value):
 			p.fail(k, f, "unknown lock kind %q; want %s, one of %s, or lock and resource alone", k.Value, ExpectDefault, strings.Join(LockKinds, ", "))
 			continue
 		case out[k.Value] != "":

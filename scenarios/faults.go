@@ -202,6 +202,13 @@ func (r *runner) node(name string) (cluster.Node, error) {
 // steps that may follow each other closer than the client's hold.
 func (r *runner) pauseClient(ctx context.Context, st Step, at nemesis.Point) error {
 	p := nemesis.ClientPause{Gate: r.faults.gates[st.Client], At: at, For: st.For.Draw(r.nemRand)}
+	if st.Signal {
+		proc, ok := r.drivers.pausers()[st.Client]
+		if !ok {
+			return fmt.Errorf("pause %s with signal: true stops its driver process, and lock kind %s runs inside the harness", st.Client, r.sc.Lock.Kind)
+		}
+		p.Proc = proc
+	}
 	if prev := r.faults.pauses[st.Client]; prev != nil {
 		select {
 		case <-prev:
@@ -355,7 +362,7 @@ func (r *runner) random(ctx context.Context, st Step) error {
 	if err != nil {
 		return err
 	}
-	env := nemesis.Env{Net: r.net, Nodes: map[string]nemesis.ScheduleNode{}, Gates: r.faults.gates}
+	env := nemesis.Env{Net: r.net, Nodes: map[string]nemesis.ScheduleNode{}, Gates: r.faults.gates, Procs: r.drivers.pausers()}
 	for _, n := range r.cluster.Nodes() {
 		// Every node may take any of the schedule's faults.
 		for _, f := range []cluster.Fault{cluster.FaultLink, cluster.FaultClock, cluster.FaultPause, cluster.FaultKill, cluster.FaultStop, cluster.FaultWipe} {

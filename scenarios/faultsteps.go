@@ -293,7 +293,7 @@ func (p *parser) pauseTarget(st *Step, val *yaml.Node, field string, seen map[st
 	}
 	if node != nil {
 		st.Node = p.node(node, field+".node")
-		for _, f := range []string{"at", "within"} {
+		for _, f := range []string{"at", "within", "signal"} {
 			if v := seen[f]; v != nil {
 				p.fail(v, field+"."+f, "only for a client pause")
 			}
@@ -320,6 +320,9 @@ func (p *parser) pauseTarget(st *Step, val *yaml.Node, field string, seen map[st
 	}
 	if v := seen["within"]; v != nil {
 		st.Within = p.duration(v, field+".within", 0, time.Millisecond)
+	}
+	if v := seen["signal"]; v != nil {
+		st.Signal = p.boolean(v, field+".signal")
 	}
 }
 

@@ -22,8 +22,11 @@ import (
 
 // Fit reports whether the scenario fits lock kind k, and why not.
 func (sc *Scenario) Fit(k string) (bool, string) {
-	if !slices.Contains(LockKinds, k) {
+	if !slices.Contains(fileLockKinds, k) {
 		return false, fmt.Sprintf("%q is not a lock kind (%s)", k, strings.Join(LockKinds, ", "))
+	}
+	if k == LockDriver && len(sc.Lock.Command) == 0 {
+		return false, "a driver needs the program lock.command names, and the story names none"
 	}
 	if Consensus(k) {
 		return sc.fitConsensus(k)
@@ -33,6 +36,12 @@ func (sc *Scenario) Fit(k string) (bool, string) {
 	}
 	if sc.Workload.Fencing && !Fenced(k) {
 		return false, fmt.Sprintf("the storage rejects writes without a fencing token (workload.fencing on), and %s hands out none", k)
+	}
+	if !DriverKind(k) && slices.ContainsFunc(sc.Steps, func(st Step) bool { return st.Signal }) {
+		return false, fmt.Sprintf("the story stops a client's process with SIGSTOP (pause … signal: true), and %s runs inside the harness: only a lock driver has a process of its own", k)
+	}
+	if sc.Sentinel != nil && DriverKind(k) {
+		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, and a driver (%s) is given the nodes' addresses only", k)
 	}
 	if sc.Sentinel != nil && !OneDeployment(k) {
 		// The failover client (go-redis's, asking the sentinels) serves

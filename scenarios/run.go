@@ -148,6 +148,10 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		incomplete = "the run failed: " + runErr.Error()
 	case ctx.Err() != nil:
 		incomplete = "the run was interrupted before its last step"
+	case r.drivers.broken() != nil:
+		// Every request after the breach was unknown: what the lock did
+		// is not in the history.
+		incomplete = "a lock driver broke: " + r.drivers.broken().Error()
 	}
 	for _, e := range []error{runErr, cleanErr} {
 		if e != nil {
@@ -213,6 +217,9 @@ type runner struct {
 	sentinel *sentinelRig
 	// closers close the consensus locks' client sessions.
 	closers []func()
+	// drivers are the clients' driver processes, for the driver kinds.
+	drivers          *driverRig
+	runDir, cacheDir string
 }
 
 // newRedlock builds client's instance of the lock under test (our Redlock,
@@ -224,6 +231,9 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 	}
 	if OneDeployment(r.sc.Lock.Kind) {
 		eps = eps[:1]
+	}
+	if DriverKind(r.sc.Lock.Kind) {
+		return r.newDriverLock(client, eps, password)
 	}
 	var conns []*redis.Client
 	var names []string
@@ -287,6 +297,7 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 
 func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error {
 	sc := r.sc
+	r.runDir, r.cacheDir = dir, cacheDir
 	cfg := cluster.Config{
 		Nodes: sc.Nodes, NodePersistence: sc.Persistence, Dir: dir, CacheDir: cacheDir, Logf: r.logf,
 	}
@@ -444,6 +455,7 @@ func (r *runner) tearDown(ctx context.Context) error {
 	if r.nem != nil {
 		errs = append(errs, r.nem.HealAll(ctx))
 	}
+	errs = append(errs, r.drivers.close(ctx))
 	for _, c := range r.conns {
 		_ = c.Close()
 	}

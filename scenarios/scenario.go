@@ -85,21 +85,33 @@ const (
 	LockRedsync        = "redsync"          // go-redsync/redsync v4
 	LockRedislock      = "redislock"        // bsm/redislock v0.9, on n1
 	LockWaitReplicas   = "wait-replicas"    // Redisson's RLock scheme: n1, then WAIT for its replicas
+	LockRedisPy        = "redis-py"         // redis-py's redis.lock.Lock, a built-in driver, on n1
 	// The control group: locks on consensus systems (consensus.go).
 	LockZooKeeper  = "zookeeper"   // ZooKeeper's lock recipe on a 3.8 ensemble
 	LockEtcd       = "etcd"        // etcd's client mutex (client v3.5) on a 3.4 cluster
 	LockEtcdV3Lock = "etcd-v3lock" // etcd 3.4's server-side Lock RPC
+	// LockDriver is a lock driven through a child process of the user's
+	// (lock.command), over every node: not a column of the matrix, since
+	// what it runs is the file's.
+	LockDriver = "driver"
 )
 
 // LockKinds lists the valid lock kinds.
-var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, LockFencedTwoRound, LockRedsync, LockRedislock, LockWaitReplicas,
+var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, LockFencedTwoRound, LockRedsync, LockRedislock, LockWaitReplicas, LockRedisPy,
 	LockZooKeeper, LockEtcd, LockEtcdV3Lock}
+
+// fileLockKinds are the kinds a scenario file may name: LockKinds and
+// LockDriver.
+var fileLockKinds = append(slices.Clone(LockKinds), LockDriver)
 
 // OneDeployment reports whether lock kind k runs on one Redis deployment
 // (n1, with whatever replicas it has) rather than over every node.
 func OneDeployment(k string) bool {
-	return k == LockSingle || k == LockRedislock || k == LockWaitReplicas
+	return k == LockSingle || k == LockRedislock || k == LockWaitReplicas || k == LockRedisPy
 }
+
+// DriverKind reports whether lock kind k runs as a driver process.
+func DriverKind(k string) bool { return k == LockRedisPy || k == LockDriver }
 
 // Lock is the lock under test and its parameters.
 type Lock struct {
@@ -113,6 +125,8 @@ type Lock struct {
 	// Extend makes a generated workload's clients extend their lease once
 	// in each critical section, before the write (see workload.Config).
 	Extend bool
+	// Command is the driver program and its arguments of kind driver.
+	Command []string
 }
 
 // StepKind names what a step does.
@@ -177,6 +191,7 @@ type Step struct {
 	Shape     string        // partition
 	Sides     [][]string    // partition of shape sides: who is on which side
 	Point     string        // pause of a client: a hook point, any or random
+	Signal    bool          // pause of a client: stop its driver process (SIGSTOP) at Point
 	Replica   string        // replication, promote: which of Node's replicas (r1, r1b, ...)
 	Amnesia   bool          // kill, stop: restart with the data lost
 	Period    time.Duration // strobe
@@ -274,6 +289,7 @@ type lockSpec struct {
 	NodeTimeout yaml.Node `yaml:"node_timeout"`
 	Retries     yaml.Node `yaml:"retries"`
 	Extend      yaml.Node `yaml:"extend"`
+	Command     yaml.Node `yaml:"command"`
 }
 
 type workloadSpec struct {
@@ -289,7 +305,7 @@ type workloadSpec struct {
 var sections = map[string]struct{ name, fields string }{
 	"fileSpec":     {"the top level", "name, description, expect, cluster, lock, workload, steps"},
 	"clusterSpec":  {"cluster", "nodes, persistence, replicas, backend, sentinel"},
-	"lockSpec":     {"lock", "kind, ttl, key, node_timeout, retries, extend"},
+	"lockSpec":     {"lock", "kind, ttl, key, node_timeout, retries, extend, command"},
 	"workloadSpec": {"workload", "clients, kind, keys, duration, think, fencing"},
 }
 
@@ -415,6 +431,7 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 	if sc.Lock.NodeTimeout >= sc.Lock.TTL && sc.Lock.TTL > 0 {
 		p.fail(&s.Lock.NodeTimeout, "lock.node_timeout", "%v must be shorter than lock.ttl %v", sc.Lock.NodeTimeout, sc.Lock.TTL)
 	}
+	sc.Lock.Command = p.driverCommand(&s.Lock.Command, sc.Locks)
 	sc.Lock.Key = s.Lock.Key
 	if sc.Lock.Key == "" {
 		sc.Lock.Key = "lock"
@@ -446,16 +463,16 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 func (p *parser) lockKinds(n *yaml.Node) []string {
 	const field = "lock.kind"
 	if n.Kind != yaml.SequenceNode {
-		return []string{p.enum(n, field, LockRedlock, LockKinds...)}
+		return []string{p.enum(n, field, LockRedlock, fileLockKinds...)}
 	}
 	if len(n.Content) == 0 {
-		p.fail(n, field, "empty list; want one or more of %s, such as [redlock, redsync]", strings.Join(LockKinds, ", "))
+		p.fail(n, field, "empty list; want one or more of %s, such as [redlock, redsync]", strings.Join(fileLockKinds, ", "))
 		return []string{LockRedlock}
 	}
 	var out []string
 	for i, v := range n.Content {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		k := p.enum(v, f, "", LockKinds...)
+		k := p.enum(v, f, "", fileLockKinds...)
 		switch {
 		case k == "":
 		case slices.Contains(out, k):
@@ -466,6 +483,36 @@ func (p *parser) lockKinds(n *yaml.Node) []string {
 	}
 	if len(out) == 0 {
 		return []string{LockRedlock}
+	}
+	return out
+}
+
+// driverCommand parses lock.command, which kind driver needs and no
+// other kind takes.
+func (p *parser) driverCommand(n *yaml.Node, kinds []string) []string {
+	const field = "lock.command"
+	wants := slices.Contains(kinds, LockDriver)
+	if n.Kind == 0 {
+		if wants {
+			p.fail(nil, field, "missing: lock.kind driver runs the program it names, e.g. command: [python3, my_driver.py] (see docs/driver-protocol.md)")
+		}
+		return nil
+	}
+	if !wants {
+		p.fail(n, field, "only lock.kind driver runs a command; %s is built in", strings.Join(kinds, ", "))
+		return nil
+	}
+	var out []string
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.fail(n, field, "want a list: the program and its arguments, such as [python3, my_driver.py]")
+		return nil
+	}
+	for i, v := range n.Content {
+		if v.Kind != yaml.ScalarNode || (i == 0 && v.Value == "") {
+			p.fail(v, fmt.Sprintf("%s[%d]", field, i), "want a string: the program, then each argument")
+			return nil
+		}
+		out = append(out, v.Value)
 	}
 	return out
 }
@@ -592,7 +639,7 @@ var stepFields = map[StepKind]string{
 	StepPartition:   "shape, client, clients, nodes, sides, for",
 	StepStrobe:      "node, delta, period, for",
 	StepClockReset:  "nodes",
-	StepPause:       "node, client, at, for, within",
+	StepPause:       "node, client, at, for, within, signal",
 	StepResume:      "node, client",
 	StepKill:        "node, amnesia, for",
 	StepStop:        "node, amnesia, for",

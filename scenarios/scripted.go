@@ -83,7 +83,7 @@ func (p *parser) expectOutcome(st *Step, n *yaml.Node, field string) bool {
 		k, v := n.Content[i], n.Content[i+1]
 		f := field + "." + k.Value
 		switch {
-		case k.Value != ExpectDefault && !slices.Contains(LockKinds, k.Value):
+		case k.Value != ExpectDefault && !slices.Contains(fileLockKinds, k.Value):
 			p.fail(k, f, "unknown lock kind %q; want %s or one of %s", k.Value, ExpectDefault, strings.Join(LockKinds, ", "))
 		case st.Expects[k.Value] != "":
 			p.fail(k, f, "listed twice")

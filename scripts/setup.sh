@@ -22,6 +22,9 @@ command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# The redis-py lock driver runs on Debian's python3 with Debian's
+# python3-redis (another python3 earlier on PATH may not see it).
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing+=(python3-redis)
 command -v go >/dev/null 2>&1 || { echo "setup: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
 
 if [ ${#missing[@]} -eq 0 ]; then
@@ -44,3 +47,4 @@ command -v redis-sentinel >/dev/null 2>&1 || { echo "setup: redis-sentinel still
 command -v chromium >/dev/null 2>&1 || { echo "setup: chromium still missing after install" >&2; exit 1; }
 [ -f /usr/share/java/zookeeper.jar ] || { echo "setup: zookeeper still missing after install" >&2; exit 1; }
 command -v etcd >/dev/null 2>&1 || { echo "setup: etcd-server still missing after install" >&2; exit 1; }
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || { echo "setup: python3-redis still missing after install" >&2; exit 1; }

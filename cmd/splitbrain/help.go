@@ -153,6 +153,7 @@ var commandUsage = map[string]string{
 	"shrink": shrinkUsage,
 	"doctor": doctorUsage,
 	"serve":  serveUsage,
+	"driver": driverUsage,
 }
 
 // wantsHelp reports whether args ask for help: -h, -help or --help
@@ -173,7 +174,7 @@ func printHelp(w io.Writer, command string) error {
 	}
 	u, ok := commandUsage[command]
 	if !ok {
-		return &usageError{fmt.Sprintf("help %q: no such command; want list, run, suite, matrix, check, shrink, serve or doctor", command)}
+		return &usageError{fmt.Sprintf("help %q: no such command; want list, run, suite, matrix, check, shrink, serve, doctor or driver", command)}
 	}
 	fmt.Fprint(w, u)
 	return nil

@@ -56,6 +56,8 @@ Usage:
   splitbrain doctor                     check what the local and Docker backends need;
                                         exit 0 when the local backend can run
   splitbrain serve [--store DIR] [--addr 127.0.0.1:8040]  browse the runs over HTTP
+  splitbrain driver check COMMAND...    check a lock driver (docs/driver-protocol.md)
+                                        on real nodes; exit 0 when it conforms
 
   splitbrain help COMMAND               a command's flags and examples (or COMMAND --help)
 
@@ -123,6 +125,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdDoctor(args[1:], stdout)
 	case "serve":
 		code, err = cmdServe(args[1:], stdout, stderr)
+	case "driver":
+		code, err = cmdDriver(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		if len(args) > 2 {
 			err = &usageError{fmt.Sprintf("help takes at most one command, got %q", strings.Join(args[1:], " "))}
@@ -130,7 +134,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		err = printHelp(stdout, strings.Join(args[1:], ""))
 	default:
-		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, matrix, check, shrink, serve or doctor", args[0])}
+		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, matrix, check, shrink, serve, doctor or driver", args[0])}
 	}
 	var ue *usageError
 	switch {

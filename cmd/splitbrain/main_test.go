@@ -433,7 +433,7 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 		want []string
 	}{
 		{"no command", nil, []string{"Usage:", "splitbrain run SCENARIO"}},
-		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "list, run, suite, matrix, check, shrink, serve or doctor", "splitbrain help"}},
+		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "list, run, suite, matrix, check, shrink, serve, doctor or driver", "splitbrain help"}},
 		{"run without scenario", []string{"run"}, []string{"run takes one scenario", "built-ins:", "clock-jump", "clock-jump-control"}},
 		{"run with two scenarios", []string{"run", "clock-jump", "clock-jump-control"}, []string{"run takes one scenario", "got 2"}},
 		{"unknown scenario", []string{"run", "no-such-scenario"},

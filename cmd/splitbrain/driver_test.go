@@ -1,0 +1,156 @@
+package main_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"splitbrain/cluster"
+)
+
+const fakeReady = `read hello; echo '{"op":"ready","name":"broken"}'; `
+
+// splitbrain driver check against real nodes: the built-in redis-py
+// driver conforms; each deliberately broken driver fails with a message
+// that says what is wrong, and leaves nothing running.
+func TestDriverCheck(t *testing.T) {
+	t.Parallel()
+	// Our Redlock as a driver, the protocol's reference.
+	reference := filepath.Join(t.TempDir(), "redlock-driver")
+	if out, err := exec.Command("go", "build", "-o", reference, "splitbrain/cmd/redlock-driver").CombinedOutput(); err != nil {
+		t.Fatalf("go build cmd/redlock-driver: %v\n%s", err, out)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{name: "redis-py conforms", args: []string{"redis-py"}, code: 0,
+			want: []string{"ok    acquire: granted", "ok    refusal", "ok    points: reached [after-replies after-acquire before-release]",
+				"ok    unknown outcome", "ok    kill in the middle", "every check passed (10)"}},
+		{name: "redlock-driver conforms", args: []string{"--", reference}, code: 0,
+			want: []string{"ok    acquire: granted", "ok    points: reached [after-replies after-acquire before-release]",
+				"ok    unknown outcome: every node stopped: fail", "every check passed (10)"}},
+		{name: "garbage output", args: []string{"sh", "-c", fakeReady + `read req; echo 'OK granted'; sleep 60`}, code: 1,
+			want: []string{"FAIL  acquire", "printed a line that is not the protocol", `"OK granted"`}},
+		{name: "wrong ids", args: []string{"sh", "-c", fakeReady + `read req; echo '{"op":"reply","id":99,"result":"ok","value":"v"}'; sleep 60`}, code: 1,
+			want: []string{"FAIL  acquire", "answered #99, a request never sent or already answered, while acquire #1 was asked"}},
+		{name: "dies mid-run", args: []string{"sh", "-c", fakeReady + `read req; echo 'panic: assignment to entry in nil map' >&2; exit 2`}, code: 1,
+			want: []string{"FAIL  acquire", "exited before answering acquire #1 (exit status 2)", "panic: assignment to entry in nil map"}},
+		{name: "never answers", args: []string{"--reply-timeout", "1s", "sh", "-c", fakeReady + `read req; sleep 60`}, code: 1,
+			want: []string{"FAIL  acquire", "acquire #1: no answer in time (1s)"}},
+		{name: "grants everything", args: []string{"sh", "-c", fakeReady +
+			`while read req; do id=$(echo "$req" | sed 's/.*"id":\([0-9]*\).*/\1/'); echo "{\"op\":\"reply\",\"id\":$id,\"result\":\"ok\",\"value\":\"v$id\",\"validity_ms\":900}"; done`}, code: 1,
+			want: []string{"FAIL  refusal: c2 was granted the key c1 holds: the lock is not exclusive", "FAIL  release of a lost lease", "FAIL  unknown outcome: granted while every node was stopped"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			res := e.runFor(3*time.Minute, append([]string{"driver", "check", "--dir", t.TempDir()}, tc.args...)...)
+			if res.code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", res.code, tc.code, res.stdout, res.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, res.stdout)
+				}
+			}
+			t.Logf("%s", res.stdout)
+			e.checkClean()
+		})
+	}
+}
+
+func TestDriverCheckUsage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"driver"}, "driver wants a subcommand: check"},
+		{[]string{"driver", "check"}, "driver check wants the driver's command (or a built-in driver: redis-py)"},
+		{[]string{"driver", "check", "--nodes", "0", "x"}, "--nodes 0: want a whole number from 1 to 9"},
+	} {
+		res := e.run(tc.args...)
+		if res.code != 254 || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 254 and %q", tc.args, res.code, res.stderr, tc.want)
+		}
+	}
+}
+
+const driverLongScenario = `name: driver-long-wait
+description: c1 takes redis-py's lock through its driver, then a long wait.
+expect: any
+cluster:
+  nodes: 1
+lock:
+  kind: redis-py
+  ttl: 2s
+workload:
+  clients: 2
+steps:
+  - acquire: {client: c1}
+  - wait: 60s
+`
+
+// A harness killed with SIGKILL leaves its drivers' registry entry; a
+// driver that outlived it (Pdeathsig follows the thread that started it,
+// and is lost across a setuid exec) is killed by the next start, which
+// also removes the entry: nothing is left running.
+func TestKilledHarnessDriversAreReaped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "driver-long-wait.yaml")
+	writeFile(t, file, driverLongScenario)
+	r := e.start("run", file, "--seed", "1", "--store", filepath.Join(t.TempDir(), "runs"))
+	r.waitFor(t, "wait 1m0s", 60*time.Second)
+	t.Logf("running before SIGKILL: %s", describe(e.procs()))
+	if err := r.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, 10*time.Second)
+
+	var entry string
+	for _, name := range e.liveEntries() {
+		if strings.HasPrefix(name, "drv-") {
+			entry = filepath.Join(e.liveDir(), name)
+		}
+	}
+	if entry == "" {
+		t.Fatalf("no drivers' entry in the live registry after SIGKILL: %v", e.liveEntries())
+	}
+	if pids, _ := filepath.Glob(filepath.Join(entry, "driver-c*.pid")); len(pids) != 2 {
+		t.Errorf("the drivers' entry lists %v, want c1's and c2's pid files", pids)
+	}
+	// A driver that survived: marked with the dead run's entry, listed in it.
+	survivor := exec.Command("sleep", "600")
+	survivor.Env = append(os.Environ(), cluster.RunEnv+"="+filepath.Base(entry), "XDG_CACHE_HOME="+e.cache)
+	survivor.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := survivor.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = survivor.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = survivor.Process.Kill(); <-exited })
+	pid := survivor.Process.Pid
+	writeFile(t, filepath.Join(entry, "driver-c9.pid"), fmt.Sprintf("%d %d\n", pid, procStartTime(t, pid)))
+
+	res := e.run("run", "clock-jump-control", "--store", filepath.Join(t.TempDir(), "runs"))
+	if res.code != 0 {
+		t.Errorf("exit code %d of the run after the crash, want 0\n%s", res.code, res.stdout)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Errorf("the next start did not kill the dead run's surviving driver (pid %d)", pid)
+	}
+	e.checkClean()
+}

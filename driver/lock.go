@@ -1,0 +1,99 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"splitbrain/workload"
+)
+
+// Lock adapts one driver process to workload.Lock: each call is one
+// request, its reply mapped onto the workload's errors — fail onto
+// ErrNotAcquired, ErrNotHeld or ErrNotExtended, unknown (and no answer
+// in time, a broken or dead driver) onto an unknown outcome.
+//
+// The belief. A driver reports the lease's remaining validity at the
+// moment it wrote its reply; the harness puts the deadline at the moment
+// it read the reply plus that validity. The reply was written after the
+// request was sent (or, after a point, after the go-ahead), so the
+// deadline is late by at most the time between the two (Reply.Slack),
+// which the transcript records for each reply: on an idle machine tens
+// of microseconds.
+type Lock struct {
+	Proc *Proc
+	// Gate holds the client at the points the driver announces; nil: none
+	// is held.
+	Gate Gate
+}
+
+var _ workload.Lock = (*Lock)(nil)
+
+// Acquire implements workload.Lock.
+func (l *Lock) Acquire(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
+	r, err := l.Proc.Call(ctx, Request{Op: OpAcquire, Key: key, TTLMS: ms(ttl)}, l.Gate)
+	if err != nil {
+		return nil, err
+	}
+	switch r.Result {
+	case ResultFail:
+		return nil, errors.Join(workload.ErrNotAcquired, l.detail(r))
+	case ResultUnknown:
+		return nil, fmt.Errorf("acquire %q: outcome unknown: %w", key, l.detail(r))
+	}
+	if r.Value == "" {
+		return nil, l.Proc.fail(fmt.Sprintf(`answered acquire #%d ok without "value", the lease's value`, r.ID))
+	}
+	return l.lease(key, r), nil
+}
+
+// Release implements workload.Lock.
+func (l *Lock) Release(ctx context.Context, lease *workload.Lease) error {
+	r, err := l.Proc.Call(ctx, Request{Op: OpRelease, Key: lease.Key, Value: lease.Value}, l.Gate)
+	if err != nil {
+		return err
+	}
+	switch r.Result {
+	case ResultFail:
+		return errors.Join(workload.ErrNotHeld, l.detail(r))
+	case ResultUnknown:
+		return fmt.Errorf("release %q: outcome unknown: %w", lease.Key, l.detail(r))
+	}
+	return nil
+}
+
+// Extend implements workload.Lock.
+func (l *Lock) Extend(ctx context.Context, lease *workload.Lease, ttl time.Duration) (*workload.Lease, error) {
+	r, err := l.Proc.Call(ctx, Request{Op: OpExtend, Key: lease.Key, Value: lease.Value, TTLMS: ms(ttl)}, l.Gate)
+	if err != nil {
+		return nil, err
+	}
+	switch r.Result {
+	case ResultFail:
+		return nil, errors.Join(workload.ErrNotExtended, l.detail(r))
+	case ResultUnknown:
+		return nil, fmt.Errorf("extend %q: outcome unknown: %w", lease.Key, l.detail(r))
+	}
+	if r.Value == "" {
+		r.Value = lease.Value
+	}
+	return l.lease(lease.Key, r), nil
+}
+
+func (l *Lock) lease(key string, r Reply) *workload.Lease {
+	out := &workload.Lease{Key: key, Value: r.Value, Token: r.Token}
+	if v, ok := r.Validity(); ok {
+		out.Deadline = r.At.Add(v)
+		l.Proc.logf("# %s #%d: validity %.3fms converted at the reply's reading, late by at most %v", OpReply, r.ID, ms(v), r.Slack)
+	}
+	return out
+}
+
+func (l *Lock) detail(r Reply) error {
+	d := r.Detail
+	if d == "" {
+		d = "no detail"
+	}
+	return fmt.Errorf("driver %s of %s: %s", l.Proc.Name(), l.Proc.cfg.Client, d)
+}

@@ -1,0 +1,605 @@
+package driver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"splitbrain/cluster"
+)
+
+// Config starts one driver process, for one client.
+type Config struct {
+	// Command is the program and its arguments.
+	Command []string
+	// Name names the driver in errors: the scenario's lock kind, or the
+	// command as written.
+	Name string
+	// Client is the client the process serves (c1, c2, ...).
+	Client string
+	// Nodes are the servers, as this client reaches them (its proxies).
+	Nodes []Node
+	// Password is the run's password, sent in hello (never on the command
+	// line or in the environment, where other users could read it).
+	Password    string
+	NodeTimeout time.Duration
+	Retries     int
+	// Live, if set, registers the process so that the next start reaps
+	// it if the harness dies; it also marks the process's environment.
+	Live *cluster.LiveRun
+	// Log receives the transcript (every line either way, the password
+	// masked) and the driver's stderr; nil discards them.
+	Log io.Writer
+	// ReplyTimeout bounds the wait for each reply, not counting the time
+	// the driver is held at a point or stopped by the harness; zero means
+	// DefaultReplyTimeout. No reply in time is an unknown outcome.
+	ReplyTimeout time.Duration
+	// StartTimeout bounds the wait for ready; zero means
+	// DefaultStartTimeout.
+	StartTimeout time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultReplyTimeout = 10 * time.Second
+	DefaultStartTimeout = 30 * time.Second
+	// stopGrace is how long a driver has to exit once its stdin is
+	// closed before it is killed.
+	stopGrace  = 2 * time.Second
+	stderrTail = 2000
+)
+
+// Error is a driver process that broke the protocol or died: every
+// request from then on fails with it, an unknown outcome.
+type Error struct {
+	Client string
+	Driver string
+	// Problem says what happened, in words.
+	Problem string
+	// Line is the offending line, if one.
+	Line []byte
+	// Exit is how the process ended ("exit status 3", "signal: killed"),
+	// if it did.
+	Exit string
+	// Stderr is the end of what it wrote to stderr.
+	Stderr string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "driver %s of %s: %s", e.Driver, e.Client, e.Problem)
+	if e.Line != nil {
+		fmt.Fprintf(&b, ": %s", Quote(e.Line))
+	}
+	if e.Exit != "" {
+		fmt.Fprintf(&b, " (%s)", e.Exit)
+	}
+	if e.Stderr != "" {
+		fmt.Fprintf(&b, "; its stderr ended:\n%s", e.Stderr)
+	}
+	return b.String()
+}
+
+// ErrNoAnswer: the driver did not answer a request in time; its outcome
+// is unknown.
+var ErrNoAnswer = errors.New("no answer in time")
+
+// Gate is where the harness holds a client that announced a point: the
+// client's gate of client pauses. At returns when the client may go on.
+type Gate interface {
+	At(ctx context.Context, point string)
+}
+
+// Proc is one running driver process.
+type Proc struct {
+	cfg   Config
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan line
+	// quit is closed by Stop: nobody reads lines any more.
+	quit chan struct{}
+	// exited is closed once the process has been waited for.
+	exited chan struct{}
+	exit   string
+
+	tail   tailBuffer
+	logMu  sync.Mutex
+	stdinM sync.Mutex
+
+	ready Message
+
+	mu        sync.Mutex
+	broken    *Error
+	nextID    int64
+	abandoned map[int64]bool
+	stopped   bool // SIGSTOPped by the harness
+	stopOnce  sync.Once
+	stopErr   error
+}
+
+type line struct {
+	raw []byte
+	msg Message
+	err error // garbage; io.EOF: stdout closed
+}
+
+// Start starts the driver and says hello; it returns once the driver is
+// ready. On error nothing is left running.
+func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return nil, errors.New("driver: empty command")
+	}
+	if cfg.Name == "" {
+		cfg.Name = strings.Join(cfg.Command, " ")
+	}
+	if cfg.ReplyTimeout <= 0 {
+		cfg.ReplyTimeout = DefaultReplyTimeout
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+	env := os.Environ()
+	if cfg.Live != nil {
+		env = cfg.Live.MarkedEnv(env)
+	}
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Its own process group: a Ctrl-C in the terminal reaches the
+		// harness only, which then stops its drivers in order; a real
+		// pause stops the whole group.
+		Setpgid: true,
+		// If the harness dies without cleaning up, take the driver along;
+		// the live registry covers what this misses.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("driver %s: %w", cfg.Name, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("driver %s: %w", cfg.Name, err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, fmt.Errorf("driver %s: %w", cfg.Name, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("driver %s of %s: starting %s: %w", cfg.Name, cfg.Client, cfg.Command[0], err)
+	}
+	p := &Proc{cfg: cfg, cmd: cmd, stdin: stdin, lines: make(chan line, 16),
+		quit: make(chan struct{}), exited: make(chan struct{}), abandoned: map[int64]bool{}}
+	defer func() {
+		if err != nil {
+			_ = p.Stop(context.WithoutCancel(ctx))
+		}
+	}()
+	var streams sync.WaitGroup
+	streams.Go(func() { p.readStdout(stdout) })
+	streams.Go(func() { p.readStderr(stderr) })
+	go func() {
+		// Wait closes the pipes: read them to the end first.
+		streams.Wait()
+		werr := cmd.Wait()
+		p.exit = "exit status 0"
+		if werr != nil {
+			p.exit = werr.Error()
+		}
+		p.logf("# process exited: %s", p.exit)
+		close(p.exited)
+	}()
+	if cfg.Live != nil {
+		if err := cfg.Live.AddPID(p.pidName(), cmd.Process.Pid); err != nil {
+			return nil, fmt.Errorf("driver %s of %s: %w", cfg.Name, cfg.Client, err)
+		}
+	}
+	p.logf("# started %s (pid %d)", strings.Join(cfg.Command, " "), cmd.Process.Pid)
+	hello := Request{Op: OpHello, Protocol: Version, Client: cfg.Client, Nodes: cfg.Nodes,
+		Password: cfg.Password, NodeTimeoutMS: ms(cfg.NodeTimeout), Retries: cfg.Retries}
+	if err := p.send(hello); err != nil {
+		return nil, p.fail("could not be sent hello: " + err.Error())
+	}
+	sctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	for {
+		select {
+		case l := <-p.lines:
+			switch {
+			case l.err == io.EOF:
+				return nil, p.died("closed its stdout before saying ready")
+			case l.err != nil:
+				return nil, p.garbage(l, "printed a line that is not the protocol instead of ready: "+l.err.Error())
+			case l.msg.Op != OpReady:
+				return nil, p.garbage(l, fmt.Sprintf("answered hello with %q, want ready", l.msg.Op))
+			}
+			p.ready = l.msg
+			return p, nil
+		case <-sctx.Done():
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("driver %s of %s: start: %w", cfg.Name, cfg.Client, ctx.Err())
+			}
+			return nil, p.fail(fmt.Sprintf("did not say ready within %v of hello", cfg.StartTimeout))
+		}
+	}
+}
+
+func (p *Proc) pidName() string { return "driver-" + p.cfg.Client }
+
+// Pid is the driver's process id (and process group).
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Name is the driver's name as its ready said it, else as configured.
+func (p *Proc) Name() string {
+	if p.ready.Name != "" {
+		return p.ready.Name
+	}
+	return p.cfg.Name
+}
+
+// Points are the points the driver said it announces.
+func (p *Proc) Points() []string { return p.ready.Points }
+
+func (p *Proc) readStdout(r io.Reader) {
+	br := bufio.NewReaderSize(r, 4096)
+	for {
+		raw, err := readLine(br)
+		if len(raw) > 0 || (err == nil) {
+			p.logf("< %s", raw)
+			l := line{raw: raw}
+			if err == errLong {
+				l.err = fmt.Errorf("a line longer than %d bytes", MaxLine)
+			} else {
+				l.msg, l.err = ParseMessage(raw)
+			}
+			if !p.deliver(l) {
+				_, _ = io.Copy(io.Discard, r)
+				return
+			}
+			if err == errLong {
+				_, _ = io.Copy(io.Discard, r)
+				err = io.EOF
+			}
+		}
+		if err != nil {
+			p.deliver(line{err: io.EOF})
+			return
+		}
+	}
+}
+
+// deliver hands l to the caller waiting for it; false once Stop was
+// called and nobody will.
+func (p *Proc) deliver(l line) bool {
+	select {
+	case p.lines <- l:
+		return true
+	case <-p.quit:
+		return false
+	}
+}
+
+var errLong = errors.New("line too long")
+
+// readLine reads one line without its newline; errLong past MaxLine.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var out []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		out = append(out, chunk...)
+		if len(out) > MaxLine {
+			return out[:MaxLine], errLong
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		out = []byte(strings.TrimRight(string(out), "\r\n"))
+		if err != nil && len(out) == 0 {
+			return nil, err
+		}
+		return out, err
+	}
+}
+
+func (p *Proc) readStderr(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), MaxLine)
+	for sc.Scan() {
+		p.tail.add(sc.Text())
+		p.logf("! %s", sc.Text())
+	}
+	_, _ = io.Copy(io.Discard, r)
+}
+
+func (p *Proc) logf(format string, args ...any) {
+	if p.cfg.Log == nil {
+		return
+	}
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	fmt.Fprintf(p.cfg.Log, "%s %s "+format+"\n", append([]any{time.Now().Format("15:04:05.000000"), p.cfg.Client}, args...)...)
+}
+
+func (p *Proc) send(req Request) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	shown := req
+	if shown.Password != "" {
+		shown.Password = "***"
+	}
+	sb, _ := json.Marshal(shown)
+	p.logf("> %s", sb)
+	p.stdinM.Lock()
+	defer p.stdinM.Unlock()
+	_, err = p.stdin.Write(append(b, '\n'))
+	return err
+}
+
+// fail marks the driver broken with problem and returns the error.
+func (p *Proc) fail(problem string) *Error {
+	return p.breakWith(&Error{Client: p.cfg.Client, Driver: p.cfg.Name, Problem: problem})
+}
+
+func (p *Proc) garbage(l line, problem string) *Error {
+	return p.breakWith(&Error{Client: p.cfg.Client, Driver: p.cfg.Name, Problem: problem, Line: l.raw})
+}
+
+// died waits a moment for the process's exit status and reports it with
+// its stderr's tail.
+func (p *Proc) died(problem string) *Error {
+	select {
+	case <-p.exited:
+	case <-time.After(stopGrace):
+	}
+	e := &Error{Client: p.cfg.Client, Driver: p.cfg.Name, Problem: problem, Stderr: p.tail.String()}
+	select {
+	case <-p.exited:
+		e.Exit = p.exit
+	default:
+		e.Exit = "still running"
+	}
+	return p.breakWith(e)
+}
+
+func (p *Proc) breakWith(e *Error) *Error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.broken == nil {
+		p.broken = e
+		p.logf("# broken: %v", e)
+	}
+	return p.broken
+}
+
+// Broken is the error that broke the driver, or nil.
+func (p *Proc) Broken() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.broken == nil {
+		return nil
+	}
+	return p.broken
+}
+
+// Reply is a driver's answer to one request.
+type Reply struct {
+	Message
+	// At is when the harness read it, on its monotonic clock.
+	At time.Time
+	// Slack is how much earlier the driver may have written it: the time
+	// since the request (or the last go-ahead at a point) was sent. A
+	// validity converted at At is late by at most Slack.
+	Slack time.Duration
+}
+
+// Call sends req (its id set here) and waits for its reply, holding the
+// driver at gate whenever it announces a point. No reply within the
+// reply timeout (the time held at points and stopped by the harness not
+// counted) is ErrNoAnswer; a broken or dead driver is *Error. Either way
+// the outcome is unknown.
+func (p *Proc) Call(ctx context.Context, req Request, gate Gate) (Reply, error) {
+	if err := p.Broken(); err != nil {
+		return Reply{}, err
+	}
+	p.mu.Lock()
+	p.nextID++
+	req.ID = p.nextID
+	p.mu.Unlock()
+	if err := p.send(req); err != nil {
+		return Reply{}, p.died(fmt.Sprintf("could not be sent %s #%d: %v", req.Op, req.ID, err))
+	}
+	sent := time.Now()
+	timer := time.NewTimer(p.cfg.ReplyTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case l := <-p.lines:
+			switch {
+			case l.err == io.EOF:
+				return Reply{}, p.died(fmt.Sprintf("exited before answering %s #%d", req.Op, req.ID))
+			case l.err != nil:
+				return Reply{}, p.garbage(l, fmt.Sprintf("printed a line that is not the protocol while %s #%d was asked (%v)", req.Op, req.ID, l.err))
+			}
+			m := l.msg
+			if m.Op == OpReady {
+				return Reply{}, p.garbage(l, "said ready again")
+			}
+			if m.ID != req.ID {
+				if p.wasAbandoned(m.ID) {
+					p.logf("# a late %s of #%d, which had no answer in time: ignored", m.Op, m.ID)
+					if m.Op == OpPoint {
+						_ = p.send(Request{Op: OpGo, ID: m.ID, Point: m.Point})
+					}
+					continue
+				}
+				return Reply{}, p.garbage(l, fmt.Sprintf("answered #%d, a request never sent or already answered, while %s #%d was asked", m.ID, req.Op, req.ID))
+			}
+			if m.Op == OpPoint {
+				timer.Stop()
+				if gate != nil {
+					gate.At(ctx, m.Point)
+				}
+				if err := p.send(Request{Op: OpGo, ID: m.ID, Point: m.Point}); err != nil {
+					return Reply{}, p.died(fmt.Sprintf("could not be sent the go-ahead at %s of #%d: %v", m.Point, req.ID, err))
+				}
+				sent = time.Now()
+				timer.Reset(p.cfg.ReplyTimeout)
+				continue
+			}
+			at := time.Now()
+			return Reply{Message: m, At: at, Slack: at.Sub(sent)}, nil
+		case <-timer.C:
+			if p.isStopped() {
+				// Stopped by the harness: the time does not count.
+				timer.Reset(p.cfg.ReplyTimeout)
+				continue
+			}
+			p.abandon(req.ID)
+			return Reply{}, fmt.Errorf("driver %s of %s: %s #%d: %w (%v)", p.cfg.Name, p.cfg.Client, req.Op, req.ID, ErrNoAnswer, p.cfg.ReplyTimeout)
+		case <-ctx.Done():
+			p.abandon(req.ID)
+			return Reply{}, fmt.Errorf("driver %s of %s: %s #%d: %w", p.cfg.Name, p.cfg.Client, req.Op, req.ID, ctx.Err())
+		}
+	}
+}
+
+func (p *Proc) abandon(id int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.abandoned[id] = true
+}
+
+func (p *Proc) wasAbandoned(id int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.abandoned[id]
+}
+
+func (p *Proc) isStopped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopped
+}
+
+// Pause stops the driver's process group with SIGSTOP: a real pause, at
+// whatever instruction it is.
+func (p *Proc) Pause() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("driver %s of %s: SIGSTOP: %w", p.cfg.Name, p.cfg.Client, err)
+	}
+	p.stopped = true
+	p.logf("# SIGSTOP")
+	return nil
+}
+
+// Resume continues the driver's process group with SIGCONT.
+func (p *Proc) Resume() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
+	p.stopped = false
+	p.logf("# SIGCONT")
+	if err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("driver %s of %s: SIGCONT: %w", p.cfg.Name, p.cfg.Client, err)
+	}
+	return nil
+}
+
+// Kill kills the driver's process group (SIGKILL), as a crash would.
+func (p *Proc) Kill() error {
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+// Exited is closed once the process has exited and been waited for.
+func (p *Proc) Exited() <-chan struct{} { return p.exited }
+
+// ExitStatus is how the process ended, once Exited is closed.
+func (p *Proc) ExitStatus() string {
+	select {
+	case <-p.exited:
+		return p.exit
+	default:
+		return ""
+	}
+}
+
+// Stderr is the end of the driver's stderr.
+func (p *Proc) Stderr() string { return p.tail.String() }
+
+// Stop ends the driver: its stdin is closed, which tells it to exit; a
+// driver still running after a grace period (or when ctx ends) is killed
+// with its process group, and Stop says so. It is safe to call more than
+// once.
+func (p *Proc) Stop(ctx context.Context) error {
+	p.stopOnce.Do(func() {
+		close(p.quit)
+		_ = p.Resume() // a stopped driver cannot read its EOF
+		p.stdinM.Lock()
+		_ = p.stdin.Close()
+		p.stdinM.Unlock()
+		t := time.NewTimer(stopGrace)
+		defer t.Stop()
+		select {
+		case <-p.exited:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		select {
+		case <-p.exited:
+		default:
+			p.logf("# still running %v after its stdin closed: killed", stopGrace)
+			p.stopErr = fmt.Errorf("driver %s of %s: still running %v after its stdin closed: killed", p.cfg.Name, p.cfg.Client, stopGrace)
+			_ = p.Kill()
+			<-p.exited
+		}
+		// The group too: whatever the driver started goes with it.
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		if p.cfg.Live != nil {
+			p.cfg.Live.RemovePID(p.pidName())
+		}
+	})
+	return p.stopErr
+}
+
+// tailBuffer keeps the last lines of a stream, up to stderrTail bytes.
+type tailBuffer struct {
+	mu    sync.Mutex
+	lines []string
+	size  int
+}
+
+func (t *tailBuffer) add(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(s) > stderrTail {
+		s = s[len(s)-stderrTail:]
+	}
+	t.lines = append(t.lines, s)
+	t.size += len(s) + 1
+	for t.size > stderrTail && len(t.lines) > 1 {
+		t.size -= len(t.lines[0]) + 1
+		t.lines = t.lines[1:]
+	}
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.lines, "\n")
+}

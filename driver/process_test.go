@@ -1,0 +1,233 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"splitbrain/cluster"
+	"splitbrain/workload"
+)
+
+// These drivers are deliberately broken or scripted shell programs: what
+// is tested is the harness's side of the protocol, which has nothing to do
+// with a server. The real drivers run against real nodes in
+// ./scenarios and ./cmd/splitbrain.
+
+const ready = `read hello; echo '{"op":"ready","name":"fake","points":["after-acquire"]}'; `
+
+type recordGate struct {
+	mu     sync.Mutex
+	points []string
+}
+
+func (g *recordGate) At(_ context.Context, p string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.points = append(g.points, p)
+}
+
+func start(t *testing.T, script string, timeout time.Duration) (*Proc, error) {
+	t.Helper()
+	p, err := Start(context.Background(), Config{
+		Command: []string{"sh", "-c", script}, Name: "fake", Client: "c1",
+		Nodes: []Node{{Name: "n1", Addr: "127.0.0.1:1"}}, Password: "secret",
+		ReplyTimeout: timeout, StartTimeout: 30 * time.Second,
+	})
+	if p != nil {
+		t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	}
+	return p, err
+}
+
+func TestBrokenDrivers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		script string
+		// atStart: the driver breaks before ready.
+		atStart bool
+		want    []string
+		noAns   bool
+	}{
+		{name: "garbage instead of ready", atStart: true,
+			script: `read hello; echo 'Traceback: oops'; sleep 5`,
+			want:   []string{"driver fake of c1", "not the protocol", `"Traceback: oops"`}},
+		{name: "dies before ready", atStart: true,
+			script: `read hello; echo 'cannot import redis' >&2; exit 3`,
+			want:   []string{"closed its stdout before saying ready", "exit status 3", "cannot import redis"}},
+		{name: "garbage reply",
+			script: ready + `read req; echo 'acquired!'; sleep 5`,
+			want:   []string{"not the protocol while acquire #1 was asked", `"acquired!"`}},
+		{name: "unknown field",
+			script: ready + `read req; echo '{"op":"reply","id":1,"result":"ok","validty_ms":3}'; sleep 5`,
+			want:   []string{"unknown field", "validty_ms"}},
+		{name: "wrong id",
+			script: ready + `read req; echo '{"op":"reply","id":7,"result":"ok","value":"v"}'; sleep 5`,
+			want:   []string{"answered #7, a request never sent or already answered, while acquire #1 was asked"}},
+		{name: "bad result",
+			script: ready + `read req; echo '{"op":"reply","id":1,"result":"maybe"}'; sleep 5`,
+			want:   []string{`"result" "maybe"; want ok, fail or unknown`}},
+		{name: "dies mid-run",
+			script: ready + `read req; echo 'segfault in lock' >&2; kill -9 $$`,
+			want:   []string{"exited before answering acquire #1", "signal: killed", "segfault in lock"}},
+		{name: "never answers", noAns: true,
+			script: ready + `read req; sleep 30`,
+			want:   []string{"acquire #1: no answer in time"}},
+		{name: "ok without a value",
+			script: ready + `read req; echo '{"op":"reply","id":1,"result":"ok"}'; sleep 5`,
+			want:   []string{`answered acquire #1 ok without "value"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := start(t, tc.script, 500*time.Millisecond)
+			if tc.atStart {
+				if err == nil {
+					t.Fatal("Start succeeded, want an error")
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("Start: %v", err)
+				}
+				l := &Lock{Proc: p}
+				_, err = l.Acquire(context.Background(), "k", time.Second)
+				if err == nil {
+					t.Fatal("Acquire succeeded, want an error")
+				}
+				if errors.Is(err, workload.ErrNotAcquired) {
+					t.Errorf("a broken driver's acquire is a refusal (%v), want an unknown outcome", err)
+				}
+				if tc.noAns != errors.Is(err, ErrNoAnswer) {
+					t.Errorf("errors.Is(err, ErrNoAnswer) = %v, want %v", !tc.noAns, tc.noAns)
+				}
+				var de *Error
+				if !tc.noAns && !errors.As(err, &de) {
+					t.Errorf("error %T is not a *driver.Error", err)
+				}
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("the error shows the password: %v", err)
+			}
+			t.Logf("%v", err)
+		})
+	}
+}
+
+func TestRepliesAndPoints(t *testing.T) {
+	t.Parallel()
+	// acquire: a point, then ok; extend: ok; release: fail; acquire: fail;
+	// acquire: unknown.
+	script := ready + `read req; echo '{"op":"point","id":1,"point":"after-acquire"}'; read go
+echo "got $go" >&2
+echo '{"op":"reply","id":1,"result":"ok","value":"v1","validity_ms":500,"token":9}'
+read req; echo '{"op":"reply","id":2,"result":"ok","validity_ms":700}'
+read req; echo '{"op":"reply","id":3,"result":"fail","detail":"not owned"}'
+read req; echo '{"op":"reply","id":4,"result":"fail","detail":"held"}'
+read req; echo '{"op":"reply","id":5,"result":"unknown","detail":"timeout"}'
+read eof; exit 0`
+	p, err := start(t, script, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Points(); len(got) != 1 || got[0] != "after-acquire" {
+		t.Errorf("Points() = %v, want [after-acquire]", got)
+	}
+	g := &recordGate{}
+	l := &Lock{Proc: p, Gate: g}
+	ctx := context.Background()
+	before := time.Now()
+	lease, err := l.Acquire(ctx, "k", time.Second)
+	after := time.Now()
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if lease.Value != "v1" || lease.Token == nil || *lease.Token != 9 {
+		t.Errorf("lease %+v, want value v1 and token 9", lease)
+	}
+	// The deadline is the reply's reading plus the validity.
+	if lease.Deadline.Before(before.Add(500*time.Millisecond)) || lease.Deadline.After(after.Add(500*time.Millisecond)) {
+		t.Errorf("deadline not within the call + 500ms")
+	}
+	if len(g.points) != 1 || g.points[0] != "after-acquire" {
+		t.Errorf("gate saw %v, want [after-acquire]", g.points)
+	}
+	ext, err := l.Extend(ctx, lease, time.Second)
+	if err != nil || ext.Value != "v1" || ext.Deadline.IsZero() {
+		t.Errorf("Extend: %+v, %v; want the same value, a new deadline", ext, err)
+	}
+	if err := l.Release(ctx, ext); !errors.Is(err, workload.ErrNotHeld) || !strings.Contains(err.Error(), "not owned") {
+		t.Errorf("Release: %v, want ErrNotHeld with the driver's detail", err)
+	}
+	if _, err := l.Acquire(ctx, "k", time.Second); !errors.Is(err, workload.ErrNotAcquired) {
+		t.Errorf("Acquire: %v, want ErrNotAcquired", err)
+	}
+	_, err = l.Acquire(ctx, "k", time.Second)
+	if err == nil || errors.Is(err, workload.ErrNotAcquired) || !strings.Contains(err.Error(), "outcome unknown") {
+		t.Errorf("Acquire: %v, want an unknown outcome", err)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	if got := p.ExitStatus(); got != "exit status 0" {
+		t.Errorf("exit %q after stdin closed, want exit status 0", got)
+	}
+	if !strings.Contains(p.Stderr(), `got {"op":"go","id":1,"point":"after-acquire"}`) {
+		t.Errorf("the driver's stderr does not show the go-ahead: %q", p.Stderr())
+	}
+}
+
+// A driver that ignores the end of its stdin is killed, its registry pid
+// file removed; one that is registered carries the entry's marker.
+func TestStopKillsAndUnregisters(t *testing.T) {
+	t.Parallel()
+	cache := t.TempDir()
+	live, _, err := cluster.RegisterLive(cache, "drvtest-"+cluster.RandomHex(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = live.Remove() }()
+	p, err := Start(context.Background(), Config{
+		Command: []string{"sh", "-c", ready + `trap '' TERM; while :; do sleep 1; done`},
+		Client:  "c1", Live: live,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(live.Dir(), "driver-c1.pid")
+	if _, err := os.Stat(pidFile); err != nil {
+		t.Errorf("no pid file in the registry entry: %v", err)
+	}
+	env, _ := os.ReadFile("/proc/" + itoa(p.Pid()) + "/environ")
+	if !strings.Contains(string(env), cluster.RunEnv+"="+live.ID()) {
+		t.Errorf("the driver's environment lacks the run marker")
+	}
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	// Stop resumes it, closes its stdin and kills it after the grace.
+	if err := p.Stop(context.Background()); err == nil || !strings.Contains(err.Error(), "still running 2s after its stdin closed: killed") {
+		t.Errorf("Stop: %v, want the kill reported", err)
+	}
+	select {
+	case <-p.Exited():
+	default:
+		t.Fatal("Stop returned with the driver running")
+	}
+	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+		t.Errorf("pid file left after Stop: %v", err)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
