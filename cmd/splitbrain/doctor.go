@@ -12,6 +12,7 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/docker"
+	"splitbrain/driver"
 )
 
 // check is one line of doctor's report.
@@ -33,7 +34,7 @@ func cmdDoctor(args []string, stdout io.Writer) (int, error) {
 
 	fmt.Fprintln(stdout, "local backend (the default)")
 	local := localChecks(ctx)
-	printChecks(stdout, append(local, chromiumCheck()))
+	printChecks(stdout, append(local, chromiumCheck(), redisPyCheck(ctx)))
 	fmt.Fprintln(stdout, "docker backend (--backend docker)")
 	dock := dockerChecks(ctx, allOK(local))
 	printChecks(stdout, dock)
@@ -100,6 +101,16 @@ func chromiumCheck() check {
 		}
 	}
 	return check{"optional", "chromium", "not found: only the report tests in a real browser need it (apt-get install -y chromium)"}
+}
+
+// redisPyCheck: the redis-py lock driver runs on Debian's python3 with
+// Debian's python3-redis; only its lock kind needs them.
+func redisPyCheck(ctx context.Context) check {
+	out, err := exec.CommandContext(ctx, driver.Python, "-c", "import redis; print(redis.__version__)").Output()
+	if err != nil {
+		return check{"optional", "python3-redis", "not importable by " + driver.Python + ": only the redis-py lock needs it (apt-get install -y python3-redis)"}
+	}
+	return check{"ok", "python3-redis", strings.TrimSpace(string(out)) + " (for the redis-py lock driver)"}
 }
 
 func dockerChecks(ctx context.Context, canBuild bool) []check {

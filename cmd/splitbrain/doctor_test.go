@@ -76,6 +76,7 @@ func TestDoctorNamesWhatIsMissing(t *testing.T) {
 		"  MISSING   redis-server  not in PATH: apt-get install -y redis-server",
 		"  MISSING   cc            no C compiler",
 		"  optional  chromium      not found",
+		"python3-redis ",
 		"  no        image         cannot be built without redis-server and cc",
 		"local backend: NOT ready",
 		"docker backend: not available")
