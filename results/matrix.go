@@ -116,6 +116,9 @@ type Matrix struct {
 // Duration is a time.Duration that reads as "1m23s" in JSON.
 type Duration time.Duration
 
+// String is how pages show it: 4m32s, not a count of nanoseconds.
+func (d Duration) String() string { return time.Duration(d).String() }
+
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 

@@ -387,7 +387,7 @@ func TestMatrix(t *testing.T) {
 	ctl := writeRun(t, store, "clock-jump-control", t0.Add(time.Second), validHistory(), meta("clock-jump-control", "safe"))
 	lockBroken := Answers{Lock: checker.Invalid}
 	m := Matrix{
-		Title: "Redlock safety", Seed: 42, Started: t0, Command: "splitbrain suite --seed 42", Runs: 2, Seeds: []int64{42, 4242},
+		Title: "Redlock safety", Seed: 42, Started: t0, Wall: Duration(272 * time.Second), Command: "splitbrain suite --seed 42", Runs: 2, Seeds: []int64{42, 4242},
 		Locks:    []string{"redlock", "redlock-fenced"},
 		Families: []string{"clock"},
 		Cells: []MatrixCell{
@@ -431,6 +431,7 @@ func TestMatrix(t *testing.T) {
 		`<td class="cell cell-none muted" title="not played">—</td>`, // clock-jump has no fenced run
 		`title="n/a: needs &lt;b&gt;tokens&lt;/b&gt;"`,
 		"3 cells played (5 plays, 3 met their expectation) · 1 n/a",
+		" · 4m32s</p>", // the wall time as a duration, not nanoseconds
 		"<code>4242</code>", // the play seeds
 		`scope="rowgroup">clock</th>`,
 		"&lt;script&gt;alert(&#39;key&#39;)",
