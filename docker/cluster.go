@@ -375,6 +375,18 @@ func inParallel[T any](items []T, fn func(T) error) error {
 	return errors.Join(errs...)
 }
 
+// Refuse says whether this backend runs nodes of kind k, and if not why:
+// an *cluster.UnsupportedError, nil when it does. It lets a suite mark a
+// story the backend cannot play as n/a before starting anything.
+func Refuse(k *cluster.Kind) error {
+	if k == cluster.Sentinel {
+		// No SentinelStarter: sentinels' links to the data nodes would
+		// need a relay each on the run's network, as replicas have.
+		return &cluster.UnsupportedError{Kind: k.Name, Fault: cluster.FaultReplica, Backend: true}
+	}
+	return refuseEnsemble(k)
+}
+
 // refuseEnsemble refuses the kinds whose members must know each other's
 // addresses before they start (ZooKeeper, etcd): their containers would
 // need addresses on the run's network before they exist, and their peer

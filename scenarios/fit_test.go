@@ -125,3 +125,32 @@ func TestPlaySeed(t *testing.T) {
 		}
 	}
 }
+
+// A story needs its backend to run every kind of server it plays on: the
+// Docker backend runs no ensembles and no sentinels, so those cells are
+// n/a there, with the reason, rather than plays that fail.
+func TestFitBackend(t *testing.T) {
+	for _, tc := range []struct {
+		story, lock, backend string
+		want                 string // "" fits; else a part of the reason
+	}{
+		{"clock-jump", LockRedlock, BackendDocker, ""},
+		{"clock-jump", LockRedlock, BackendLocal, ""},
+		{"clock-jump", LockRedlock, "", ""},
+		{"sentinel-failover", LockSingle, BackendLocal, ""},
+		{"sentinel-failover", LockSingle, BackendDocker, "the docker backend cannot play it: this backend does not support replicas on sentinel nodes"},
+		{"consensus-pause-critical-section", LockZooKeeper, BackendLocal, ""},
+		{"consensus-pause-critical-section", LockZooKeeper, BackendDocker, "does not support ensembles on zookeeper nodes"},
+		{"consensus-pause-critical-section", LockEtcd, BackendDocker, "does not support ensembles on etcd nodes"},
+		{"clock-jump", LockRedlock, "podman", `backend "podman": want one of`},
+	} {
+		sc, err := Load(tc.story)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, why := sc.PlayAgainst(tc.lock).FitBackend(tc.backend)
+		if ok != (tc.want == "") || !strings.Contains(why, tc.want) {
+			t.Errorf("%s/%s on %q: fits %v (%q), want %q", tc.story, tc.lock, tc.backend, ok, why, tc.want)
+		}
+	}
+}

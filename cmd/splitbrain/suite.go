@@ -83,6 +83,14 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, err
 	}
 	cells := scenarios.Cells(scs, locks)
+	for i, c := range cells {
+		if c.NA != "" {
+			continue
+		}
+		if ok, why := c.Scenario.FitBackend(effectiveBackend(c.Scenario, f)); !ok {
+			cells[i].NA = why
+		}
+	}
 	ready := map[string]bool{}
 	for _, c := range cells {
 		if b := effectiveBackend(c.Scenario, f); c.NA == "" && !ready[b] {
@@ -148,6 +156,17 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	runsRead, readErr := scenarios.ReadRuns(dirs)
 	m := scenarios.AssembleMatrix(runsRead, scs, locks)
+	// The matrix reads fit off the stories; what the backend cannot run
+	// is this suite's, so its n/a comes from the cells.
+	whyNA := map[[2]string]string{}
+	for _, c := range cells {
+		whyNA[[2]string{c.Scenario.Name, c.Lock}] = c.NA
+	}
+	for i, c := range m.Cells {
+		if why := whyNA[[2]string{c.Scenario, c.Lock}]; c.NA == "" && len(c.Plays) == 0 && why != "" {
+			m.Cells[i].NA = why
+		}
+	}
 	m.Title = "splitbrain suite"
 	m.Command = shellCommand(append([]string{"splitbrain", "suite"}, args...)...)
 	m.Seed, m.Seeds, m.Runs, m.Started, m.Wall = seed, seeds, f.runs, started, results.Duration(wall.Round(time.Second))

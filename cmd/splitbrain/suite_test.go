@@ -101,3 +101,35 @@ func TestSuiteMeetsItsExpectations(t *testing.T) {
 	}
 	e.checkClean()
 }
+
+// A suite on a backend that cannot run a story's servers marks those cells
+// n/a with the reason, before starting anything: the Docker backend runs
+// no sentinels and no ensembles.
+func TestSuiteBackendNA(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := filepath.Join(t.TempDir(), "runs")
+	res := e.run("suite", "sentinel-failover", "consensus-clock-jump", "--backend", "docker", "--seed", "5", "--store", store, "--json")
+	if res.code != 0 {
+		t.Fatalf("exit %d, want 0 (nothing to play)\n%s", res.code, res.stderr)
+	}
+	m, err := results.ReadMatrix(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[[2]string]string{
+		{"sentinel-failover", "single"}:        "the docker backend cannot play it: this backend does not support replicas on sentinel nodes",
+		{"consensus-clock-jump", "zookeeper"}: "the docker backend cannot play it: this backend does not support ensembles on zookeeper nodes",
+	}
+	for _, c := range m.Cells {
+		if w, ok := want[[2]string{c.Scenario, c.Lock}]; ok {
+			delete(want, [2]string{c.Scenario, c.Lock})
+			if len(c.Plays) != 0 || !strings.Contains(c.NA, w) {
+				t.Errorf("%s/%s: %d plays, n/a %q; want n/a %q", c.Scenario, c.Lock, len(c.Plays), c.NA, w)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("cells missing from the matrix: %v", want)
+	}
+}
