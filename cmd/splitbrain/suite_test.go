@@ -118,7 +118,7 @@ func TestSuiteBackendNA(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[[2]string]string{
-		{"sentinel-failover", "single"}:        "the docker backend cannot play it: this backend does not support replicas on sentinel nodes",
+		{"sentinel-failover", "single"}:       "the docker backend cannot play it: this backend does not support replicas on sentinel nodes",
 		{"consensus-clock-jump", "zookeeper"}: "the docker backend cannot play it: this backend does not support ensembles on zookeeper nodes",
 	}
 	for _, c := range m.Cells {
