@@ -431,7 +431,7 @@ func TestMatrix(t *testing.T) {
 		`<td class="cell cell-none muted" title="not played">—</td>`, // clock-jump has no fenced run
 		`title="n/a: needs &lt;b&gt;tokens&lt;/b&gt;"`,
 		"3 cells played (5 plays, 3 met their expectation) · 1 n/a",
-		" · 4m32s</p>", // the wall time as a duration, not nanoseconds
+		" · 4m32s</p>",      // the wall time as a duration, not nanoseconds
 		"<code>4242</code>", // the play seeds
 		`scope="rowgroup">clock</th>`,
 		"&lt;script&gt;alert(&#39;key&#39;)",
