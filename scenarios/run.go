@@ -250,6 +250,7 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		var c *redis.Client
 		if r.sentinel != nil && OneDeployment(r.sc.Lock.Kind) {
 			c = r.newFailoverClient(client, password, opts.ReadTimeout)
+			r.sentinel.clients = append(r.sentinel.clients, c)
 		} else {
 			c = redis.NewClient(opts)
 		}

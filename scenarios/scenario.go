@@ -44,7 +44,7 @@ type Scenario struct {
 	// form; empty when the file states nothing for that lock.
 	Expect Expect
 	// Expects is the file's expect field: lock kind (or ExpectDefault) to
-	// expectation (expect.go).
+	// expectation (parse_expect.go).
 	Expects  map[string]Expect
 	Nodes    int
 	Clients  []string
@@ -140,7 +140,7 @@ const (
 	StepRelease StepKind = "release"
 	StepExtend  StepKind = "extend"
 	StepWait    StepKind = "wait"
-	// Fault steps, run by faults.go.
+	// Fault steps, run by run_faults.go.
 	StepNet         StepKind = "net"
 	StepReplication StepKind = "replication"
 	StepPartition   StepKind = "partition"
@@ -183,7 +183,7 @@ type Step struct {
 	// Heal is what a heal step heals: "links", "clocks", "nodes",
 	// "clients", "failover" or "all".
 	Heal string
-	// Fault steps (see faultsteps.go for each kind's fields).
+	// Fault steps (see parse_faults.go for each kind's fields).
 	Clients   []string      // partition: the clients, in the order the shape splits them
 	Fault     string        // net, replication: drop, reset, refuse or delay
 	Direction string        // net, replication: both, to-node or to-client
@@ -443,7 +443,7 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 		p.fail(nil, "steps", "missing: a scenario needs at least one step, or a generated workload (workload.kind mutex, counter, bank or set)")
 	}
 	for i := range s.Steps {
-		if st, ok := p.step(&s.Steps[i], i); ok {
+		if st, ok := p.parseStep(&s.Steps[i], i); ok {
 			sc.Steps = append(sc.Steps, st)
 			if sc.Workload.Kind != WorkloadSteps && drivesClient(st) {
 				p.fail(&s.Steps[i], fmt.Sprintf("steps[%d].%s", i, st.Kind),
@@ -633,7 +633,7 @@ var stepFields = map[StepKind]string{
 	StepRelease: "client, key",
 	StepExtend:  "client, key, expect",
 	StepWait:    "until, client, key, node, timeout, at_most",
-	// Fault steps: faultsteps.go.
+	// Fault steps: parse_faults.go.
 	StepNet:         "client, nodes, fault, direction, delay, for",
 	StepReplication: "node, replica, fault, direction, delay, for",
 	StepPartition:   "shape, client, clients, nodes, sides, for",
@@ -648,7 +648,7 @@ var stepFields = map[StepKind]string{
 	StepRandom:      "faults, targets, interval, duration, for, max_clock",
 }
 
-func (p *parser) step(n *yaml.Node, i int) (Step, bool) {
+func (p *parser) parseStep(n *yaml.Node, i int) (Step, bool) {
 	field := fmt.Sprintf("steps[%d]", i)
 	kinds := "cut, heal, clock, acquire, release, extend, wait, net, replication, partition, strobe, clock-reset, pause, resume, kill, stop, restart, promote, random"
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
@@ -707,11 +707,11 @@ func (p *parser) step(n *yaml.Node, i int) (Step, bool) {
 				ok = false
 			}
 			for _, nn := range v.Content {
-				st.Nodes = append(st.Nodes, p.node(nn, field+".nodes"))
+				st.Nodes = append(st.Nodes, p.parseNode(nn, field+".nodes"))
 			}
 		}
 	case StepClock:
-		st.Node = p.node(need("node"), field+".node")
+		st.Node = p.parseNode(need("node"), field+".node")
 		if v := need("jump"); v != nil {
 			var good bool
 			if st.Span, good = p.span(v, field+".jump", true); !good {
@@ -737,14 +737,14 @@ func (p *parser) step(n *yaml.Node, i int) (Step, bool) {
 		}
 		ok = p.expectOutcome(&st, seen["expect"], field+".expect") && ok
 	case StepWait:
-		ok = p.waitUntil(&st, val, field, seen, need) && ok
+		ok = p.parseWaitUntil(&st, val, field, seen, need) && ok
 	default:
-		ok = p.faultStep(&st, val, field, seen, need) && ok
+		ok = p.parseFaultStep(&st, val, field, seen, need) && ok
 	}
 	return st, ok
 }
 
-func (p *parser) node(n *yaml.Node, field string) string {
+func (p *parser) parseNode(n *yaml.Node, field string) string {
 	if n == nil {
 		return ""
 	}

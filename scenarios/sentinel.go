@@ -17,6 +17,7 @@ import (
 	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
+	"splitbrain/workload"
 )
 
 // SentinelSpec is the file's cluster.sentinel: Sentinel watches n1 and its
@@ -161,6 +162,9 @@ type sentinelRig struct {
 	// to them (no proxy): it observes, it takes no part.
 	admins []*redis.Client
 	byAddr map[string]string
+	// clients are the lock clients' failover clients, which find the
+	// master through the sentinels.
+	clients []*redis.Client
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -446,11 +450,36 @@ func (r *runner) waitPromoted(ctx context.Context, timeout time.Duration) error 
 	select {
 	case <-r.sentinel.promoted:
 		r.logf("promoted after %v", time.Since(start).Round(time.Millisecond))
+		r.freshenClients(ctx)
 		return nil
 	case <-ctx.Done():
 		return nil
 	case <-time.After(timeout):
 		return fmt.Errorf("wait until promoted: no promotion after %v: %w", timeout, ErrWaitTimeout)
+	}
+}
+
+// freshenClients spends the lock clients' dead connections once Sentinel
+// promoted a replica. Promoting it, Sentinel kills its client connections
+// (CLIENT KILL TYPE normal), and the master the clients knew is gone: a
+// pooled connection to either answers its next command with EOF. A go-redis
+// user never sees that (MaxRetries is 3 by default); the lock clients here
+// never retry, so that an outcome is what the server did, and a story's
+// next acquire would come out unknown (seen under load). The harness pings
+// through each client until one answers, for at most 2 s: its own
+// commands, not the lock's, and not recorded.
+func (r *runner) freshenClients(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for _, c := range r.sentinel.clients {
+		dropped := 0
+		for c.Ping(ctx).Err() != nil && ctx.Err() == nil {
+			dropped++
+			workload.Sleep(ctx, 20*time.Millisecond)
+		}
+		if dropped > 0 {
+			r.logf("a lock client's first %d ping(s) after the promotion failed (connections Sentinel or the old master's death closed)", dropped)
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // This file parses the cluster's fault-related settings and the fault
-// steps; faults.go runs them.
+// steps; run_faults.go runs them.
 
 var persistModes = []string{string(cluster.PersistNone), string(cluster.PersistAOFEverysec), string(cluster.PersistAOFAlways)}
 
@@ -45,7 +45,7 @@ func (p *parser) persistence(n *yaml.Node, nodes int) map[string]cluster.Persist
 				}
 				continue
 			}
-			if p.node(k, field) != "" && p.nodes[k.Value] {
+			if p.parseNode(k, field) != "" && p.nodes[k.Value] {
 				out[k.Value] = cluster.Persistence(p.enum(v, field, string(cluster.PersistNone), persistModes...))
 			}
 		}
@@ -81,7 +81,7 @@ func (p *parser) replicas(n *yaml.Node) ([]string, map[string]int) {
 	}
 	var out []string
 	add := func(k *yaml.Node, count int) {
-		name := p.node(k, field)
+		name := p.parseNode(k, field)
 		if slices.Contains(out, name) {
 			p.fail(k, field, "%s given twice", name)
 			return
@@ -144,7 +144,7 @@ var (
 
 // faultStep parses the fields of a fault step; step has checked that the
 // fields present are the kind's.
-func (p *parser) faultStep(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) bool {
+func (p *parser) parseFaultStep(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) bool {
 	before := len(p.errs)
 	if v := seen["for"]; v != nil && st.Kind != StepRandom {
 		var good bool
@@ -159,15 +159,15 @@ func (p *parser) faultStep(st *Step, val *yaml.Node, field string, seen map[stri
 	case StepNet:
 		st.Client = p.client(need("client"), field+".client")
 		st.Nodes = p.linkNodes(need("nodes"), field+".nodes")
-		p.linkFault(st, seen, field)
+		p.parseLinkFault(st, seen, field)
 	case StepReplication:
 		st.Node = p.replicatedNode(need("node"), field+".node")
 		st.Replica = p.replicaOf(st.Node, seen["replica"], field+".replica")
-		p.linkFault(st, seen, field)
+		p.parseLinkFault(st, seen, field)
 	case StepPartition:
-		p.partition(st, val, field, seen, need)
+		p.parsePartition(st, val, field, seen, need)
 	case StepStrobe:
-		st.Node = p.node(need("node"), field+".node")
+		st.Node = p.parseNode(need("node"), field+".node")
 		if v := need("delta"); v != nil {
 			if sp, good := p.span(v, field+".delta", true); good {
 				if sp.Min <= 0 && sp.Max >= 0 {
@@ -179,27 +179,27 @@ func (p *parser) faultStep(st *Step, val *yaml.Node, field string, seen map[stri
 		st.Period = p.durationOf(need("period"), field+".period")
 	case StepClockReset:
 		if v := seen["nodes"]; v != nil {
-			st.Nodes = p.nodeList(v, field+".nodes", true)
+			st.Nodes = p.parseNodeList(v, field+".nodes", true)
 		}
 	case StepPause, StepResume:
 		p.pauseTarget(st, val, field, seen)
 	case StepKill, StepStop:
-		st.Node = p.node(need("node"), field+".node")
+		st.Node = p.parseNode(need("node"), field+".node")
 		if v := seen["amnesia"]; v != nil {
 			st.Amnesia = p.boolean(v, field+".amnesia")
 		}
 	case StepRestart:
-		st.Node = p.node(need("node"), field+".node")
+		st.Node = p.parseNode(need("node"), field+".node")
 	case StepPromote:
 		st.Node = p.replicatedNode(need("node"), field+".node")
 		st.Replica = p.replicaOf(st.Node, seen["replica"], field+".replica")
 	case StepRandom:
-		p.random(st, val, field, seen, need)
+		p.parseRandom(st, val, field, seen, need)
 	}
 	return len(p.errs) == before
 }
 
-func (p *parser) linkFault(st *Step, seen map[string]*yaml.Node, field string) {
+func (p *parser) parseLinkFault(st *Step, seen map[string]*yaml.Node, field string) {
 	st.Fault, st.Direction = "drop", string(nemesis.Both)
 	if v := seen["fault"]; v != nil {
 		st.Fault = p.enum(v, field+".fault", "drop", linkFaults...)
@@ -227,7 +227,7 @@ func (p *parser) linkFault(st *Step, seen map[string]*yaml.Node, field string) {
 	}
 }
 
-func (p *parser) partition(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) {
+func (p *parser) parsePartition(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) {
 	if v := need("shape"); v != nil {
 		st.Shape = p.enum(v, field+".shape", "", shapes...)
 	}
@@ -243,7 +243,7 @@ func (p *parser) partition(st *Step, val *yaml.Node, field string, seen map[stri
 		}
 	}
 	if v := seen["nodes"]; v != nil {
-		st.Nodes = p.nodeList(v, field+".nodes", true)
+		st.Nodes = p.parseNodeList(v, field+".nodes", true)
 	}
 	if v := seen["sides"]; v != nil && st.Shape != ShapeSides {
 		p.fail(v, field+".sides", "only for shape sides")
@@ -292,7 +292,7 @@ func (p *parser) pauseTarget(st *Step, val *yaml.Node, field string, seen map[st
 		return
 	}
 	if node != nil {
-		st.Node = p.node(node, field+".node")
+		st.Node = p.parseNode(node, field+".node")
 		for _, f := range []string{"at", "within", "signal"} {
 			if v := seen[f]; v != nil {
 				p.fail(v, field+"."+f, "only for a client pause")
@@ -326,7 +326,7 @@ func (p *parser) pauseTarget(st *Step, val *yaml.Node, field string, seen map[st
 	}
 }
 
-func (p *parser) random(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) {
+func (p *parser) parseRandom(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) {
 	s := &st.Schedule
 	before := len(p.errs)
 	if v := need("faults"); v != nil {
@@ -388,7 +388,7 @@ func (p *parser) durationOf(n *yaml.Node, field string) time.Duration {
 }
 
 // nodeList parses a list of lock nodes.
-func (p *parser) nodeList(n *yaml.Node, field string, nonEmpty bool) []string {
+func (p *parser) parseNodeList(n *yaml.Node, field string, nonEmpty bool) []string {
 	if n == nil {
 		return nil
 	}
@@ -398,7 +398,7 @@ func (p *parser) nodeList(n *yaml.Node, field string, nonEmpty bool) []string {
 	}
 	var out []string
 	for _, v := range n.Content {
-		out = append(out, p.node(v, field))
+		out = append(out, p.parseNode(v, field))
 	}
 	return out
 }
@@ -421,7 +421,7 @@ func (p *parser) linkNodes(n *yaml.Node, field string) []string {
 		case v.Value == storageNode:
 			p.fail(v, field, "no storage node: only the counter, bank and set workloads have one")
 		default:
-			out = append(out, p.node(v, field))
+			out = append(out, p.parseNode(v, field))
 		}
 	}
 	return out
@@ -429,7 +429,7 @@ func (p *parser) linkNodes(n *yaml.Node, field string) []string {
 
 // replicatedNode parses a node that must have a replica.
 func (p *parser) replicatedNode(n *yaml.Node, field string) string {
-	name := p.node(n, field)
+	name := p.parseNode(n, field)
 	if name != "" && p.nodes[name] && p.replicated[name] == 0 {
 		p.fail(n, field, "%s has no replica; add it to cluster.replicas, such as replicas: [%s]", name, name)
 	}

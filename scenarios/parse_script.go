@@ -11,7 +11,7 @@ import (
 // This file parses what a scenario file adds to the lock and the script
 // beyond the basics: cluster.backend, lock.retries and lock.extend, the
 // expected outcomes of scripted acquires and extends, and waits for a
-// condition. conditions.go runs them.
+// condition. run_conditions.go runs them.
 
 // Outcomes of a scripted acquire or extend, as `expect:` names them.
 const (
@@ -122,7 +122,7 @@ func (p *parser) waitSpan(n *yaml.Node, field string) (Span, bool) {
 // waitUntil parses a wait for a condition: {until: expired, client: c1},
 // {until: up, node: n3}, {until: down, node: n3}, {until: paused, client:
 // c1} or {until: wrote, client: c2}, each with an optional timeout.
-func (p *parser) waitUntil(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) bool {
+func (p *parser) parseWaitUntil(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) bool {
 	before := len(p.errs)
 	v := need("until")
 	if v == nil {
@@ -158,7 +158,7 @@ func (p *parser) waitUntil(st *Step, val *yaml.Node, field string, seen map[stri
 		if seen["node"] == nil {
 			p.fail(val, field+".node", "missing: until %s waits for this node", st.Until)
 		}
-		st.Node = p.node(seen["node"], field+".node")
+		st.Node = p.parseNode(seen["node"], field+".node")
 		only("client", "it waits for a node, given as node")
 		only("key", "it waits for a node, given as node")
 	}
