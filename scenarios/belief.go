@@ -16,6 +16,10 @@ var Beliefs = map[string]string{
 		"check how much of the TTL the obtain used, so its user counts the TTL from the grant (Refresh: from its return)",
 	LockWaitReplicas: "at the release: Redisson's lock() tells its user no deadline, its watchdog renews the key every TTL/3 " +
 		"behind the user's back, so the user believes until unlock() whatever became of the key",
+	LockRueidislock: "while the context TryWithContext handed out lives, ended at the release: rueidislock tells its user no " +
+		"deadline, extends its keys every TTL/2 in the background and cancels the context once a majority of its keys are lost " +
+		"(an extension refused, an invalidation, a closed connection); the client releases the moment the context is cancelled, " +
+		"as a user who stops when told, so the release marks when it learned — keys that expire before the context knows are the lock's gap",
 	LockZooKeeper: "until the session may have expired: when the acquire's last request (the read of the lock znode's zxid) was sent + " +
 		"the session timeout, on the client's monotonic clock — the servers expire a session only after a whole timeout without a " +
 		"word from it, and the client hears of the expiry only from a session event, late when it is cut off",

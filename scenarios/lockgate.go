@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -46,6 +47,37 @@ func (r *runner) gatedRedislock(client string, conn *redis.Client) workload.Lock
 	rl := workload.NewRedislock(conn)
 	rl.Tries = r.sc.Lock.Retries
 	return gatedLock{Lock: rl, gate: g}
+}
+
+// rueidisTryNextAfter bounds each key's acquire script of rueidislock:
+// its default, 20ms, is shorter than a loaded 2-core machine's hiccups,
+// and an attempt that outlasts it is refused, which a story would read as
+// the lock refusing a free key.
+const rueidisTryNextAfter = 500 * time.Millisecond
+
+// newRueidislock is rueidislock through client's proxy to ep (n1) with
+// client's gate at after-acquire and before-release; it has no
+// after-replies (rueidis runs its scripts, no go-redis hook sees them:
+// Fit keeps the stories that pause there away from it). The locker is
+// closed with the run.
+func (r *runner) newRueidislock(client string, ep nemesis.Endpoint, password string) (workload.Lock, error) {
+	addr, err := r.net.Addr(client, ep.Name)
+	if err != nil {
+		return nil, err
+	}
+	o := workload.RueidislockOptions{Addr: addr, Password: password, Validity: r.sc.Lock.TTL, TryNextAfter: rueidisTryNextAfter}
+	// rueidis dials when the client is made; on a machine busy compiling
+	// a dial can be slow: try again for up to 10 s, as for the others.
+	var l *workload.Rueidislock
+	deadline := time.Now().Add(10 * time.Second)
+	for l, err = workload.NewRueidislock(o); err != nil && time.Now().Before(deadline); l, err = workload.NewRueidislock(o) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", client, err)
+	}
+	r.closers = append(r.closers, l.Close)
+	return gatedLock{Lock: l, gate: r.faults.gates[client]}, nil
 }
 
 // waitReplicasTimeout is the WAIT timeout of the wait-replicas lock:

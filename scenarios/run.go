@@ -235,6 +235,9 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 	if DriverKind(r.sc.Lock.Kind) {
 		return r.newDriverLock(client, eps, password)
 	}
+	if r.sc.Lock.Kind == LockRueidislock {
+		return r.newRueidislock(client, eps[0], password)
+	}
 	var conns []*redis.Client
 	var names []string
 	for _, ep := range eps {

@@ -86,6 +86,7 @@ const (
 	LockRedislock      = "redislock"        // bsm/redislock v0.9, on n1
 	LockWaitReplicas   = "wait-replicas"    // Redisson's RLock scheme: n1, then WAIT for its replicas
 	LockRedisPy        = "redis-py"         // redis-py's redis.lock.Lock, a built-in driver, on n1
+	LockRueidislock    = "rueidislock"      // rueidis' rueidislock v1.0, its keys on n1
 	// The control group: locks on consensus systems (consensus.go).
 	LockZooKeeper  = "zookeeper"   // ZooKeeper's lock recipe on a 3.8 ensemble
 	LockEtcd       = "etcd"        // etcd's client mutex (client v3.5) on a 3.4 cluster
@@ -98,7 +99,7 @@ const (
 
 // LockKinds lists the valid lock kinds.
 var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, LockFencedTwoRound, LockRedsync, LockRedislock, LockWaitReplicas, LockRedisPy,
-	LockZooKeeper, LockEtcd, LockEtcdV3Lock}
+	LockRueidislock, LockZooKeeper, LockEtcd, LockEtcdV3Lock}
 
 // fileLockKinds are the kinds a scenario file may name: LockKinds and
 // LockDriver.
@@ -107,7 +108,7 @@ var fileLockKinds = append(slices.Clone(LockKinds), LockDriver)
 // OneDeployment reports whether lock kind k runs on one Redis deployment
 // (n1, with whatever replicas it has) rather than over every node.
 func OneDeployment(k string) bool {
-	return k == LockSingle || k == LockRedislock || k == LockWaitReplicas || k == LockRedisPy
+	return k == LockSingle || k == LockRedislock || k == LockWaitReplicas || k == LockRedisPy || k == LockRueidislock
 }
 
 // DriverKind reports whether lock kind k runs as a driver process.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"splitbrain/history"
@@ -22,30 +23,46 @@ type Recorder interface {
 // under test (with its own connections, through its own proxies, so the
 // nemesis can cut its links alone) and remembers the leases it believes it
 // holds.
+//
+// One goroutine drives a client; a lease with a Lost channel adds a second,
+// its watcher, which releases the lease when the lock says it is over. mu
+// serialises the two: it is held for the whole of each operation, so a
+// notice that arrives while a write is in flight is acted on after it, as
+// by a user who learns of the loss once the write returned.
 type Client struct {
+	mu      sync.Mutex
 	name    string
 	process string
 	restart int
 	rec     Recorder
 	lock    Lock
 	leases  map[string]*Lease
+	// lost marks the keys whose lease the lock said was over and the
+	// watcher released: critical-section steps on them are skipped.
+	lost map[string]bool
 }
 
 // NewClient returns client name driving lock.
 func NewClient(name string, lock Lock, rec Recorder) *Client {
-	return &Client{name: name, process: name, rec: rec, lock: lock, leases: map[string]*Lease{}}
+	return &Client{name: name, process: name, rec: rec, lock: lock, leases: map[string]*Lease{}, lost: map[string]bool{}}
 }
 
 // Name is the client's name (c1, c2, ...).
 func (c *Client) Name() string { return c.name }
 
 // Holds reports whether the client believes it holds key.
-func (c *Client) Holds(key string) bool { return c.leases[key] != nil }
+func (c *Client) Holds(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leases[key] != nil
+}
 
 // Deadline is when the validity of the client's lease on key ends, on the
 // monotonic clock (zero for a lock whose belief has no deadline: it lasts
 // until release); ok is false when it holds none.
 func (c *Client) Deadline(key string) (deadline time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	l := c.leases[key]
 	if l == nil {
 		return time.Time{}, false
@@ -60,6 +77,8 @@ func (c *Client) Deadline(key string) (deadline time.Time, ok bool) {
 // process, as in Jepsen. The returned error is for the caller's log only: a
 // lost attempt is an outcome, not a failure of the run.
 func (c *Client) Acquire(ctx context.Context, key string, ttl time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	// The TTL asked for bounds the deadline a lock can grant: the checker
 	// tells an impossible one from a broken promise by it.
 	c.record(history.Invoke, history.Acquire, key, func(e *history.Event) { e.TTL = int64(ttl) })
@@ -78,7 +97,12 @@ func (c *Client) Acquire(ctx context.Context, key string, ttl time.Duration) err
 
 // hold records the ok of an acquire or extend that gave the client lease.
 func (c *Client) hold(f history.Func, key string, lease *Lease) {
+	prev := c.leases[key]
 	c.leases[key] = lease
+	delete(c.lost, key)
+	if lease.Lost != nil && (prev == nil || prev.Lost != lease.Lost) {
+		go c.watch(key, lease.Lost)
+	}
 	c.record(history.OK, f, key, func(e *history.Event) {
 		e.Value = history.MustValue(lease.Value)
 		if !lease.Deadline.IsZero() {
@@ -91,9 +115,31 @@ func (c *Client) hold(f history.Func, key string, lease *Lease) {
 	})
 }
 
+// watch ends the client's belief in its lease on key once the lock closes
+// lost: it releases the lease, unless the client has already let it go
+// (its own release closes lost too) or holds another. The release is
+// recorded when the client learned; it fails (ErrNotHeld) when the lock
+// had lost the lease, which is what the notice says.
+func (c *Client) watch(key string, lost <-chan struct{}) {
+	<-lost
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.leases[key]; l == nil || l.Lost != lost {
+		return
+	}
+	_ = c.release(context.Background(), key)
+	c.lost[key] = true
+}
+
 // Release releases the client's lease on key, if it holds one, and records
 // it: ok when a quorum deleted the key, fail when the lease had been lost.
 func (c *Client) Release(ctx context.Context, key string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.release(ctx, key)
+}
+
+func (c *Client) release(ctx context.Context, key string) error {
 	lease := c.leases[key]
 	if lease == nil {
 		return nil
@@ -122,6 +168,8 @@ func (c *Client) Release(ctx context.Context, key string) error {
 // extended (the client then relies on it until its old deadline at most),
 // info when the outcome is unknown.
 func (c *Client) Extend(ctx context.Context, key string, ttl time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	lease := c.leases[key]
 	if lease == nil {
 		return nil

@@ -37,6 +37,13 @@ type Lease struct {
 	Token *int64
 	// Granted names the nodes that granted the lock, if known.
 	Granted []string
+	// Lost, when the lock has one, is closed when the lock tells its user
+	// the lease is over (rueidislock cancels the context it handed out).
+	// The client then ends its belief at once by releasing, as a user who
+	// stops when told: the history has no "lock lost" event, and the
+	// release's invoke marks when the client learned. Nil for locks that
+	// tell nothing.
+	Lost <-chan struct{}
 	// impl is the adapter's own lease.
 	impl any
 }
@@ -49,6 +56,10 @@ var (
 	// ErrNotExtended: the lease was not extended; the client may rely on
 	// it until its old deadline at most.
 	ErrNotExtended = errors.New("lease not extended")
+	// ErrLeaseLost: the lock told the client its lease was over, the
+	// client released it and stopped; a critical-section step after that
+	// is skipped (nothing recorded), not a mistake of the caller.
+	ErrLeaseLost = errors.New("the lock told the client it lost its lease")
 )
 
 // Redlock adapts our redlock.Locker to Lock.

@@ -23,7 +23,11 @@ import (
 var ErrNoLease = errors.New("workload: the client holds no lease on this key")
 
 // Lease returns the lease the client believes it holds on key, or nil.
-func (c *Client) Lease(key string) *Lease { return c.leases[key] }
+func (c *Client) Lease(key string) *Lease {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leases[key]
+}
 
 // ReadCounter reads the counter key under the client's lease.
 func (c *Client) ReadCounter(ctx context.Context, st *Storage, key string) (int64, error) {
@@ -89,7 +93,12 @@ func (c *Client) AddToSet(ctx context.Context, st *Storage, key string, read []i
 // read records one read. A failed read changed nothing, so it is a fail,
 // never info: the client keeps its process.
 func (c *Client) read(ctx context.Context, key string, do func() (any, error)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.leases[key] == nil && !c.harness() {
+		if c.lost[key] {
+			return ErrLeaseLost
+		}
 		return ErrNoLease
 	}
 	c.record(history.Invoke, history.Read, key, c.leaseOf(key))
@@ -105,10 +114,16 @@ func (c *Client) read(ctx context.Context, key string, do func() (any, error)) e
 // write records one write with the lease's token: ok with the storage's seq,
 // fail when fencing rejected it (certainly not applied), info otherwise.
 func (c *Client) write(ctx context.Context, st *Storage, f history.Func, key string, value any, do func(token *int64) (int64, error)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var token *int64
 	if !c.harness() {
 		lease := c.leases[key]
 		if lease == nil {
+			if c.lost[key] {
+				// The user was told and stopped before its write.
+				return ErrLeaseLost
+			}
 			return ErrNoLease
 		}
 		token = lease.Token

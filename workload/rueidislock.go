@@ -1,0 +1,157 @@
+package workload
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+)
+
+// Rueidislock adapts rueidislock (inside redis/rueidis v1.0.x) to Lock: one
+// Redis deployment, 2·KeyMajority−1 keys per lock name on it (3 by
+// default), each taken with SET NX PXAT <client now + validity>, held once
+// a majority is. No fencing tokens.
+//
+// Its belief. TryWithContext hands its user a context and a cancel
+// function and nothing about time: the promise is "you hold the lock until
+// this context is cancelled"; a goroutine per key extends the key every
+// validity/2 and cancels the context when a majority of keys are gone (an
+// extension refused, an invalidation saying a key changed, a broken
+// connection). So the lease has no Deadline — the belief lasts until the
+// client releases — and a Lost channel, the context's Done: the workload
+// client releases the moment it is closed (Client.watch), as a user who
+// stops when told. The belief interval is therefore the context's life, up
+// to the instant the client acted on its cancellation. Whatever the
+// context does not know (keys expired under a partition, before the next
+// extension fails) is the lock's gap, which the harness shows.
+type Rueidislock struct {
+	locker   rueidislock.Locker
+	validity time.Duration
+}
+
+// RueidislockOptions are the harness's settings of rueidislock.
+type RueidislockOptions struct {
+	// Addr is n1's address as the client dials it (its proxy).
+	Addr     string
+	Password string
+	// Validity is rueidislock's KeyValidity: the lock's TTL, fixed for
+	// the locker (the library takes no TTL per acquire).
+	Validity time.Duration
+	// TryNextAfter bounds each key's acquire script; zero means
+	// rueidislock's default, 20ms.
+	TryNextAfter time.Duration
+}
+
+// NewRueidislock returns rueidislock over a new rueidis client of the one
+// deployment at o.Addr. Client-side caching stays on: rueidislock
+// subscribes to invalidations of its keys (the GET after each script) and
+// re-checks a key at once when it changes or the connection closes;
+// without caching it would notice a lost key only at its next extension.
+// Single-node mode is forced (no CLUSTER probing of a standalone node) and
+// rueidis' retries are off, as the other adapters' clients retry nothing:
+// a retried acquire script would find its own value and report the key as
+// held by others.
+func NewRueidislock(o RueidislockOptions) (*Rueidislock, error) {
+	if o.Addr == "" {
+		return nil, errors.New("rueidislock: no address")
+	}
+	if o.Validity <= 0 {
+		return nil, fmt.Errorf("rueidislock: validity %v is not positive", o.Validity)
+	}
+	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption: rueidis.ClientOption{
+			InitAddress:       []string{o.Addr},
+			Password:          o.Password,
+			ForceSingleClient: true,
+			DisableRetry:      true,
+		},
+		KeyValidity:  o.Validity,
+		TryNextAfter: o.TryNextAfter,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rueidislock: connecting to %s: %w", o.Addr, err)
+	}
+	return &Rueidislock{locker: l, validity: o.Validity}, nil
+}
+
+// Close closes the locker and its rueidis client: every lock it holds
+// ends (its context is cancelled).
+func (r *Rueidislock) Close() { r.locker.Close() }
+
+// rueidisLease is the adapter's own lease: the context rueidislock handed
+// out and the function that releases it.
+type rueidisLease struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// Acquire implements Lock with TryWithContext: one attempt. ttl must be
+// the locker's validity: rueidislock sets it once, and a different ttl
+// would be a promise the harness cannot keep. The lock's context is made
+// from a context without ctx's cancellation, so that the lease outlives
+// the call. ErrNotLocked (a majority of keys held by others) and a
+// deadline (a key's script outlasted TryNextAfter) are ErrNotAcquired:
+// on any failure rueidislock has cancelled the attempt and deleted the
+// keys it set before returning, so the client holds nothing. Any other
+// error (a refused or broken connection) is left unknown.
+func (r *Rueidislock) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+	if ttl != r.validity {
+		return nil, fmt.Errorf("rueidislock: ttl %v differs from the locker's validity %v (rueidislock takes no TTL per acquire)", ttl, r.validity)
+	}
+	lctx, cancel, err := r.locker.TryWithContext(context.WithoutCancel(ctx), key)
+	if err != nil {
+		if errors.Is(err, rueidislock.ErrNotLocked) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, errors.Join(ErrNotAcquired, err)
+		}
+		return nil, fmt.Errorf("rueidislock acquire %q: %w", key, err)
+	}
+	// rueidislock keeps its value to itself; the history names the lease
+	// by a token of ours.
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &Lease{Key: key, Value: hex.EncodeToString(b[:]), Lost: lctx.Done(), impl: &rueidisLease{ctx: lctx, cancel: cancel}}, nil
+}
+
+// Release implements Lock: the cancel function, which deletes the keys
+// still holding the lock's value and waits for its goroutines. It reports
+// nothing; a lease whose context was cancelled before (the lock was lost)
+// is ErrNotHeld.
+func (r *Rueidislock) Release(ctx context.Context, lease *Lease) error {
+	l, err := r.own(lease)
+	if err != nil {
+		return err
+	}
+	lostBefore := l.ctx.Err()
+	l.cancel()
+	if lostBefore != nil {
+		return errors.Join(ErrNotHeld, fmt.Errorf("rueidislock %q: the lock's context had ended: %w", lease.Key, context.Cause(l.ctx)))
+	}
+	return nil
+}
+
+// Extend implements Lock. rueidislock extends in the background, so there
+// is nothing to ask: Extend returns the same lease (still no deadline)
+// while its context lives, ErrNotExtended once it has ended.
+func (r *Rueidislock) Extend(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
+	l, err := r.own(lease)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.ctx.Err(); err != nil {
+		return nil, errors.Join(ErrNotExtended, fmt.Errorf("rueidislock %q: the lock's context has ended: %w", lease.Key, err))
+	}
+	return lease, nil
+}
+
+func (r *Rueidislock) own(lease *Lease) (*rueidisLease, error) {
+	l, ok := lease.impl.(*rueidisLease)
+	if !ok {
+		return nil, errors.New("rueidislock adapter: lease was not acquired through this adapter")
+	}
+	return l, nil
+}
