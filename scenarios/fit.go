@@ -33,6 +33,9 @@ func (sc *Scenario) Fit(k string) (bool, string) {
 	if Consensus(k) {
 		return sc.fitConsensus(k)
 	}
+	if why, ok := sc.NotFor[k]; ok {
+		return false, fmt.Sprintf("the story makes no claim about %s: %s", k, why)
+	}
 	if _, ok := sc.ExpectFor(k); !ok {
 		return false, fmt.Sprintf("the story states no expectation for %s (its expect names %s)", k, sc.expectKinds())
 	}

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -65,7 +66,13 @@ func (r *runner) newRueidislock(client string, ep nemesis.Endpoint, password str
 	if err != nil {
 		return nil, err
 	}
-	o := workload.RueidislockOptions{Addr: addr, Password: password, Validity: r.sc.Lock.TTL, TryNextAfter: rueidisTryNextAfter}
+	g := r.faults.gates[client]
+	// rueidislock extends its keys from goroutines of its own, which a
+	// pause at the client's gate would not stop: its connections pass the
+	// gate on every read and write instead (as ZooKeeper's do), so that a
+	// paused client sends and reads nothing, as a stopped process.
+	o := workload.RueidislockOptions{Addr: addr, Password: password, Validity: r.sc.Lock.TTL, TryNextAfter: rueidisTryNextAfter,
+		Wrap: func(c net.Conn) net.Conn { return gatedConn{Conn: c, gate: g} }}
 	// rueidis dials when the client is made; on a machine busy compiling
 	// a dial can be slow: try again for up to 10 s, as for the others.
 	var l *workload.Rueidislock
@@ -77,7 +84,7 @@ func (r *runner) newRueidislock(client string, ep nemesis.Endpoint, password str
 		return nil, fmt.Errorf("client %s: %w", client, err)
 	}
 	r.closers = append(r.closers, l.Close)
-	return gatedLock{Lock: l, gate: r.faults.gates[client]}, nil
+	return gatedLock{Lock: l, gate: g}, nil
 }
 
 // waitReplicasTimeout is the WAIT timeout of the wait-replicas lock:

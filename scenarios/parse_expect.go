@@ -20,6 +20,7 @@ import (
 //	expect:                                      # per lock kind, default for the rest
 //	  default: violation
 //	  fenced-simple: {lock: violation, resource: safe}
+//	  rueidislock: {na: why the story makes no claim about it}
 //
 // A lock kind with no entry and no default has no expectation: the story
 // makes no claim about it, and a suite shows it as n/a with that reason.
@@ -31,32 +32,33 @@ const ExpectDefault = "default"
 // expectWords are the valid one-word expectations.
 var expectWords = []string{string(ExpectViolation), string(ExpectSafe), string(ExpectAny)}
 
-// expectation parses the expect field into sc.Expects.
-func (p *parser) expectation(n *yaml.Node) map[string]Expect {
+// expectation parses the expect field into sc.Expects and sc.NotFor.
+func (p *parser) expectation(n *yaml.Node) (map[string]Expect, map[string]string) {
 	const field = "expect"
 	switch {
 	case n.Kind == 0:
 		p.fail(nil, field, "missing; want one of %s, {lock: W, resource: W}, or a map from lock kind (and default) to one of those",
 			strings.Join(expectWords, ", "))
-		return nil
+		return nil, nil
 	case n.Kind == yaml.ScalarNode:
 		if e, ok := p.oneExpect(n, field); ok {
-			return map[string]Expect{ExpectDefault: e}
+			return map[string]Expect{ExpectDefault: e}, nil
 		}
-		return nil
+		return nil, nil
 	case n.Kind != yaml.MappingNode || len(n.Content) == 0:
 		p.fail(n, field, "want one of %s, {lock: W, resource: W}, or a map from lock kind (and default) to one of those",
 			strings.Join(expectWords, ", "))
-		return nil
+		return nil, nil
 	}
 	if k := n.Content[0].Value; k == "lock" || k == "resource" {
 		// The two answers, for every lock.
 		if e, ok := p.oneExpect(n, field); ok {
-			return map[string]Expect{ExpectDefault: e}
+			return map[string]Expect{ExpectDefault: e}, nil
 		}
-		return nil
+		return nil, nil
 	}
 	out := map[string]Expect{}
+	var notFor map[string]string
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		f := field + "." + k.Value
@@ -67,15 +69,29 @@ func (p *parser) expectation(n *yaml.Node) map[string]Expect {
 		case k.Value != ExpectDefault && !slices.Contains(fileLockKinds, k.Value):
 			p.fail(k, f, "unknown lock kind %q; want %s, one of %s, or lock and resource alone", k.Value, ExpectDefault, strings.Join(LockKinds, ", "))
 			continue
-		case out[k.Value] != "":
+		case out[k.Value] != "" || notFor[k.Value] != "":
 			p.fail(k, f, "listed twice")
+			continue
+		case v.Kind == yaml.MappingNode && len(v.Content) == 2 && v.Content[0].Value == "na":
+			why := v.Content[1]
+			switch {
+			case k.Value == ExpectDefault:
+				p.fail(v.Content[0], f+".na", "n/a is for one lock kind, not the default: a story that claims nothing of any lock has no place in the matrix")
+			case why.Kind != yaml.ScalarNode || strings.TrimSpace(why.Value) == "":
+				p.fail(why, f+".na", "want the reason the story makes no claim about %s, in words", k.Value)
+			default:
+				if notFor == nil {
+					notFor = map[string]string{}
+				}
+				notFor[k.Value] = strings.TrimSpace(why.Value)
+			}
 			continue
 		}
 		if e, ok := p.oneExpect(v, f); ok {
 			out[k.Value] = e
 		}
 	}
-	return out
+	return out, notFor
 }
 
 // oneExpect parses one expectation: a word, or {lock: W, resource: W}.
@@ -121,6 +137,9 @@ func (p *parser) oneExpect(n *yaml.Node, field string) (Expect, bool) {
 // ExpectFor returns what the scenario expects of a play against lock kind
 // k, and false when it states nothing for k.
 func (sc *Scenario) ExpectFor(k string) (Expect, bool) {
+	if _, na := sc.NotFor[k]; na {
+		return "", false
+	}
 	if e, ok := sc.Expects[k]; ok {
 		return e, true
 	}

@@ -57,6 +57,22 @@ func TestPerLockExpectations(t *testing.T) {
 	if e, ok := sc.ExpectFor(LockNaive); ok {
 		t.Errorf("naive: %q, want no expectation", e)
 	}
+
+	// {na: why}: the story claims nothing of that lock, default or not,
+	// and its cell says why.
+	sc, err = Parse([]byte(withExpect(`{default: violation, naive: {na: "a race the story does not pin"}}`)), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := sc.ExpectFor(LockNaive); ok {
+		t.Errorf("naive: %q, want no expectation", e)
+	}
+	if ok, why := sc.Fit(LockNaive); ok || why != "the story makes no claim about naive: a race the story does not pin" {
+		t.Errorf("Fit(naive) = %v, %q", ok, why)
+	}
+	if e, ok := sc.ExpectFor(LockRedsync); !ok || e != ExpectViolation {
+		t.Errorf("redsync: %q, %v; want the default", e, ok)
+	}
 }
 
 func TestExpectParseErrorsNameLineAndField(t *testing.T) {
@@ -74,6 +90,10 @@ func TestExpectParseErrorsNameLineAndField(t *testing.T) {
 		{"lock played with no expectation", "{redlock: violation, fenced-simple: safe}", []string{"f.yaml:2", "expect", "nothing for lock.kind redsync"}},
 		{"twice", "{default: safe, redsync: safe, redsync: any}", []string{"f.yaml:2"}},
 		{"a list", "[safe, violation]", []string{"f.yaml:2", "expect", "map from lock kind"}},
+		{"n/a as the default", `{default: {na: "a race"}, redlock: safe}`, []string{"f.yaml:2", "expect.default.na", "one lock kind"}},
+		{"n/a without a reason", `{default: safe, naive: {na: ""}}`, []string{"f.yaml:2", "expect.naive.na", "the reason"}},
+		{"n/a for a lock the file plays", `{default: safe, redsync: {na: "a race"}}`, []string{"f.yaml:2", "nothing for lock.kind redsync"}},
+		{"n/a and an expectation", `{default: safe, naive: safe, naive: {na: "a race"}}`, []string{"f.yaml:2", "expect.naive", "listed twice"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(withExpect(tc.expect)), "f.yaml")

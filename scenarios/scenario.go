@@ -45,7 +45,11 @@ type Scenario struct {
 	Expect Expect
 	// Expects is the file's expect field: lock kind (or ExpectDefault) to
 	// expectation (parse_expect.go).
-	Expects  map[string]Expect
+	Expects map[string]Expect
+	// NotFor holds, per lock kind, why the story makes no claim about it
+	// (expect: {KIND: {na: WHY}}): what it would show is a race the story
+	// does not pin. The cell is n/a with that reason.
+	NotFor   map[string]string
 	Nodes    int
 	Clients  []string
 	Lock     Lock
@@ -407,7 +411,7 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 		p.fail(&s.Steps[MaxSteps], "steps", "%d steps, more than the %d a scenario may have", len(s.Steps), MaxSteps)
 		return sc
 	}
-	sc.Expects = p.expectation(&s.Expect)
+	sc.Expects, sc.NotFor = p.expectation(&s.Expect)
 	sc.Nodes = p.count(&s.Cluster.Nodes, "cluster.nodes", 5, 1, 15)
 	p.nodes = map[string]bool{}
 	for i := 1; i <= sc.Nodes; i++ {

@@ -28,9 +28,13 @@ type Recorder interface {
 // its watcher, which releases the lease when the lock says it is over. mu
 // serialises the two: it is held for the whole of each operation, so a
 // notice that arrives while a write is in flight is acted on after it, as
-// by a user who learns of the loss once the write returned.
+// by a user who learns of the loss once the write returned. view guards
+// leases for the runner's questions (Holds, Deadline), which must not wait
+// for an operation: a client may be paused inside one for seconds. Writers
+// of leases hold both.
 type Client struct {
 	mu      sync.Mutex
+	view    sync.Mutex
 	name    string
 	process string
 	restart int
@@ -52,8 +56,8 @@ func (c *Client) Name() string { return c.name }
 
 // Holds reports whether the client believes it holds key.
 func (c *Client) Holds(key string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.view.Lock()
+	defer c.view.Unlock()
 	return c.leases[key] != nil
 }
 
@@ -61,8 +65,8 @@ func (c *Client) Holds(key string) bool {
 // monotonic clock (zero for a lock whose belief has no deadline: it lasts
 // until release); ok is false when it holds none.
 func (c *Client) Deadline(key string) (deadline time.Time, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.view.Lock()
+	defer c.view.Unlock()
 	l := c.leases[key]
 	if l == nil {
 		return time.Time{}, false
@@ -98,7 +102,9 @@ func (c *Client) Acquire(ctx context.Context, key string, ttl time.Duration) err
 // hold records the ok of an acquire or extend that gave the client lease.
 func (c *Client) hold(f history.Func, key string, lease *Lease) {
 	prev := c.leases[key]
+	c.view.Lock()
 	c.leases[key] = lease
+	c.view.Unlock()
 	delete(c.lost, key)
 	if lease.Lost != nil && (prev == nil || prev.Lost != lease.Lost) {
 		go c.watch(key, lease.Lost)
@@ -144,7 +150,9 @@ func (c *Client) release(ctx context.Context, key string) error {
 	if lease == nil {
 		return nil
 	}
+	c.view.Lock()
 	delete(c.leases, key)
+	c.view.Unlock()
 	c.record(history.Invoke, history.Release, key, func(e *history.Event) { e.Value = history.MustValue(lease.Value) })
 	err := c.lock.Release(ctx, lease)
 	typ := history.OK

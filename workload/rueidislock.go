@@ -3,9 +3,11 @@ package workload
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -45,6 +47,11 @@ type RueidislockOptions struct {
 	// TryNextAfter bounds each key's acquire script; zero means
 	// rueidislock's default, 20ms.
 	TryNextAfter time.Duration
+	// Wrap, when set, wraps each connection the client dials: the harness
+	// passes its connections through the client's pause gate, so that a
+	// paused client's background extensions stop too, as a stopped
+	// process's would.
+	Wrap func(net.Conn) net.Conn
 }
 
 // NewRueidislock returns rueidislock over a new rueidis client of the one
@@ -69,6 +76,7 @@ func NewRueidislock(o RueidislockOptions) (*Rueidislock, error) {
 			Password:          o.Password,
 			ForceSingleClient: true,
 			DisableRetry:      true,
+			DialCtxFn:         dialWrapped(o.Wrap),
 		},
 		KeyValidity:  o.Validity,
 		TryNextAfter: o.TryNextAfter,
@@ -77,6 +85,21 @@ func NewRueidislock(o RueidislockOptions) (*Rueidislock, error) {
 		return nil, fmt.Errorf("rueidislock: connecting to %s: %w", o.Addr, err)
 	}
 	return &Rueidislock{locker: l, validity: o.Validity}, nil
+}
+
+// dialWrapped dials as rueidis does by default (TCP, no TLS here) and
+// wraps the connection; nil when there is nothing to wrap.
+func dialWrapped(wrap func(net.Conn) net.Conn) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
+	if wrap == nil {
+		return nil
+	}
+	return func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
+	}
 }
 
 // Close closes the locker and its rueidis client: every lock it holds
