@@ -463,11 +463,54 @@ func (e *Engine) disconnectNetwork(ctx context.Context, netID, ctrID string) err
 	return nil
 }
 
+// StaleNetworkError is a network the engine will not remove because it
+// counts an endpoint that no container holds (Docker 20.10's libnetwork,
+// seen after a run was stopped while its containers were being removed).
+// Nothing of ours uses it any more; only restarting the engine frees it.
+type StaleNetworkError struct {
+	ID, Name string
+	Err      error
+}
+
+func (e *StaleNetworkError) Error() string {
+	return fmt.Sprintf("docker: network %s (%s) keeps an endpoint no container holds, so the engine will not remove it (restarting the Docker engine frees it): %v", e.Name, e.ID, e.Err)
+}
+
+func (e *StaleNetworkError) Unwrap() error { return e.Err }
+
+// removeNetwork removes network id, a network of the run's own. Refused
+// with "has active endpoints" (seen under load right after the run's
+// containers were force-removed: a container still being made when the run
+// was stopped, or an endpoint the engine had not released yet), it removes
+// whatever is still attached — nothing but the run's containers joins its
+// network — and tries again, for up to 10 s.
 func (e *Engine) removeNetwork(ctx context.Context, id string) error {
-	if err := e.api.NetworkRemove(ctx, id); err != nil && !client.IsErrNotFound(err) {
-		return fmt.Errorf("docker: removing network %s: %w", id, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := e.api.NetworkRemove(ctx, id)
+		switch {
+		case err == nil || client.IsErrNotFound(err):
+			return nil
+		case strings.Contains(err.Error(), "active endpoints") && !time.Now().Before(deadline):
+			n, ierr := e.api.NetworkInspect(ctx, id, network.InspectOptions{})
+			if ierr == nil && len(n.Containers) == 0 {
+				return &StaleNetworkError{ID: id, Name: n.Name, Err: err}
+			}
+			return fmt.Errorf("docker: removing network %s: %w", id, err)
+		case strings.Contains(err.Error(), "active endpoints") && ctx.Err() == nil:
+			if n, ierr := e.api.NetworkInspect(ctx, id, network.InspectOptions{}); ierr == nil {
+				for ctr := range n.Containers {
+					_ = e.removeContainer(ctx, ctr)
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		default:
+			return fmt.Errorf("docker: removing network %s: %w", id, err)
+		}
 	}
-	return nil
 }
 
 func (e *Engine) listNetworks(ctx context.Context, labels map[string]string) ([]objectInfo, error) {

@@ -45,6 +45,12 @@ func (e *Engine) Reap(ctx context.Context, cacheDir string) ([]string, error) {
 			continue
 		}
 		if err := e.removeRun(ctx, id); err != nil {
+			if stale := staleOnly(err); stale != nil {
+				// The engine's own leftover, not one we can remove: say
+				// so and go on, rather than fail every run after it.
+				reaped = append(reaped, fmt.Sprintf("run %s (harness pid %d, gone), all but its network: %v", id, o.PID, stale))
+				continue
+			}
 			errs = append(errs, err)
 			continue
 		}
@@ -123,4 +129,27 @@ func stateDirDead(dir string, self owner) bool {
 		return false // unreadable: never worth a wrong removal
 	}
 	return o.liveness(self) == ownerDead
+}
+
+// staleOnly returns the *StaleNetworkError err consists of, or nil when err
+// holds anything else.
+func staleOnly(err error) *StaleNetworkError {
+	var stale *StaleNetworkError
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if e == nil {
+				continue
+			}
+			s := staleOnly(e)
+			if s == nil {
+				return nil
+			}
+			stale = s
+		}
+		return stale
+	}
+	if errors.As(err, &stale) {
+		return stale
+	}
+	return nil
 }

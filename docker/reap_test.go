@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -222,4 +223,26 @@ func TestHelperHarness(t *testing.T) {
 	mustDo(t, "start", err)
 	os.Stdout.WriteString("\ncluster ready\n")
 	time.Sleep(5 * time.Minute)
+}
+
+// A run whose only leftover the engine will not remove is reaped all the
+// same; anything else that failed still fails the reaping.
+func TestStaleOnly(t *testing.T) {
+	stale := &StaleNetworkError{ID: "n", Name: "splitbrain-x", Err: errors.New("has active endpoints")}
+	other := errors.New("removing container c: boom")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"stale alone", stale, true},
+		{"joined with nils", errors.Join(nil, stale, nil), true},
+		{"wrapped", fmt.Errorf("reaping: %w", stale), true},
+		{"with another error", errors.Join(stale, other), false},
+		{"another error", other, false},
+	} {
+		if got := staleOnly(tc.err) != nil; got != tc.want {
+			t.Errorf("%s: staleOnly = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

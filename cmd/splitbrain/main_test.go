@@ -579,7 +579,14 @@ func (r *running) waitFor(t *testing.T, s string, timeout time.Duration) {
 		select {
 		case line, ok := <-r.lines:
 			if !ok {
-				t.Fatalf("splitbrain ended before printing %q:\n%s\nstderr:\n%s", s, r.stdout.String(), r.stderr.String())
+				// stderr is written until the process is waited for.
+				select {
+				case <-r.done:
+					r.exited = true
+					t.Fatalf("splitbrain ended before printing %q:\n%s\nstderr:\n%s", s, r.stdout.String(), r.stderr.String())
+				case <-deadline:
+					t.Fatalf("splitbrain closed its stdout before printing %q, and did not exit within %v:\n%s", s, timeout, r.stdout.String())
+				}
 			}
 			r.stdout.WriteString(line + "\n")
 			if strings.Contains(line, s) {
