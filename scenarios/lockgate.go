@@ -73,14 +73,13 @@ func (r *runner) newRueidislock(client string, ep nemesis.Endpoint, password str
 	// paused client sends and reads nothing, as a stopped process.
 	o := workload.RueidislockOptions{Addr: addr, Password: password, Validity: r.sc.Lock.TTL, TryNextAfter: rueidisTryNextAfter,
 		Wrap: func(c net.Conn) net.Conn { return gatedConn{Conn: c, gate: g} }}
-	// rueidis dials when the client is made; on a machine busy compiling
-	// a dial can be slow: try again for up to 10 s, as for the others.
+	// rueidis dials when the client is made.
 	var l *workload.Rueidislock
-	deadline := time.Now().Add(10 * time.Second)
-	for l, err = workload.NewRueidislock(o); err != nil && time.Now().Before(deadline); l, err = workload.NewRueidislock(o) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
+	if err := untilConnected(func(context.Context) error {
+		var err error
+		l, err = workload.NewRueidislock(o)
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("client %s: %w", client, err)
 	}
 	r.closers = append(r.closers, l.Close)

@@ -260,16 +260,8 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		r.conns = append(r.conns, c)
 		// Connect now, so that the first lock attempt measures the lock,
 		// not the connection handshake, against its per-node timeout.
-		// The clients' options fail a command at its first timeout (1 s),
-		// as the lock wants; setting up is not the lock's business, and on
-		// a machine busy compiling one dial can take longer: try again
-		// for up to 10 s.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		for err = c.Ping(ctx).Err(); err != nil && ctx.Err() == nil; err = c.Ping(ctx).Err() {
-			workload.Sleep(ctx, 50*time.Millisecond)
-		}
-		cancel()
-		if err != nil {
+		// A slow first dial is tried again (untilConnected).
+		if err := untilConnected(func(ctx context.Context) error { return c.Ping(ctx).Err() }); err != nil {
 			return nil, fmt.Errorf("client %s: connecting to %s: %w", client, ep.Name, err)
 		}
 		conns = append(conns, c)
@@ -297,6 +289,21 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		return nil, fmt.Errorf("client %s: %w", client, err)
 	}
 	return &workload.Redlock{Locker: l, Nodes: names, Retry: r.sc.Lock.Retries > 1}, nil
+}
+
+// untilConnected runs connect until it succeeds, every 50 ms for up to
+// 10 s: a lock client's options fail at their first timeout, as the lock
+// wants, but setting up is not the lock's business, and on a machine busy
+// compiling one dial can take longer than that.
+func untilConnected(connect func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := connect(ctx)
+	for err != nil && ctx.Err() == nil {
+		workload.Sleep(ctx, 50*time.Millisecond)
+		err = connect(ctx)
+	}
+	return err
 }
 
 func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error {
