@@ -20,7 +20,8 @@ const runFlagsHelp = `  --seed N        seed of the workload's and the nemesis's
                   to stderr
   --lock KIND     play only against this lock, instead of the kind or kinds
                   the scenario lists: redlock, single, naive, fenced-simple,
-                  fenced-two-round, redsync, redislock, wait-replicas or rueidislock
+                  fenced-two-round, redsync, redislock, wait-replicas,
+                  redis-py, rueidislock, zookeeper, etcd or etcd-v3lock
   --clients N     the number of clients instead of the scenario's (1-64)
   --time D        how long a generated workload runs, such as 10s
   -h, --help      this help

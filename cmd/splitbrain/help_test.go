@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"splitbrain/scenarios"
 )
 
 // Every command prints its usage, flags and examples for --help, -h and
@@ -25,6 +27,10 @@ func TestCommandHelp(t *testing.T) {
 			"--json", "Examples:", "Exit codes:", "Ctrl-C"}},
 		{"doctor", []string{"Usage: splitbrain doctor", "Example:"}},
 		{"serve", []string{"Usage: splitbrain serve", "--store DIR", "--addr HOST:PORT", "Examples:"}},
+	}
+	// --lock names every lock kind a play can be given.
+	for i := range tests[:2] {
+		tests[i].want = append(tests[i].want, scenarios.LockKinds...)
 	}
 	e := newEnv(t)
 	for _, tt := range tests {
