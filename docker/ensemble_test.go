@@ -184,6 +184,40 @@ func testEnsemble(t *testing.T, k *cluster.Kind) {
 	}
 	only3.close()
 
+	// Wipe: refused by name where the kind cannot take it (etcd); else n3
+	// comes back empty and syncs from the leader.
+	mustDo(t, "kill n3", n3.Kill(ctx))
+	if err := n3.WipeData(ctx); !k.Supports(cluster.FaultWipe) {
+		var ue *cluster.UnsupportedError
+		if !errors.As(err, &ue) || ue.Kind != k.Name || ue.Fault != cluster.FaultWipe {
+			t.Errorf("wipe: %v, want the kind's refusal", err)
+		}
+	} else if err != nil {
+		t.Errorf("wipe: %v", err)
+	}
+	mustDo(t, "start n3", n3.Start(ctx))
+	only3, err = dialStore(ctx, t, k, []string{n3.Addr()}, c.Password())
+	if err != nil {
+		t.Fatalf("dial n3 alone: %v", err)
+	}
+	if err := eventually(ctx, 10*time.Second, func(ctx context.Context) error { return only3.has(ctx, "b") }); err != nil {
+		t.Errorf("n3 after wipe and restart: %v", err)
+	}
+	only3.close()
+
+	// Clock offsets: refused by name where the shim cannot move the
+	// server's clock (etcd, a Go binary).
+	err = n3.SetClockOffset(time.Minute)
+	if k.Supports(cluster.FaultClock) {
+		mustDo(t, "clock offset", err)
+		mustDo(t, "clock reset", n3.SetClockOffset(0))
+	} else {
+		var ue *cluster.UnsupportedError
+		if !errors.As(err, &ue) || ue.Kind != k.Name || ue.Fault != cluster.FaultClock {
+			t.Errorf("clock offset: %v, want the kind's refusal", err)
+		}
+	}
+
 	// A paused member stops answering; resumed, it answers again.
 	n1 := nodes[0]
 	mustDo(t, "pause n1", n1.Pause(ctx))
