@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -100,10 +101,33 @@ func (c *Local) AddReplica(ctx context.Context, spec ReplicaSpec) (Node, error) 
 	return c.AddNode(ctx, NodeSpec{Name: spec.Name, Persistence: spec.Persistence, ReplicaOf: spec.Via, Routes: spec.Routes})
 }
 
+// ReserveSentinels implements SentinelStarter: free loopback ports.
+func (c *Local) ReserveSentinels(count int) ([]string, error) {
+	ports, err := ReserveSentinelPorts(count)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, len(ports))
+	for i, p := range ports {
+		addrs[i] = loopback(p)
+	}
+	return addrs, nil
+}
+
+func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
 // AddSentinel implements SentinelStarter.
 func (c *Local) AddSentinel(ctx context.Context, spec SentinelSpec) (Node, error) {
 	cfg := spec.Config
-	return c.AddNode(ctx, NodeSpec{Name: spec.Name, Kind: Sentinel, Port: spec.Port, Routes: spec.Routes, Sentinel: &cfg})
+	_, p, err := net.SplitHostPort(spec.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: sentinel %s: Addr %q: %w", spec.Name, spec.Addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: sentinel %s: Addr %q: %w", spec.Name, spec.Addr, err)
+	}
+	return c.AddNode(ctx, NodeSpec{Name: spec.Name, Kind: Sentinel, Port: port, Routes: spec.Routes, Sentinel: &cfg})
 }
 
 // Persistence is the mode the node runs with (or will, after SetPersistence,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -70,23 +71,28 @@ const (
 )
 
 func etcdConfig(c ServerConfig) string {
-	url := func(port int) string { return "http://" + c.Bind + ":" + strconv.Itoa(port) }
+	url := func(host string, port int) string { return "http://" + net.JoinHostPort(host, strconv.Itoa(port)) }
 	var initial []string
 	for _, m := range c.Ensemble {
-		initial = append(initial, m.Name+"="+url(m.PeerPorts[0]))
+		initial = append(initial, m.Name+"="+url(m.HostAddr(), m.PeerPorts[0]))
 	}
-	name, peer := "default", 0
+	// Members listen on Bind and tell the others their own address, which
+	// differs from Bind in a container (0.0.0.0).
+	name, peer, self := "default", 0, c.Bind
 	if c.Member != nil {
 		name, peer = c.Member.Name, c.Member.PeerPorts[0]
+		if c.Member.Host != "" {
+			self = c.Member.Host
+		}
 	}
 	// YAML, every value quoted by %q: a path with a colon stays one value.
 	lines := []string{
 		fmt.Sprintf("name: %q", name),
 		fmt.Sprintf("data-dir: %q", c.DataDir),
-		fmt.Sprintf("listen-client-urls: %q", url(c.Port)),
-		fmt.Sprintf("advertise-client-urls: %q", url(c.Port)),
-		fmt.Sprintf("listen-peer-urls: %q", url(peer)),
-		fmt.Sprintf("initial-advertise-peer-urls: %q", url(peer)),
+		fmt.Sprintf("listen-client-urls: %q", url(c.Bind, c.Port)),
+		fmt.Sprintf("advertise-client-urls: %q", url(self, c.Port)),
+		fmt.Sprintf("listen-peer-urls: %q", url(c.Bind, peer)),
+		fmt.Sprintf("initial-advertise-peer-urls: %q", url(self, peer)),
 		fmt.Sprintf("initial-cluster: %q", strings.Join(initial, ",")),
 		"initial-cluster-state: \"new\"",
 		// Unique per run: members of another run never join this one.

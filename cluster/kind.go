@@ -73,6 +73,10 @@ type Kind struct {
 // Member is one member of an ensemble as its peers know it.
 type Member struct {
 	Name string
+	// Host is the member's address, where its client and peer ports
+	// are; empty means loopback (the local backend). A Docker member has
+	// its container's address on the run's network.
+	Host string
 	// ID is the member's number in the ensemble, from 1 (ZooKeeper's myid).
 	ID   int
 	Port int // the client port
@@ -80,13 +84,21 @@ type Member struct {
 	PeerPorts []int
 }
 
-// Addr is the member's client address on loopback.
-func (m Member) Addr() string { return loopback(m.Port) }
+// Addr is the member's client address.
+func (m Member) Addr() string { return net.JoinHostPort(m.HostAddr(), strconv.Itoa(m.Port)) }
 
 // PeerAddr is the address of the member's i-th peer port.
-func (m Member) PeerAddr(i int) string { return loopback(m.PeerPorts[i]) }
+func (m Member) PeerAddr(i int) string {
+	return net.JoinHostPort(m.HostAddr(), strconv.Itoa(m.PeerPorts[i]))
+}
 
-func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+// HostAddr is Host, loopback when empty.
+func (m Member) HostAddr() string {
+	if m.Host == "" {
+		return "127.0.0.1"
+	}
+	return m.Host
+}
 
 // ServerConfig is what a backend knows of a node when it writes its config.
 type ServerConfig struct {
@@ -107,6 +119,11 @@ type ServerConfig struct {
 	// connections from the server's own host; the harness needs none,
 	// some tests do.
 	Debug bool
+	// AnnounceIP, if set, is the address the server gives its peers for
+	// itself (Redis's replica-announce-ip, Sentinel's announce-ip) when
+	// the one its connections come from is not it: a container's links
+	// go through relays on the network's gateway.
+	AnnounceIP string
 	// Sentinel is what a sentinel watches; nil for other kinds.
 	Sentinel *SentinelConfig
 	// Member is this node in its ensemble and Ensemble every member, the

@@ -61,6 +61,9 @@ func redisConfig(c ServerConfig) string {
 		// along (the default waits 5 s).
 		"repl-diskless-sync-delay 0",
 	}
+	if c.AnnounceIP != "" {
+		lines = append(lines, "replica-announce-ip "+c.AnnounceIP, "replica-announce-port "+strconv.Itoa(c.Port))
+	}
 	if c.ReplicaOf != "" {
 		host, port, _ := net.SplitHostPort(c.ReplicaOf)
 		lines = append(lines, "replicaof "+quoteConf(host)+" "+port, "masterauth "+quoteConf(c.Password))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,12 +83,17 @@ func sentinelConfig(c ServerConfig) string {
 		// for) readable, as for redis-server.
 		"set-proc-title no",
 		"sentinel resolve-hostnames no",
-		"sentinel monitor " + SentinelMaster + " " + host + " " + port + " " + strconv.Itoa(max(s.Quorum, 1)),
-		"sentinel auth-pass " + SentinelMaster + " " + quoteConf(c.Password),
-		"sentinel down-after-milliseconds " + SentinelMaster + " " + ms(s.DownAfter),
-		"sentinel failover-timeout " + SentinelMaster + " " + ms(s.FailoverTimeout),
-		"sentinel parallel-syncs " + SentinelMaster + " 1",
 	}
+	if c.AnnounceIP != "" {
+		lines = append(lines, "sentinel announce-ip "+quoteConf(c.AnnounceIP), "sentinel announce-port "+strconv.Itoa(c.Port))
+	}
+	lines = append(lines,
+		"sentinel monitor "+SentinelMaster+" "+host+" "+port+" "+strconv.Itoa(max(s.Quorum, 1)),
+		"sentinel auth-pass "+SentinelMaster+" "+quoteConf(c.Password),
+		"sentinel down-after-milliseconds "+SentinelMaster+" "+ms(s.DownAfter),
+		"sentinel failover-timeout "+SentinelMaster+" "+ms(s.FailoverTimeout),
+		"sentinel parallel-syncs "+SentinelMaster+" 1",
+	)
 	return strings.Join(lines, "\n") + "\n"
 }
 
@@ -95,21 +101,32 @@ func sentinelConfig(c ServerConfig) string {
 // process's routes: which proxy it dials instead of which loopback port.
 const RouteEnv = "SPLITBRAIN_ROUTE_FILE"
 
-// writeRoutes writes routes (a server's host:port → the proxy's host:port
-// this process must dial instead) to path in the shim's format, atomically:
-// a connect reading it meanwhile sees the old routes or the new ones.
-func writeRoutes(path string, routes map[string]string) error {
+// WriteRoutes writes routes (a server's host:port → the proxy's host:port
+// the process must dial instead) to path in the shim's format, atomically:
+// a connect reading it meanwhile sees the old routes or the new ones. A
+// route between loopback addresses is a line of two ports; any other, of
+// two IPv4 addresses with their ports (a container's).
+func WriteRoutes(path string, routes map[string]string) error {
 	var lines []string
 	for from, via := range routes {
-		_, fp, err := net.SplitHostPort(from)
+		fh, fp, err := net.SplitHostPort(from)
 		if err != nil {
 			return fmt.Errorf("route %q: %w", from, err)
 		}
-		_, vp, err := net.SplitHostPort(via)
+		vh, vp, err := net.SplitHostPort(via)
 		if err != nil {
 			return fmt.Errorf("route %q via %q: %w", from, via, err)
 		}
-		lines = append(lines, fp+" "+vp+"\n")
+		if fh == "127.0.0.1" && vh == "127.0.0.1" {
+			lines = append(lines, fp+" "+vp+"\n")
+			continue
+		}
+		for _, h := range []string{fh, vh} {
+			if a, err := netip.ParseAddr(h); err != nil || !a.Is4() {
+				return fmt.Errorf("route %q via %q: %q is not an IPv4 address", from, via, h)
+			}
+		}
+		lines = append(lines, from+" "+via+"\n")
 	}
 	sort.Strings(lines)
 	tmp := path + ".tmp"
@@ -126,7 +143,7 @@ func writeRoutes(path string, routes map[string]string) error {
 // the server address it is keyed by, from its next connection on; a link
 // already open stays as it is. Routes replace those given before.
 func (n *Process) SetRoutes(routes map[string]string) error {
-	if err := writeRoutes(n.routeFile(), routes); err != nil {
+	if err := WriteRoutes(n.routeFile(), routes); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}
 	return nil
@@ -154,15 +171,21 @@ func ReserveSentinelPorts(count int) ([]int, error) {
 
 // SentinelStarter is a backend that can add sentinels.
 type SentinelStarter interface {
-	// AddSentinel starts a sentinel on its reserved port, its routes in
-	// place before it runs, and returns it once it answers.
+	// ReserveSentinels reserves the addresses (host:port) of count
+	// sentinels not started yet, which the harness's clients and the
+	// other servers reach them at: their proxies and routes are made
+	// before the first sentinel dials another.
+	ReserveSentinels(count int) ([]string, error)
+	// AddSentinel starts a sentinel on its reserved address, its routes
+	// in place before it runs, and returns it once it answers.
 	AddSentinel(ctx context.Context, spec SentinelSpec) (Node, error)
 }
 
 // SentinelSpec describes a sentinel added to a running backend.
 type SentinelSpec struct {
-	Name   string
-	Port   int
+	Name string
+	// Addr is the sentinel's address, one ReserveSentinels gave.
+	Addr   string
 	Config SentinelConfig
 	// Routes: see Process.SetRoutes.
 	Routes map[string]string

@@ -23,6 +23,10 @@ const (
 	slf4jSimple  = "/usr/share/java/slf4j-simple.jar"
 )
 
+// ZooKeeperClassPath is the server's class path: the jars the JVM is
+// given (the server's own jar names the others in its manifest).
+func ZooKeeperClassPath() []string { return []string{zooKeeperJar, slf4jSimple} }
+
 // ErrNoZooKeeper means Debian's zookeeper package (or Java) is missing.
 var ErrNoZooKeeper = errors.New("ZooKeeper not installed: " + zooKeeperJar + " or java missing " +
 	"(apt-get install -y zookeeper; scripts/setup.sh installs it)")
@@ -129,7 +133,11 @@ func zooKeeperConfig(c ServerConfig) string {
 		"maxClientCnxns=200",
 	}
 	for _, m := range c.Ensemble {
-		lines = append(lines, fmt.Sprintf("server.%d=%s:%d:%d", m.ID, c.Bind, m.PeerPorts[0], m.PeerPorts[1]))
+		host := c.Bind
+		if m.Host != "" {
+			host = m.Host // a container's address: 0.0.0.0 names no peer
+		}
+		lines = append(lines, fmt.Sprintf("server.%d=%s:%d:%d", m.ID, host, m.PeerPorts[0], m.PeerPorts[1]))
 	}
 	return strings.Join(lines, "\n") + "\n"
 }

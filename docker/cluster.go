@@ -46,7 +46,13 @@ type Cluster struct {
 	nodes     []*Container
 
 	extraMu sync.Mutex
-	extra   []*Container // replicas, added by AddReplica
+	extra   []*Container // replicas and sentinels, added later
+	// ipsTaken counts the network's addresses given to nodes so far,
+	// reserved sentinels' included.
+	ipsTaken int
+	// images are the run's images by kind: the nodes' and, once a
+	// sentinel is added, Sentinel's.
+	images map[*cluster.Kind]Image
 
 	closeMu sync.Mutex
 	closed  bool
@@ -55,15 +61,13 @@ type Cluster struct {
 var _ interface {
 	cluster.Backend
 	cluster.ReplicaStarter
+	cluster.SentinelStarter
 } = (*Cluster)(nil)
 
 // Start connects to the engine named by the environment and starts a
 // cluster on it, as StartCluster does; the cluster's Close lets go of the
 // engine. What it reaped and the image it runs go to cfg.Logf.
 func Start(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
-	if err := refuseEnsemble(cfg.Kind); err != nil {
-		return nil, fmt.Errorf("backend docker: %w", err)
-	}
 	eng, err := Connect(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("backend docker: %w", err)
@@ -81,9 +85,6 @@ func Start(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 // inputs changed, creates the run's network and starts the nodes. On error
 // nothing of the run is left behind.
 func StartCluster(ctx context.Context, eng *Engine, cfg cluster.Config) (_ *Cluster, err error) {
-	if err := refuseEnsemble(cfg.Kind); err != nil {
-		return nil, fmt.Errorf("docker: %w", err)
-	}
 	if cfg, err = cfg.Resolve(); err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
@@ -115,6 +116,7 @@ func StartCluster(ctx context.Context, eng *Engine, cfg cluster.Config) (_ *Clus
 		cfg:      cfg,
 		password: cluster.RandomHex(16),
 		image:    img,
+		images:   map[*cluster.Kind]Image{cfg.Kind: img},
 		labels:   labels,
 		netName:  "splitbrain-" + cfg.RunID,
 		stateDir: stateDir,
@@ -136,23 +138,102 @@ func StartCluster(ctx context.Context, eng *Engine, cfg cluster.Config) (_ *Clus
 	if c.gateway, err = netip.ParseAddr(sn.Gateway); err != nil {
 		return nil, fmt.Errorf("docker: network gateway %q: %w", sn.Gateway, err)
 	}
-	ips, err := nodeIPs(sn, cfg.Nodes)
+	ips, err := c.takeIPs(cfg.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	members, routes, err := ensemble(cfg, ips)
 	if err != nil {
 		return nil, err
 	}
 	for i, ip := range ips {
 		name := cluster.NodeName(i + 1)
-		n, err := c.newContainer(ctx, name, ip, cfg.PersistenceOf(name))
+		ns := nodeSpec{name: name, ip: ip, kind: cfg.Kind, image: img, persist: cfg.PersistenceOf(name)}
+		if members != nil {
+			ns.member, ns.ensemble = &members[i], members
+		}
+		n, err := c.newContainer(ctx, ns)
 		if err != nil {
 			return nil, err
 		}
 		c.nodes = append(c.nodes, n)
+		if err := n.SetRoutes(routes[name]); err != nil {
+			return nil, err
+		}
 	}
 	if err := inParallel(c.nodes, func(n *Container) error { return n.Start(ctx) }); err != nil {
 		return nil, err
 	}
+	if k := cfg.Kind; k.Secure != nil {
+		var addrs []string
+		for _, n := range c.nodes {
+			addrs = append(addrs, n.Addr())
+		}
+		if err := k.Secure(ctx, addrs, c.password); err != nil {
+			return nil, fmt.Errorf("docker: %s: turning on access control: %w", k.Name, err)
+		}
+	}
 	cfg.Logf("docker: run %s, image %s", cfg.RunID, img.Tag)
 	return c, nil
+}
+
+// ensemble places the members of an ensemble (nil for a kind without
+// peers) at their containers' addresses, every member on the kind's ports
+// (its client port, then the next ones for its peers), and asks
+// cfg.PeerRoutes for their routes.
+func ensemble(cfg cluster.Config, ips []string) ([]cluster.Member, map[string]map[string]string, error) {
+	k := cfg.Kind
+	if k.PeerPorts == 0 {
+		return nil, nil, nil
+	}
+	members := make([]cluster.Member, len(ips))
+	for i, ip := range ips {
+		m := cluster.Member{Name: cluster.NodeName(i + 1), ID: i + 1, Host: ip, Port: k.Port}
+		for j := range k.PeerPorts {
+			m.PeerPorts = append(m.PeerPorts, k.Port+1+j)
+		}
+		members[i] = m
+	}
+	if cfg.PeerRoutes == nil {
+		return members, nil, nil
+	}
+	routes, err := cfg.PeerRoutes(members)
+	if err != nil {
+		return nil, nil, fmt.Errorf("docker: routes between the %s members: %w", k.Name, err)
+	}
+	return members, routes, nil
+}
+
+// takeIPs gives count more addresses of the run's network to nodes.
+func (c *Cluster) takeIPs(count int) ([]string, error) {
+	c.extraMu.Lock()
+	defer c.extraMu.Unlock()
+	ips, err := nodeIPs(c.subnet, c.ipsTaken+count)
+	if err != nil {
+		return nil, err
+	}
+	c.ipsTaken += count
+	return ips[len(ips)-count:], nil
+}
+
+// imageOf is the run's image of kind k, built the first time it is asked
+// for (Sentinel's, from the redis-sentinel in PATH).
+func (c *Cluster) imageOf(ctx context.Context, k *cluster.Kind) (Image, error) {
+	c.extraMu.Lock()
+	img, ok := c.images[k]
+	c.extraMu.Unlock()
+	if ok {
+		return img, nil
+	}
+	img, err := c.eng.BuildImage(ctx, ImageConfig{Kind: k, CacheDir: c.cfg.CacheDir})
+	if err != nil {
+		return Image{}, err
+	}
+	c.extraMu.Lock()
+	c.images[k] = img
+	c.extraMu.Unlock()
+	c.cfg.Logf("docker: run %s, image %s", c.cfg.RunID, img.Tag)
+	return img, nil
 }
 
 // writeStateDir creates the run's host-side folder with its owner first,
@@ -377,23 +458,8 @@ func inParallel[T any](items []T, fn func(T) error) error {
 
 // Refuse says whether this backend runs nodes of kind k, and if not why:
 // an *cluster.UnsupportedError, nil when it does. It lets a suite mark a
-// story the backend cannot play as n/a before starting anything.
-func Refuse(k *cluster.Kind) error {
-	if k == cluster.Sentinel {
-		// No SentinelStarter: sentinels' links to the data nodes would
-		// need a relay each on the run's network, as replicas have.
-		return &cluster.UnsupportedError{Kind: k.Name, Fault: cluster.FaultReplica, Backend: true}
-	}
-	return refuseEnsemble(k)
-}
-
-// refuseEnsemble refuses the kinds whose members must know each other's
-// addresses before they start (ZooKeeper, etcd): their containers would
-// need addresses on the run's network before they exist, and their peer
-// links a relay each; not built yet. The local backend runs them.
-func refuseEnsemble(k *cluster.Kind) error {
-	if k != nil && k.PeerPorts > 0 {
-		return &cluster.UnsupportedError{Kind: k.Name, Fault: cluster.FaultEnsemble, Backend: true}
-	}
-	return nil
-}
+// story the backend cannot play as n/a before starting anything. Every
+// kind runs now: Redis and its replicas, Sentinel (SentinelStarter),
+// ZooKeeper and etcd ensembles; what a kind cannot take is its own
+// refusal (cluster.Kind.Faults), as on the local backend.
+func Refuse(k *cluster.Kind) error { return nil }

@@ -179,7 +179,17 @@ type containerSpec struct {
 	Binds      []bindMount // host folders, read-only
 	DataTmpfs  string      // where a tmpfs goes (wiped at every stop), or ""
 	DataVolume string      // a named volume mounted at DataPath, or ""
-	DataPath   string
+	// DataBind is a host folder mounted read-write at DataPath, or "":
+	// the harness writes files the server needs there before each start
+	// (ZooKeeper's myid, Sentinel's config, which Sentinel rewrites) and
+	// wipes it itself.
+	DataBind string
+	DataPath string
+	// User runs the server as uid:gid ("" as the image's root): the
+	// harness's own, for a container writing to a DataBind, so that the
+	// harness can rewrite and remove what the server wrote. It also gets
+	// a tmpfs at /tmp (a JVM's scratch files).
+	User string
 }
 
 type bindMount struct{ Source, Target string }
@@ -221,6 +231,7 @@ func (e *Engine) createContainer(ctx context.Context, s containerSpec) (string, 
 		Entrypoint: s.Cmd,
 		Env:        s.Env,
 		Labels:     s.Labels,
+		User:       s.User,
 	}
 	host := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(s.Network),
@@ -242,8 +253,16 @@ func (e *Engine) createContainer(ctx context.Context, s containerSpec) (string, 
 	switch {
 	case s.DataVolume != "":
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: s.DataVolume, Target: s.DataPath})
+	case s.DataBind != "":
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: s.DataBind, Target: s.DataPath})
 	case s.DataTmpfs != "":
 		host.Tmpfs = map[string]string{s.DataTmpfs: "rw,nosuid,nodev,noexec,size=" + dataTmpfsSize + ",mode=0700"}
+	}
+	if s.User != "" {
+		if host.Tmpfs == nil {
+			host.Tmpfs = map[string]string{}
+		}
+		host.Tmpfs["/tmp"] = "rw,nosuid,nodev,noexec,size=64m,mode=1777"
 	}
 	net := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 		s.Network: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: s.IP}},

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"context"
@@ -69,6 +70,8 @@ type Image struct {
 	Tag  string // splitbrain-<kind>:<first 16 hex digits of Hash>
 	ID   string
 	Hash string // sha256 of the rootfs and the image config
+	// Binary is where the server's program is in the image.
+	Binary string
 	// Built is false when an image with the same inputs was there already.
 	Built bool
 }
@@ -88,11 +91,17 @@ func (e *Engine) BuildImage(ctx context.Context, cfg ImageConfig) (Image, error)
 	if have, ok, err := e.imageByRef(ctx, tag); err != nil {
 		return Image{}, err
 	} else if ok && have.Labels[labelImageHash] == rfs.hash {
-		return Image{Tag: tag, ID: have.ID, Hash: rfs.hash}, nil
+		return Image{Tag: tag, ID: have.ID, Hash: rfs.hash, Binary: rfs.binary}, nil
 	}
 	changes := append(rfs.changes[:len(rfs.changes):len(rfs.changes)],
 		"LABEL "+labelApp+"=1 "+labelImageHash+"="+rfs.hash)
-	if err := e.importImage(ctx, bytes.NewReader(rfs.tar), tag, changes); err != nil {
+	// Streamed, not held: a JRE makes the rootfs of ZooKeeper's image
+	// some 200 MB.
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(writeRootfs(pw, rfs.files)) }()
+	err = e.importImage(ctx, pr, tag, changes)
+	_ = pr.CloseWithError(errors.New("import ended"))
+	if err != nil {
 		return Image{}, err
 	}
 	have, ok, err := e.imageByRef(ctx, tag)
@@ -105,7 +114,7 @@ func (e *Engine) BuildImage(ctx context.Context, cfg ImageConfig) (Image, error)
 		return Image{}, fmt.Errorf("docker: image %s carries hash label %q after import, want %q",
 			tag, have.Labels[labelImageHash], rfs.hash)
 	}
-	return Image{Tag: tag, ID: have.ID, Hash: rfs.hash, Built: true}, nil
+	return Image{Tag: tag, ID: have.ID, Hash: rfs.hash, Binary: rfs.binary, Built: true}, nil
 }
 
 // Images lists splitbrain's server images in the engine, of every kind.
@@ -183,12 +192,13 @@ func ImageTag(ctx context.Context, cfg ImageConfig) (string, error) {
 	return imageRepo(cfg.kind()) + ":" + rfs.hash[:16], nil
 }
 
-// imageContent is a rootfs tar with the config changes to apply on import
-// and the hash of both.
+// imageContent is a rootfs's files with the config changes to apply on
+// import and the hash of both (of the rootfs as a tar).
 type imageContent struct {
-	tar     []byte
+	files   []rootfsFile
 	changes []string
 	hash    string
+	binary  string // the program's path in the image
 }
 
 func assembleImage(ctx context.Context, cfg ImageConfig) (*imageContent, error) {
@@ -216,12 +226,18 @@ func assembleImage(ctx context.Context, cfg ImageConfig) (*imageContent, error) 
 		return nil, fmt.Errorf("docker: image: %w", err)
 	}
 	dest := imageBinary(k)
-	files, err := rootfsFiles(ctx, bin, dest, shim)
-	if err != nil {
-		return nil, fmt.Errorf("docker: image: %w", err)
+	var extra []string
+	if k == cluster.ZooKeeper {
+		// A JVM finds its runtime from its own path: it keeps the host's.
+		if dest, err = filepath.EvalSymlinks(bin); err != nil {
+			return nil, fmt.Errorf("docker: image: %w", err)
+		}
+		if extra, err = zooKeeperFiles(dest); err != nil {
+			return nil, fmt.Errorf("docker: image: %w", err)
+		}
 	}
-	var buf bytes.Buffer
-	if err := writeRootfs(&buf, files); err != nil {
+	files, err := rootfsFiles(ctx, bin, dest, shim, extra...)
+	if err != nil {
 		return nil, fmt.Errorf("docker: image: %w", err)
 	}
 	changes := []string{
@@ -231,8 +247,96 @@ func assembleImage(ctx context.Context, cfg ImageConfig) (*imageContent, error) 
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n", imageFormatTag, strings.Join(changes, "\n"))
-	h.Write(buf.Bytes())
-	return &imageContent{tar: buf.Bytes(), changes: changes, hash: hex.EncodeToString(h.Sum(nil))}, nil
+	if err := writeRootfs(h, files); err != nil {
+		return nil, fmt.Errorf("docker: image: %w", err)
+	}
+	return &imageContent{files: files, changes: changes, hash: hex.EncodeToString(h.Sum(nil)), binary: dest}, nil
+}
+
+// zooKeeperFiles are what ZooKeeper's image holds besides java and the
+// libraries ldd lists: the runtime's own files (its libraries, modules
+// and config; not the JDK's sources, headers or man pages) and the jars
+// of the server's class path, with those their manifests name.
+func zooKeeperFiles(java string) ([]string, error) {
+	home := filepath.Dir(filepath.Dir(java))
+	var out []string
+	for _, dir := range []string{"lib", "conf"} {
+		err := filepath.WalkDir(filepath.Join(home, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || d.Name() == "ct.sym" || d.Name() == "src.zip" {
+				return nil
+			}
+			// Links out of the runtime (to /etc/java-17-openjdk) are
+			// copied as the files they point to; dangling ones (GUI
+			// libraries not installed) are left out.
+			if info, err := os.Stat(p); err != nil || !info.Mode().IsRegular() {
+				return nil
+			}
+			out = append(out, p)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("java runtime %s: %w", home, err)
+		}
+	}
+	seen := map[string]bool{}
+	queue := cluster.ZooKeeperClassPath()
+	for len(queue) > 0 {
+		jar := queue[0]
+		queue = queue[1:]
+		if seen[jar] {
+			continue
+		}
+		seen[jar] = true
+		out = append(out, jar)
+		more, err := manifestClassPath(jar)
+		if err != nil {
+			return nil, err
+		}
+		queue = append(queue, more...)
+	}
+	return out, nil
+}
+
+// manifestClassPath is the Class-Path of a jar's manifest, as absolute
+// paths (Debian's are; relative ones are taken from the jar's folder).
+func manifestClassPath(jar string) ([]string, error) {
+	z, err := zip.OpenReader(jar)
+	if err != nil {
+		return nil, fmt.Errorf("jar %s: %w", jar, err)
+	}
+	defer z.Close()
+	f, err := z.Open("META-INF/MANIFEST.MF")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("jar %s: %w", jar, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("jar %s: %w", jar, err)
+	}
+	// Continuation lines start with one space.
+	text := strings.ReplaceAll(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n ", "")
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		v, ok := strings.CutPrefix(line, "Class-Path:")
+		if !ok {
+			continue
+		}
+		for _, p := range strings.Fields(v) {
+			if !path.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(jar), p)
+			}
+			if _, err := os.Stat(p); err == nil {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
 }
 
 // rootfsFile is one file of the image: dest inside it, src on the host
@@ -244,9 +348,10 @@ type rootfsFile struct {
 }
 
 // rootfsFiles lists what the image needs: the server program bin (at
-// dest), the clock shim, every library ldd lists for either and the
-// dynamic loader, each at the path the loader will look for it.
-func rootfsFiles(ctx context.Context, bin, dest, shim string) ([]rootfsFile, error) {
+// dest), the clock shim, extra files (each at its own path), every library
+// ldd lists for the program, the shim and the extra shared libraries, and
+// the dynamic loader, each at the path the loader will look for it.
+func rootfsFiles(ctx context.Context, bin, dest, shim string, extra ...string) ([]rootfsFile, error) {
 	byDest := map[string]string{}
 	add := func(dest, src string) error {
 		real, err := filepath.EvalSymlinks(src)
@@ -265,8 +370,19 @@ func rootfsFiles(ctx context.Context, bin, dest, shim string) ([]rootfsFile, err
 	if err := add(imageShim, shim); err != nil {
 		return nil, fmt.Errorf("clock shim: %w", err)
 	}
-	for _, bin := range []string{bin, shim} {
-		libs, err := lddLibs(ctx, bin)
+	// $ORIGIN in the program's run path (java's libjli.so) is the
+	// resolved file's folder, not the link's.
+	lddOf := []string{byDest[dest], shim}
+	for _, x := range extra {
+		if err := add(path.Clean(x), x); err != nil {
+			return nil, err
+		}
+		if strings.HasSuffix(x, ".so") {
+			lddOf = append(lddOf, x)
+		}
+	}
+	for i, bin := range lddOf {
+		libs, err := lddLibs(ctx, bin, i >= 2)
 		if err != nil {
 			return nil, err
 		}
@@ -297,7 +413,9 @@ func rootfsFiles(ctx context.Context, bin, dest, shim string) ([]rootfsFile, err
 }
 
 // lddLibs runs ldd on bin and returns the absolute paths it resolved.
-func lddLibs(ctx context.Context, bin string) ([]string, error) {
+// lenient skips the libraries ldd does not find (a runtime's optional
+// parts: a JRE's GUI libraries want X11), instead of failing.
+func lddLibs(ctx context.Context, bin string, lenient bool) ([]string, error) {
 	ldd, err := exec.LookPath("ldd")
 	if err != nil {
 		return nil, ErrNoLdd
@@ -313,6 +431,15 @@ func lddLibs(ctx context.Context, bin string) ([]string, error) {
 			msg = strings.TrimSpace(string(ee.Stderr))
 		}
 		return nil, fmt.Errorf("ldd %s: %w %s", bin, err, msg)
+	}
+	if lenient {
+		var kept []byte
+		for _, l := range bytes.SplitAfter(out, []byte("\n")) {
+			if !bytes.Contains(l, []byte("=> not found")) {
+				kept = append(kept, l...)
+			}
+		}
+		out = kept
 	}
 	libs, err := parseLdd(out)
 	if err != nil {
@@ -391,7 +518,7 @@ func libDirs(files []rootfsFile, bin string) []string {
 	seen := map[string]bool{}
 	var dirs []string
 	for _, f := range files {
-		if f.dest == bin || f.dest == imageShim {
+		if f.dest == bin || f.dest == imageShim || !strings.Contains(path.Base(f.dest), ".so") {
 			continue
 		}
 		d := path.Dir(f.dest)

@@ -39,6 +39,15 @@ type Container struct {
 	spec     containerSpec
 	persist  cluster.Persistence
 
+	// dataDir is the host folder mounted as the data folder (spec.DataBind),
+	// empty when the data folder is a tmpfs or a volume.
+	dataDir string
+	// member and ensemble place an ensemble's member among its peers;
+	// sentinel is what a sentinel watches. Nil for the other kinds.
+	member   *cluster.Member
+	ensemble []cluster.Member
+	sentinel *cluster.SentinelConfig
+
 	mu       sync.Mutex
 	id       string // the container; amnesia with a volume replaces it
 	isolated bool
@@ -46,6 +55,9 @@ type Container struct {
 	// relay carries the replication link to a follow address on this
 	// host, which the container cannot reach itself; nil until needed.
 	relay *relay
+	// routeRelays carry the links SetRoutes sends through proxies on
+	// this host, by proxy address.
+	routeRelays map[string]*relay
 }
 
 var _ interface {
@@ -59,8 +71,27 @@ var _ interface {
 	cluster.Isolator
 } = (*Container)(nil)
 
-func (c *Cluster) newContainer(ctx context.Context, name, ip string, persist cluster.Persistence) (*Container, error) {
-	k := c.cfg.Kind
+// nodeSpec is a container to make: its name, address and kind, and what
+// its kind's config needs.
+type nodeSpec struct {
+	name     string
+	ip       string
+	kind     *cluster.Kind
+	image    Image
+	persist  cluster.Persistence
+	member   *cluster.Member
+	ensemble []cluster.Member
+	sentinel *cluster.SentinelConfig
+}
+
+// hostData says whether a kind's data folder is a host folder the harness
+// writes to (an ensemble's myid, Sentinel's config file, which Sentinel
+// rewrites) and whose content must outlive a kill: an ensemble's member
+// rejoins with its log.
+func hostData(k *cluster.Kind) bool { return k.PeerPorts > 0 || k == cluster.Sentinel }
+
+func (c *Cluster) newContainer(ctx context.Context, ns nodeSpec) (*Container, error) {
+	k, name, ip, persist := ns.kind, ns.name, ns.ip, ns.persist
 	dir := filepath.Join(c.stateDir, name)
 	// Private to the harness's user: the container's root reads them with
 	// CAP_DAC_OVERRIDE.
@@ -80,6 +111,16 @@ func (c *Cluster) newContainer(ctx context.Context, name, ip string, persist clu
 		stateDir: dir,
 		logPath:  filepath.Join(c.logDir, name+".log"),
 		persist:  persist,
+		member:   ns.member,
+		ensemble: ns.ensemble,
+		sentinel: ns.sentinel,
+	}
+	if hostData(k) {
+		n.dataDir = filepath.Join(dir, "data")
+		if err := os.Mkdir(n.dataDir, 0o700); err != nil {
+			_ = n.Release()
+			return nil, fmt.Errorf("docker: node %s: %w", name, err)
+		}
 	}
 	if err := n.writeConfig(""); err != nil {
 		_ = n.Release()
@@ -91,11 +132,12 @@ func (c *Cluster) newContainer(ctx context.Context, name, ip string, persist clu
 	}
 	n.spec = containerSpec{
 		Name:  c.netName + "-" + name,
-		Image: c.image.Tag,
-		Cmd:   append([]string{imageBinary(k)}, k.Args(imageStateDir+"/"+k.ConfigFile)...),
+		Image: ns.image.Tag,
+		Cmd:   append([]string{ns.image.Binary}, k.Args(n.configPath())...),
 		Env: []string{
 			"LD_PRELOAD=" + imageShim,
 			cluster.ClockEnv + "=" + imageStateDir + "/clock",
+			cluster.RouteEnv + "=" + imageStateDir + "/routes",
 		},
 		Labels:   labels,
 		Network:  c.netName,
@@ -103,9 +145,13 @@ func (c *Cluster) newContainer(ctx context.Context, name, ip string, persist clu
 		Binds:    []bindMount{{Source: dir, Target: imageStateDir}},
 		DataPath: imageDataDir,
 	}
-	if persist == cluster.PersistNone {
+	switch {
+	case n.dataDir != "":
+		n.spec.DataBind = n.dataDir
+		n.spec.User = fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+	case persist == cluster.PersistNone:
 		n.spec.DataTmpfs = imageDataDir
-	} else {
+	default:
 		n.spec.DataVolume = n.spec.Name + "-data"
 	}
 	if err := n.create(ctx); err != nil {
@@ -138,12 +184,72 @@ func (n *Container) create(ctx context.Context) error {
 // container reaches it, empty for a master.
 func (n *Container) writeConfig(replicaOf string) error {
 	k := n.Kind()
-	conf := k.Config(cluster.ServerConfig{
+	conf := k.Config(n.serverConfig(replicaOf))
+	dir := n.stateDir
+	if k == cluster.Sentinel {
+		// Sentinel rewrites its config file and refuses to start when it
+		// cannot: it goes in the writable data folder.
+		dir = n.dataDir
+	}
+	if err := os.WriteFile(filepath.Join(dir, k.ConfigFile), []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("docker: node %s: %w", n.Name(), err)
+	}
+	return nil
+}
+
+// configPath is the node's config file inside its container.
+func (n *Container) configPath() string {
+	k := n.Kind()
+	if k == cluster.Sentinel {
+		return imageDataDir + "/" + k.ConfigFile
+	}
+	return imageStateDir + "/" + k.ConfigFile
+}
+
+func (n *Container) serverConfig(replicaOf string) cluster.ServerConfig {
+	k := n.Kind()
+	return cluster.ServerConfig{
 		Port: k.Port, Bind: "0.0.0.0", Password: n.cluster.password, DataDir: imageDataDir,
 		Persistence: n.persist, ReplicaOf: replicaOf, Debug: n.cluster.cfg.Debug,
-	})
-	if err := os.WriteFile(filepath.Join(n.stateDir, k.ConfigFile), []byte(conf), 0o600); err != nil {
-		return fmt.Errorf("docker: node %s: %w", n.Name(), err)
+		// The links a container dials through a relay reach their server
+		// from the network's gateway: Redis and Sentinel would tell that
+		// address around as this node's.
+		AnnounceIP: n.ip,
+		Sentinel:   n.sentinel, Member: n.member, Ensemble: n.ensemble,
+	}
+}
+
+// writeFiles writes what the kind needs in the data folder at every start
+// (ZooKeeper's myid), again after a wipe.
+func (n *Container) writeFiles() error {
+	k := n.Kind()
+	if k.Files == nil || n.dataDir == "" {
+		return nil
+	}
+	for name, body := range k.Files(n.serverConfig("")) {
+		if err := os.WriteFile(filepath.Join(n.dataDir, name), []byte(body), 0o600); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name(), err)
+		}
+	}
+	return nil
+}
+
+// wipeDataDirLocked empties the host data folder of a stopped node,
+// keeping its config (Sentinel's is there).
+func (n *Container) wipeDataDirLocked() error {
+	entries, err := os.ReadDir(n.dataDir)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.Name(), err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.Name() == n.Kind().ConfigFile && n.Kind() == cluster.Sentinel {
+			continue
+		}
+		errs = append(errs, os.RemoveAll(filepath.Join(n.dataDir, e.Name())))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}
 	return nil
 }
@@ -203,6 +309,16 @@ func (n *Container) startLocked(ctx context.Context) error {
 	if st.Running {
 		return fmt.Errorf("node %s: already running", n.Name())
 	}
+	if n.Kind() == cluster.Sentinel {
+		// A restarted sentinel starts from the master it was given, as
+		// the local backend's does, not from what it rewrote.
+		if err := n.writeConfig(""); err != nil {
+			return err
+		}
+	}
+	if err := n.writeFiles(); err != nil {
+		return err
+	}
 	since := time.Now()
 	if err := e.startContainer(ctx, n.id); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name(), err)
@@ -219,7 +335,7 @@ func (n *Container) startLocked(ctx context.Context) error {
 
 func (n *Container) waitReady(ctx context.Context, since time.Time) error {
 	e := n.cluster.eng
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, max(readyTimeout, n.Kind().ReadyTimeout))
 	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -370,6 +486,11 @@ func (n *Container) Restart(ctx context.Context, opts RestartOptions) error {
 			return fmt.Errorf("node %s: amnesia: %w", n.Name(), err)
 		}
 	}
+	if opts.Amnesia && n.dataDir != "" {
+		if err := n.wipeDataDirLocked(); err != nil {
+			return fmt.Errorf("node %s: amnesia: %w", n.Name(), err)
+		}
+	}
 	return n.startLocked(ctx)
 }
 
@@ -501,6 +622,9 @@ func (n *Container) close(ctx context.Context) error {
 	var rerr error
 	if n.relay != nil {
 		rerr = n.relay.Close()
+	}
+	for _, r := range n.routeRelays {
+		rerr = errors.Join(rerr, r.Close())
 	}
 	return errors.Join(n.Release(), rerr)
 }

@@ -62,20 +62,20 @@ func (c *Cluster) newReplica(ctx context.Context, spec cluster.ReplicaSpec) (*Co
 	if _, dup := c.Container(spec.Name); dup {
 		return nil, fmt.Errorf("docker: a node named %s exists already", spec.Name)
 	}
-	c.extraMu.Lock()
-	count := len(c.nodes) + len(c.extra) + 1
-	c.extraMu.Unlock()
-	ips, err := nodeIPs(c.subnet, count)
+	ips, err := c.takeIPs(1)
 	if err != nil {
 		return nil, err
 	}
-	n, err := c.newContainer(ctx, spec.Name, ips[len(ips)-1], spec.Persistence)
+	n, err := c.newContainer(ctx, nodeSpec{name: spec.Name, ip: ips[0], kind: c.cfg.Kind, image: c.image, persist: spec.Persistence})
 	if err != nil {
 		return nil, err
 	}
 	c.extraMu.Lock()
 	c.extra = append(c.extra, n)
 	c.extraMu.Unlock()
+	if err := n.SetRoutes(spec.Routes); err != nil {
+		return nil, err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	// Created, not started: this writes the config its start reads.

@@ -25,6 +25,12 @@ func (n *Container) WipeData(ctx context.Context) error {
 	if st.Running {
 		return fmt.Errorf("node %s: wipe data: the node is running; stop or kill it first", n.Name())
 	}
+	if n.dataDir != "" {
+		if err := n.wipeDataDirLocked(); err != nil {
+			return fmt.Errorf("node %s: wipe data: %w", n.Name(), err)
+		}
+		return nil
+	}
 	if n.spec.DataVolume == "" {
 		return nil
 	}

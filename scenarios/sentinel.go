@@ -251,14 +251,12 @@ func (r *runner) setUpSentinels(ctx context.Context) error {
 		}
 	}
 	names := SentinelNames(spec.Count)
-	ports, err := cluster.ReserveSentinelPorts(len(names))
+	addrs, err := ss.ReserveSentinels(len(names))
 	if err != nil {
 		return err
 	}
-	addrs := make([]string, len(names))
-	for i, p := range ports {
-		addrs[i] = net.JoinHostPort("127.0.0.1", fmt.Sprint(p))
-		rig.byAddr[addrs[i]] = names[i]
+	for i, a := range addrs {
+		rig.byAddr[a] = names[i]
 	}
 	cfg := cluster.SentinelConfig{Master: data[0].Addr(), Quorum: spec.Quorum, DownAfter: spec.DownAfter, FailoverTimeout: spec.FailoverTimeout}
 	for i, name := range names {
@@ -276,7 +274,7 @@ func (r *runner) setUpSentinels(ctx context.Context) error {
 				return err
 			}
 		}
-		s, err := ss.AddSentinel(ctx, cluster.SentinelSpec{Name: name, Port: ports[i], Config: cfg, Routes: routes})
+		s, err := ss.AddSentinel(ctx, cluster.SentinelSpec{Name: name, Addr: addrs[i], Config: cfg, Routes: routes})
 		if err != nil {
 			return err
 		}

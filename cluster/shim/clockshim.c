@@ -121,10 +121,14 @@ time_t time(time_t *out) {
 // harness's proxy on the link from this process to the server on port,
 // so that a sentinel, or a replica told by Sentinel to follow a new master,
 // reaches the server by the address Sentinel knows it by and the nemesis
-// can still cut that link. The file is read at every connect (they are
-// rare: links are long-lived), so the harness can add routes while the
-// process runs. No file, or no line for the port, connects as asked.
-static int route_port(int port) {
+// can still cut that link. A line "a.b.c.d:port w.x.y.z:proxyport" routes
+// a connect() to that IPv4 address and port, whatever the address: in a
+// container, where the servers have addresses of their own and the proxy
+// is reached through a relay on the network's gateway. The file is read at
+// every connect (they are rare: links are long-lived), so the harness can
+// add routes while the process runs. No file, or no line for the address,
+// connects as asked.
+static int route(struct sockaddr_in *to) {
 	const char *path = getenv("SPLITBRAIN_ROUTE_FILE");
 	if (path == NULL || path[0] == '\0')
 		return 0;
@@ -138,7 +142,9 @@ static int route_port(int port) {
 		n += r;
 	syscall(SYS_close, fd);
 	buf[n < 0 ? 0 : n] = '\0';
-	long vals[2];
+	uint32_t ip = ntohl(to->sin_addr.s_addr);
+	int port = ntohs(to->sin_port);
+	long vals[10];
 	int field = 0;
 	long v = -1;
 	for (char *c = buf;; c++) {
@@ -146,12 +152,21 @@ static int route_port(int port) {
 			v = (v < 0 ? 0 : v * 10) + (*c - '0');
 			continue;
 		}
-		if (v >= 0 && field < 2)
+		if (v >= 0 && field < 10)
 			vals[field++] = v;
 		v = -1;
 		if (*c == '\n' || *c == '\0') {
-			if (field == 2 && vals[0] == port)
-				return (int)vals[1];
+			if (field == 2 && ip == INADDR_LOOPBACK && vals[0] == port &&
+			    vals[1] > 0 && vals[1] < 65536) {
+				to->sin_port = htons((uint16_t)vals[1]);
+				return 1;
+			}
+			if (field == 10 && vals[4] == port && vals[9] > 0 && vals[9] < 65536 &&
+			    (uint32_t)((vals[0] << 24) | (vals[1] << 16) | (vals[2] << 8) | vals[3]) == ip) {
+				to->sin_addr.s_addr = htonl((uint32_t)((vals[5] << 24) | (vals[6] << 16) | (vals[7] << 8) | vals[8]));
+				to->sin_port = htons((uint16_t)vals[9]);
+				return 1;
+			}
 			field = 0;
 		}
 		if (*c == '\0')
@@ -163,13 +178,8 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len) {
 	struct sockaddr_in to;
 	if (addr != NULL && addr->sa_family == AF_INET && len >= sizeof(to)) {
 		memcpy(&to, addr, sizeof(to));
-		if (to.sin_addr.s_addr == htonl(INADDR_LOOPBACK)) {
-			int via = route_port(ntohs(to.sin_port));
-			if (via > 0 && via < 65536) {
-				to.sin_port = htons((uint16_t)via);
-				return (int)syscall(SYS_connect, fd, &to, sizeof(to));
-			}
-		}
+		if (route(&to))
+			return (int)syscall(SYS_connect, fd, &to, sizeof(to));
 	}
 	return (int)syscall(SYS_connect, fd, addr, len);
 }
