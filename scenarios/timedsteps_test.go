@@ -43,7 +43,7 @@ steps:
 			held = append(held, f)
 		}
 	}
-	if len(jumps) != 1 || !jumps[0].Healed || jumps[0].End-jumps[0].Start < int64(200*time.Millisecond) ||
+	if len(jumps) != 1 || !jumps[0].Healed || jumps[0].End-jumps[0].Start < int64(150*time.Millisecond) ||
 		jumps[0].End-jumps[0].Start > int64(time.Second) {
 		t.Errorf("clock jumps %+v, want one of n2, healed on its own after about 200ms", jumps)
 	}
