@@ -48,11 +48,6 @@ func (sc *Scenario) Fit(k string) (bool, string) {
 	if sc.Sentinel != nil && DriverKind(k) {
 		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, and a driver (%s) is given the nodes' addresses only", k)
 	}
-	if sc.Sentinel != nil && k == LockRueidislock {
-		// rueidis has a Sentinel mode of its own (ClientOption.Sentinel);
-		// the harness wires go-redis' failover client only.
-		return false, "a Sentinel story: clients find the master through the sentinels, and the harness does not wire rueidis' own Sentinel client for rueidislock"
-	}
 	if k == LockRueidislock && slices.ContainsFunc(sc.Steps, func(st Step) bool { return st.Point == string(nemesis.AfterReplies) }) {
 		return false, "the story pauses a client at after-replies, a point inside the acquire that rueidislock (its scripts run by rueidis, not go-redis) gives the harness no hook for"
 	}

@@ -40,6 +40,16 @@ func TestFit(t *testing.T) {
 		{"sentinel-failover", LockWaitReplicas, ""},
 		{"sentinel-failover", LockRedlock, "a Sentinel story"},
 		{"sentinel-failover", LockRedsync, "redsync is a quorum lock"},
+		// rueidislock under Sentinel: rueidis' own Sentinel client.
+		{"sentinel-failover", LockRueidislock, ""},
+		{"sentinel-partition", LockRueidislock, ""},
+		{"sentinel-partition", LockRedisPy, "a driver"},
+		// partition-holder names only the locks of one deployment.
+		{"partition-holder", LockRueidislock, ""},
+		{"partition-holder", LockRedlock, "no expectation for redlock"},
+		// server-clock-ahead's default fits every Redis lock on its one node.
+		{"server-clock-ahead", LockRedsync, ""},
+		{"server-clock-ahead", LockRueidislock, ""},
 		{"failover-wait", LockRedsync, ""},
 		{"restart-amnesia", LockWaitReplicas, "wait-replicas locks n1 alone"},
 		{"pause-critical-section-fenced", LockWaitReplicas, "hands out none"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"splitbrain/cluster"
 	"splitbrain/nemesis"
 	"splitbrain/workload"
 )
@@ -56,8 +57,8 @@ func (r *runner) gatedRedislock(client string, conn *redis.Client) workload.Lock
 // the lock refusing a free key.
 const rueidisTryNextAfter = 500 * time.Millisecond
 
-// newRueidislock is rueidislock through client's proxy to ep (n1) with
-// client's gate at after-acquire and before-release; it has no
+// newRueidislock is rueidislock through client's proxy to ep (n1), or
+// under Sentinel to the master the sentinels name, with client's gate at after-acquire and before-release; it has no
 // after-replies (rueidis runs its scripts, no go-redis hook sees them:
 // Fit keeps the stories that pause there away from it). The locker is
 // closed with the run.
@@ -73,6 +74,24 @@ func (r *runner) newRueidislock(client string, ep nemesis.Endpoint, password str
 	// paused client sends and reads nothing, as a stopped process.
 	o := workload.RueidislockOptions{Addr: addr, Password: password, Validity: r.sc.Lock.TTL, TryNextAfter: rueidisTryNextAfter,
 		Wrap: func(c net.Conn) net.Conn { return gatedConn{Conn: c, gate: g} }}
+	if rig := r.sentinel; rig != nil {
+		// rueidis' own Sentinel client: it asks the sentinels for the
+		// master and follows their +switch-master, each address it dials
+		// (a sentinel's, a master's as announced) through the client's
+		// own proxy to that server, as the go-redis failover client's.
+		o.Addr = ""
+		o.MasterSet = cluster.SentinelMaster
+		for _, s := range rig.sentinels {
+			o.Sentinels = append(o.Sentinels, s.Addr())
+		}
+		o.Route = func(addr string) (string, error) {
+			name, ok := rig.byAddr[addr]
+			if !ok {
+				return "", fmt.Errorf("client %s: %s is none of this run's servers", client, addr)
+			}
+			return r.net.Addr(client, name)
+		}
+	}
 	// rueidis dials when the client is made.
 	var l *workload.Rueidislock
 	if err := untilConnected(func(context.Context) error {
@@ -83,6 +102,9 @@ func (r *runner) newRueidislock(client string, ep nemesis.Endpoint, password str
 		return nil, fmt.Errorf("client %s: %w", client, err)
 	}
 	r.closers = append(r.closers, l.Close)
+	if r.sentinel != nil {
+		r.sentinel.pingers = append(r.sentinel.pingers, l.Ping)
+	}
 	return gatedLock{Lock: l, gate: g}, nil
 }
 

@@ -261,7 +261,25 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		// Connect now, so that the first lock attempt measures the lock,
 		// not the connection handshake, against its per-node timeout.
 		// A slow first dial is tried again (untilConnected).
-		if err := untilConnected(func(ctx context.Context) error { return c.Ping(ctx).Err() }); err != nil {
+		connect := func(ctx context.Context) error { return c.Ping(ctx).Err() }
+		if r.sentinel != nil {
+			// go-redis keeps its pipelines' connections in a pool of their
+			// own (wait-replicas pipelines every script with its WAIT), and
+			// a failover client's dial first asks a sentinel: under a
+			// partition that cut the client from the sentinel it asked
+			// last (sentinel-partition), the lock's first pipeline would
+			// wait out read timeouts on the sentinel instead of talking to
+			// the master it can reach. Both pools are filled before the
+			// story starts, as a running client's are.
+			connect = func(ctx context.Context) error {
+				if err := c.Ping(ctx).Err(); err != nil {
+					return err
+				}
+				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Ping(ctx).Err() })
+				return err
+			}
+		}
+		if err := untilConnected(connect); err != nil {
 			return nil, fmt.Errorf("client %s: connecting to %s: %w", client, ep.Name, err)
 		}
 		conns = append(conns, c)

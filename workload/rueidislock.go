@@ -52,6 +52,16 @@ type RueidislockOptions struct {
 	// paused client's background extensions stop too, as a stopped
 	// process's would.
 	Wrap func(net.Conn) net.Conn
+	// Sentinels, when set instead of Addr, are the sentinels' addresses
+	// and MasterSet the name they watch the master by: rueidis' own
+	// Sentinel client asks them for the master and follows their
+	// +switch-master. Password is the sentinels' too.
+	Sentinels []string
+	MasterSet string
+	// Route, when set, maps the address rueidis dials (a sentinel's, or a
+	// master's as the sentinels announce it) to the one to dial instead:
+	// the harness's proxy for that client and server.
+	Route func(addr string) (string, error)
 }
 
 // NewRueidislock returns rueidislock over a new rueidis client of the one
@@ -63,42 +73,76 @@ type RueidislockOptions struct {
 // rueidis' retries are off, as the other adapters' clients retry nothing:
 // a retried acquire script would find its own value and report the key as
 // held by others.
+//
+// With Sentinels, the client is rueidis' Sentinel client instead: the
+// lock's connection is to whichever node the sentinels call master, and
+// a +switch-master moves it (closing the old one, which rueidislock hears
+// as every key invalidated).
 func NewRueidislock(o RueidislockOptions) (*Rueidislock, error) {
-	if o.Addr == "" {
-		return nil, errors.New("rueidislock: no address")
+	if o.Addr == "" && len(o.Sentinels) == 0 {
+		return nil, errors.New("rueidislock: no address and no sentinels")
+	}
+	if len(o.Sentinels) > 0 && o.MasterSet == "" {
+		return nil, errors.New("rueidislock: sentinels without the master's name (MasterSet)")
 	}
 	if o.Validity <= 0 {
 		return nil, fmt.Errorf("rueidislock: validity %v is not positive", o.Validity)
 	}
+	co := rueidis.ClientOption{
+		InitAddress:       []string{o.Addr},
+		Password:          o.Password,
+		ForceSingleClient: true,
+		DisableRetry:      true,
+		DialCtxFn:         dialWrapped(o.Route, o.Wrap),
+	}
+	where := o.Addr
+	if len(o.Sentinels) > 0 {
+		co.InitAddress = o.Sentinels
+		co.ForceSingleClient = false
+		co.Sentinel = rueidis.SentinelOption{MasterSet: o.MasterSet, Password: o.Password}
+		where = fmt.Sprintf("master %q of sentinels %v", o.MasterSet, o.Sentinels)
+	}
 	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-		ClientOption: rueidis.ClientOption{
-			InitAddress:       []string{o.Addr},
-			Password:          o.Password,
-			ForceSingleClient: true,
-			DisableRetry:      true,
-			DialCtxFn:         dialWrapped(o.Wrap),
-		},
+		ClientOption: co,
 		KeyValidity:  o.Validity,
 		TryNextAfter: o.TryNextAfter,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("rueidislock: connecting to %s: %w", o.Addr, err)
+		return nil, fmt.Errorf("rueidislock: connecting to %s: %w", where, err)
 	}
 	return &Rueidislock{locker: l, validity: o.Validity}, nil
 }
 
-// dialWrapped dials as rueidis does by default (TCP, no TLS here) and
-// wraps the connection; nil when there is nothing to wrap.
-func dialWrapped(wrap func(net.Conn) net.Conn) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
-	if wrap == nil {
+// Ping asks the server the lock's client talks to now (under Sentinel,
+// the master it follows) for a PONG.
+func (r *Rueidislock) Ping(ctx context.Context) error {
+	c := r.locker.Client()
+	return c.Do(ctx, c.B().Ping().Build()).Error()
+}
+
+// dialWrapped dials as rueidis does by default (TCP, no TLS here), at the
+// address route gives, and wraps the connection; nil when there is
+// nothing to route or wrap.
+func dialWrapped(route func(string) (string, error), wrap func(net.Conn) net.Conn) func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
+	if route == nil && wrap == nil {
 		return nil
 	}
 	return func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+		if route != nil {
+			via, err := route(addr)
+			if err != nil {
+				return nil, err
+			}
+			addr = via
+		}
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
 		}
-		return wrap(c), nil
+		if wrap != nil {
+			c = wrap(c)
+		}
+		return c, nil
 	}
 }
 

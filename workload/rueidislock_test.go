@@ -131,3 +131,99 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// rueidislock through rueidis' own Sentinel client, on a real master, its
+// replica and a sentinel: granted on the master the sentinel names; the
+// master's death ends the holder's belief by itself (its connection
+// closes, the lock's context is cancelled); once the sentinel promoted
+// the replica, the same locker takes the lock there.
+func TestRueidislockSentinel(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("redis-sentinel"); err != nil {
+		t.Fatalf("redis-sentinel not found (%v): this test needs a real Sentinel", err)
+	}
+	setup, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cl, err := cluster.StartLocal(setup, cluster.Config{Nodes: 1, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close(context.Background()) })
+	master := cl.Processes()[0]
+	if _, err := cl.AddReplica(setup, cluster.ReplicaSpec{Name: "r1", Of: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	replica, _ := cl.Process("r1")
+	ports, err := cluster.ReserveSentinelPorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.AddSentinel(setup, cluster.SentinelSpec{Name: "s1", Port: ports[0], Config: cluster.SentinelConfig{
+		Master: master.Addr(), Quorum: 1, DownAfter: 300 * time.Millisecond, FailoverTimeout: time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	s1, _ := cl.Process("s1")
+	// No promotion without a replica the sentinel knows of: it learns of
+	// it from the master's INFO, within seconds.
+	for {
+		v, err := s1.Admin().Do(setup, "sentinel", "replicas", cluster.SentinelMaster).Slice()
+		if err == nil && len(v) == 1 {
+			break
+		}
+		if setup.Err() != nil {
+			t.Fatalf("the sentinel never listed r1: %v %v", v, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	const ttl = 2 * time.Second
+	l, err := NewRueidislock(RueidislockOptions{Sentinels: []string{s1.Addr()}, MasterSet: cluster.SentinelMaster,
+		Password: cl.Password(), Validity: ttl, TryNextAfter: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	ctx := t.Context()
+	lease, err := l.Acquire(ctx, "s", ttl)
+	if err != nil {
+		t.Fatalf("Acquire on the master: %v", err)
+	}
+	if n := master.Admin().Exists(ctx, "rueidislock:0:s", "rueidislock:1:s", "rueidislock:2:s").Val(); n < 2 {
+		t.Errorf("%d of the lock's keys on the master, want a majority", n)
+	}
+	if err := master.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lease.Lost:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the master was killed and the lock's context still lives 5s later")
+	}
+	// The replica's promotion: down after 300ms, then the failover.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		lease, err = l.Acquire(pctx, "s", ttl)
+		pcancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no grant on the promoted replica within 20s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n := replica.Admin().Exists(ctx, "rueidislock:0:s", "rueidislock:1:s", "rueidislock:2:s").Val(); n < 2 {
+		t.Errorf("%d of the lock's keys on the promoted replica, want a majority", n)
+	}
+	if err := l.Release(ctx, lease); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+
+	if _, err := NewRueidislock(RueidislockOptions{Sentinels: []string{s1.Addr()}, Validity: ttl}); err == nil || !strings.Contains(err.Error(), "MasterSet") {
+		t.Errorf("sentinels without MasterSet: %v, want an error naming MasterSet", err)
+	}
+	if _, err := NewRueidislock(RueidislockOptions{Validity: ttl}); err == nil || !strings.Contains(err.Error(), "no address") {
+		t.Errorf("neither address nor sentinels: %v, want an error", err)
+	}
+}
