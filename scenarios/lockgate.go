@@ -58,8 +58,8 @@ func (r *runner) gatedRedislock(client string, conn *redis.Client) workload.Lock
 const rueidisTryNextAfter = 500 * time.Millisecond
 
 // newRueidislock is rueidislock through client's proxy to ep (n1), or
-// under Sentinel to the master the sentinels name, with client's gate at after-acquire and before-release; it has no
-// after-replies (rueidis runs its scripts, no go-redis hook sees them:
+// under Sentinel to the master the sentinels name, with client's gate at
+// after-acquire and before-release; it has no after-replies (rueidis runs its scripts, no go-redis hook sees them:
 // Fit keeps the stories that pause there away from it). The locker is
 // closed with the run.
 func (r *runner) newRueidislock(client string, ep nemesis.Endpoint, password string) (workload.Lock, error) {

@@ -154,11 +154,11 @@ func TestRueidislockSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 	replica, _ := cl.Process("r1")
-	ports, err := cluster.ReserveSentinelPorts(1)
+	addrs, err := cl.ReserveSentinels(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.AddSentinel(setup, cluster.SentinelSpec{Name: "s1", Port: ports[0], Config: cluster.SentinelConfig{
+	if _, err := cl.AddSentinel(setup, cluster.SentinelSpec{Name: "s1", Addr: addrs[0], Config: cluster.SentinelConfig{
 		Master: master.Addr(), Quorum: 1, DownAfter: 300 * time.Millisecond, FailoverTimeout: time.Second}}); err != nil {
 		t.Fatal(err)
 	}
