@@ -33,7 +33,7 @@ vet:
 # runs beside them at the lowest CPU priority, using the CPU the waiting
 # tests leave, so it cannot slow the timing of the real-server runs.
 # Each step prints how long it took; a failing one fails make test.
-TEST_FLAGS ?= -race -count=1 -p 4 -parallel 6 -timeout 15m
+TEST_FLAGS ?= -race -count=1 -p 4 -parallel 8 -timeout 15m
 test: setup
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-fuzz
 
