@@ -68,12 +68,12 @@ func testMain(m *testing.M) int {
 
 // env is a test's private environment for the binary.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	cache string // XDG_CACHE_HOME of every child
 	work  string // the children's working directory
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, cache: t.TempDir(), work: t.TempDir()}
 	// Whatever happens, leave nothing running that this test started.
