@@ -163,9 +163,6 @@ const (
 	// FaultPeerLink: the links between the members of an ensemble go
 	// through proxies too, so that a partition can split the ensemble.
 	FaultPeerLink Fault = "peer-link faults"
-	// FaultEnsemble: members that must know each other before they start
-	// (a backend that cannot start an ensemble refuses its kind).
-	FaultEnsemble Fault = "ensembles"
 )
 
 // UnsupportedError is the refusal of a fault a node cannot take: its kind

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"splitbrain/cluster"
-	"splitbrain/docker"
 )
 
 // ensembleOps is what the ensemble tests do to one kind of consensus
@@ -271,11 +270,6 @@ func TestEnsembleRefusals(t *testing.T) {
 		var ue *cluster.UnsupportedError
 		if !errors.As(err, &ue) || ue.Kind != c.kind.Name || ue.Fault != c.fault {
 			t.Errorf("%s %s: got %v, want an *UnsupportedError naming both", c.kind.Name, c.fault, err)
-		}
-	}
-	for _, k := range []*cluster.Kind{cluster.ZooKeeper, cluster.Etcd, cluster.Sentinel} {
-		if err := docker.Refuse(k); err != nil {
-			t.Errorf("docker %s: %v, want the kind run", k.Name, err)
 		}
 	}
 	if err := cluster.ZooKeeper.Refuse("n1", cluster.FaultPeerLink); err != nil {

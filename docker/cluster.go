@@ -455,11 +455,3 @@ func inParallel[T any](items []T, fn func(T) error) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
-
-// Refuse says whether this backend runs nodes of kind k, and if not why:
-// an *cluster.UnsupportedError, nil when it does. It lets a suite mark a
-// story the backend cannot play as n/a before starting anything. Every
-// kind runs now: Redis and its replicas, Sentinel (SentinelStarter),
-// ZooKeeper and etcd ensembles; what a kind cannot take is its own
-// refusal (cluster.Kind.Faults), as on the local backend.
-func Refuse(k *cluster.Kind) error { return nil }

@@ -42,31 +42,15 @@ func started[B cluster.Backend](b B, err error) (cluster.Backend, error) {
 	return b, nil
 }
 
-// refusers say, for each backend, whether it runs nodes of a kind (nil: it
-// does); the local backend runs every kind.
-var refusers = map[string]func(*cluster.Kind) error{
-	BackendLocal:  func(*cluster.Kind) error { return nil },
-	BackendDocker: docker.Refuse,
-}
-
 // FitBackend says whether the scenario, as played against its lock, can
-// run on the backend called name, and why not: the kinds of server it
-// needs (its lock's, and Sentinel's when it has sentinels), each asked of
-// the backend, so that a suite marks the cell n/a instead of playing it
-// into an error.
+// run on the backend called name, and why not. Both backends run every
+// kind of server (Redis, Sentinel, ZooKeeper, etcd); what a kind cannot
+// take (etcd's clock) is the story's fit with the lock (Fit), the same on
+// either. So only a backend that does not exist is refused here, before a
+// suite starts anything.
 func (sc *Scenario) FitBackend(name string) (bool, string) {
-	refuse, ok := refusers[backendName(name)]
-	if !ok {
+	if _, ok := backends[backendName(name)]; !ok {
 		return false, fmt.Sprintf("backend %q: want one of %v", name, Backends)
-	}
-	kinds := []*cluster.Kind{ServerKind(sc.Lock.Kind)}
-	if sc.Sentinel != nil {
-		kinds = append(kinds, cluster.Sentinel)
-	}
-	for _, k := range kinds {
-		if err := refuse(k); err != nil {
-			return false, fmt.Sprintf("the %s backend cannot play it: %v (the local backend can)", backendName(name), err)
-		}
 	}
 	return true, ""
 }
