@@ -87,8 +87,11 @@ func connectedEngine(t *testing.T) *Engine {
 	return testEngine
 }
 
+// testCtx bounds a test's work with the engine. Generously: on a fresh
+// machine a test may first build an image (ZooKeeper's holds a JRE, 212
+// MB) while every other package's tests load the CPU.
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
