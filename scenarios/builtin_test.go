@@ -65,14 +65,13 @@ func TestBuiltinsMeetTheirExpectations(t *testing.T) {
 }
 
 // slowness ranks plays by how long they take, roughly: the consensus
-// stories wait for sessions and leases to expire (etcd's the longest),
-// the others for TTLs of a few seconds. Starting the longest first keeps
-// the last play from starting alone near the end.
+// stories wait for sessions and leases to expire and start JVMs or etcd
+// members (10–20 s a play), Sentinel's for a failover; the others for
+// TTLs of a few seconds. Starting the longest first keeps the last play
+// from starting alone near the end.
 func slowness(sc *scenarios.Scenario) int {
 	switch {
-	case strings.HasPrefix(sc.Lock.Kind, "etcd"):
-		return 3
-	case sc.Lock.Kind == "zookeeper":
+	case sc.Lock.Kind == scenarios.LockZooKeeper || sc.Lock.Kind == scenarios.LockEtcd || sc.Lock.Kind == scenarios.LockEtcdV3Lock:
 		return 2
 	case sc.Sentinel != nil:
 		return 1
