@@ -445,13 +445,17 @@ func (n *Process) spawn(ctx context.Context) error {
 	}
 	if err := n.waitReady(ctx, p); err != nil {
 		_ = n.killLocked(context.WithoutCancel(ctx))
-		tail := logTail(n.logPath, logStart)
+		logged := logSince(n.logPath, logStart)
 		// Redis and Java say "Address already in use", Go "address
-		// already in use".
-		if strings.Contains(strings.ToLower(tail), "address already in use") {
+		// already in use". The whole log since the start is searched,
+		// not its tail: ZooKeeper retries its election port and gives up
+		// seconds later, its BindException by then far above the
+		// harness's readiness probes ("srvr") in its log (CI: exit 14,
+		// never retried).
+		if strings.Contains(strings.ToLower(logged), "address already in use") {
 			err = fmt.Errorf("%w: %w", errPortTaken, err)
 		}
-		return fmt.Errorf("node %s: %w\n%s", n.Name(), err, tail)
+		return fmt.Errorf("node %s: %w\n%s", n.Name(), err, lastBytes(logged, 2000))
 	}
 	return nil
 }
@@ -645,15 +649,20 @@ next:
 	return out
 }
 
-func logTail(path string, from int64) string {
+// logSince is what the server logged from offset from on, "" when its
+// log cannot be read.
+func logSince(path string, from int64) string {
 	b, err := os.ReadFile(path)
 	if err != nil || from > int64(len(b)) {
 		return ""
 	}
-	b = b[from:]
-	const max = 2000
-	if len(b) > max {
-		b = b[len(b)-max:]
+	return string(b[from:])
+}
+
+// lastBytes is the end of s, at most max bytes, trimmed.
+func lastBytes(s string, max int) string {
+	if len(s) > max {
+		s = s[len(s)-max:]
 	}
-	return strings.TrimSpace(string(b))
+	return strings.TrimSpace(s)
 }
