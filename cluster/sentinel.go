@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // ErrNoRedisSentinel means redis-sentinel is not installed.
@@ -189,4 +191,26 @@ type SentinelSpec struct {
 	Config SentinelConfig
 	// Routes: see Process.SetRoutes.
 	Routes map[string]string
+}
+
+// SentinelMasterInfo is a sentinel's SENTINEL MASTER answer for the
+// master it watches (SentinelMaster), by field: a flat list of names and
+// values over RESP2, a map over RESP3.
+func SentinelMasterInfo(ctx context.Context, c *redis.Client) (map[string]string, error) {
+	v, err := c.Do(ctx, "sentinel", "master", SentinelMaster).Result()
+	if err != nil {
+		return nil, fmt.Errorf("sentinel %s: %w", c.Options().Addr, err)
+	}
+	out := map[string]string{}
+	switch v := v.(type) {
+	case []any:
+		for i := 0; i+1 < len(v); i += 2 {
+			out[fmt.Sprint(v[i])] = fmt.Sprint(v[i+1])
+		}
+	case map[any]any:
+		for k, x := range v {
+			out[fmt.Sprint(k)] = fmt.Sprint(x)
+		}
+	}
+	return out, nil
 }

@@ -85,7 +85,7 @@ func TestSentinel(t *testing.T) {
 	}
 	know := func(name string) error {
 		return eventually(ctx, 20*time.Second, func(ctx context.Context) error {
-			m, err := sentinelMaster(ctx, admins[name])
+			m, err := cluster.SentinelMasterInfo(ctx, admins[name])
 			if err != nil {
 				return err
 			}
@@ -140,7 +140,7 @@ func TestSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 	flags := func(name string) string {
-		m, _ := sentinelMaster(ctx, admins[name])
+		m, _ := cluster.SentinelMasterInfo(ctx, admins[name])
 		return m["flags"]
 	}
 	if err := eventually(ctx, 10*time.Second, func(context.Context) error {
@@ -163,24 +163,4 @@ func TestSentinel(t *testing.T) {
 	}); err != nil {
 		t.Errorf("s1 after the cut healed: %v", err)
 	}
-}
-
-// sentinelMaster is SENTINEL MASTER's answer, by field.
-func sentinelMaster(ctx context.Context, c *redis.Client) (map[string]string, error) {
-	v, err := c.Do(ctx, "sentinel", "master", cluster.SentinelMaster).Result()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	switch v := v.(type) {
-	case []any:
-		for i := 0; i+1 < len(v); i += 2 {
-			out[fmt.Sprint(v[i])] = fmt.Sprint(v[i+1])
-		}
-	case map[any]any:
-		for k, x := range v {
-			out[fmt.Sprint(k)] = fmt.Sprint(x)
-		}
-	}
-	return out, nil
 }

@@ -326,7 +326,7 @@ func (r *runner) waitSentinelsKnow(ctx context.Context, replicas, others int) er
 	for {
 		ready, last := true, ""
 		for i, s := range r.sentinel.sentinels {
-			m, err := sentinelMaster(ctx, r.sentinel.admins[i])
+			m, err := cluster.SentinelMasterInfo(ctx, r.sentinel.admins[i])
 			if err != nil || m["num-slaves"] != fmt.Sprint(replicas) || m["num-other-sentinels"] != fmt.Sprint(others) {
 				ready = false
 				last = fmt.Sprintf("%s: %v replicas %s, other sentinels %s", s.Name(), err, m["num-slaves"], m["num-other-sentinels"])
@@ -343,26 +343,6 @@ func (r *runner) waitSentinelsKnow(ctx context.Context, replicas, others int) er
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// sentinelMaster is SENTINEL MASTER's answer, by field.
-func sentinelMaster(ctx context.Context, c *redis.Client) (map[string]string, error) {
-	v, err := c.Do(ctx, "sentinel", "master", cluster.SentinelMaster).Result()
-	if err != nil {
-		return nil, fmt.Errorf("sentinel %s: %w", c.Options().Addr, err)
-	}
-	out := map[string]string{}
-	switch v := v.(type) {
-	case []any:
-		for i := 0; i+1 < len(v); i += 2 {
-			out[fmt.Sprint(v[i])] = fmt.Sprint(v[i+1])
-		}
-	case map[any]any:
-		for k, x := range v {
-			out[fmt.Sprint(k)] = fmt.Sprint(x)
-		}
-	}
-	return out, nil
 }
 
 // watchSentinels records every change of master Sentinel announces
