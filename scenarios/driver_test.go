@@ -3,12 +3,12 @@ package scenarios_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"splitbrain/history"
+	"splitbrain/internal/gobuild"
 	"splitbrain/results"
 	"splitbrain/scenarios"
 )
@@ -18,9 +18,8 @@ import (
 func buildRedlockDriver(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "redlock-driver")
-	cmd := exec.Command("go", "build", "-o", bin, "splitbrain/cmd/redlock-driver")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/redlock-driver: %v\n%s", err, out)
+	if err := gobuild.Build(bin, "splitbrain/cmd/redlock-driver"); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

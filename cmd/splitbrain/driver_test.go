@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/internal/gobuild"
 )
 
 const fakeReady = `read hello; echo '{"op":"ready","name":"broken"}'; `
@@ -22,8 +23,8 @@ func TestDriverCheck(t *testing.T) {
 	t.Parallel()
 	// Our Redlock as a driver, the protocol's reference.
 	reference := filepath.Join(t.TempDir(), "redlock-driver")
-	if out, err := exec.Command("go", "build", "-o", reference, "splitbrain/cmd/redlock-driver").CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/redlock-driver: %v\n%s", err, out)
+	if err := gobuild.Build(reference, "splitbrain/cmd/redlock-driver"); err != nil {
+		t.Fatal(err)
 	}
 	tests := []struct {
 		name string

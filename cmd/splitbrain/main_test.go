@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +27,7 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/history"
+	"splitbrain/internal/gobuild"
 )
 
 var binary string
@@ -52,14 +52,8 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	binary = filepath.Join(dir, "splitbrain")
-	build := exec.Command(goTool, "build", "-o", binary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := gobuild.Build(binary, "."); err != nil {
 		fmt.Fprintf(os.Stderr, "building splitbrain: %v\n", err)
 		return 1
 	}
