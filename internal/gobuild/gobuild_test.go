@@ -2,6 +2,7 @@ package gobuild
 
 import (
 	"debug/buildinfo"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -25,6 +26,9 @@ func TestBuildMatchesRace(t *testing.T) {
 	}
 	if race != Race {
 		t.Errorf("built with -race %v, the test with -race %v", race, Race)
+	}
+	if Race && os.Getenv("GORACE") == "" {
+		t.Error("GORACE unset after a race build: each program the test starts would sleep a second at its exit")
 	}
 }
 
