@@ -6,53 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
-
-// Point is a place in a lock client's work where it can be paused. The
-// hook points are those of the lock library (redlock.Hooks); a harness
-// wires each hook to ClientGate.At.
-type Point string
-
-const (
-	// AfterReplies: every node answered (or timed out), the validity is
-	// not yet computed. A pause here counts into the elapsed time.
-	AfterReplies Point = "after-replies"
-	// AfterAcquire: the lease is granted and its deadline fixed, the
-	// caller has not got it yet — a pause inside the critical section.
-	AfterAcquire Point = "after-acquire"
-	// BeforeRelease: the caller asked to release, no node contacted yet.
-	BeforeRelease Point = "before-release"
-	// BeforeWrite: not the lock's but the workload's: the client has read
-	// the protected resource under its lease and is about to write back
-	// what it computed — Kleppmann's figure 1, the pause that turns an
-	// expired lease into a lost update.
-	BeforeWrite Point = "before-write"
-	// AnyPoint: whichever hook point the client reaches next.
-	AnyPoint Point = "any"
-	// Background is not a place to arm a pause: it is where a lock's
-	// background work (a watchdog renewing the lease) passes the gate. It
-	// never sets a pause off, but it is held while the client is stopped,
-	// as every thread of a stopped process is — a GC pause freezes the
-	// watchdog with the code it serves.
-	Background Point = "background"
-)
-
-// HookPoints are the lock's hook points, for drawing one at random.
-var HookPoints = []Point{AfterReplies, AfterAcquire, BeforeRelease}
-
-// ResourcePoints are the hook points of a client that also writes a
-// protected resource: the lock's, and BeforeWrite.
-var ResourcePoints = []Point{AfterReplies, AfterAcquire, BeforeWrite, BeforeRelease}
-
-// ValidPoint reports whether p names a hook point or AnyPoint.
-func ValidPoint(p Point) bool {
-	switch p {
-	case AfterReplies, AfterAcquire, BeforeWrite, BeforeRelease, AnyPoint:
-		return true
-	}
-	return false
-}
 
 // ClientGate is where one client can be held: its lock hooks call At. Each
 // client has its own gate, so a pause holds that client only, while its
@@ -67,7 +23,7 @@ type ClientGate struct {
 }
 
 type gatePause struct {
-	at Point
+	at fault.Point
 	// hold is how long the client stays stopped once it reaches at; zero:
 	// until the pause is released.
 	hold time.Duration
@@ -101,13 +57,13 @@ func (g *ClientGate) Name() string { return g.name }
 // the client stops there, and at every point it reaches meanwhile (its
 // other goroutines included), until the pause is healed or ctx ends (the
 // run is being torn down).
-func (g *ClientGate) At(ctx context.Context, p Point) {
+func (g *ClientGate) At(ctx context.Context, p fault.Point) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
 	pz := g.armed
-	if pz == nil || (!pz.hit && (p == Background || (pz.at != AnyPoint && pz.at != p))) {
+	if pz == nil || (!pz.hit && (p == fault.Background || (pz.at != fault.AnyPoint && pz.at != p))) {
 		g.mu.Unlock()
 		return
 	}
@@ -214,8 +170,8 @@ func (g *ClientGate) WaitBlocked(ctx context.Context) error {
 
 // arm sets a pause at p, holding the client for hold once it gets there
 // (zero: until released), and returns what lifts it.
-func (g *ClientGate) arm(p Point, hold time.Duration, proc ProcessPauser) (*gatePause, func(), error) {
-	if !ValidPoint(p) {
+func (g *ClientGate) arm(p fault.Point, hold time.Duration, proc ProcessPauser) (*gatePause, func(), error) {
+	if !fault.ValidPoint(p) {
 		return nil, nil, fmt.Errorf("client pause: point %q, want after-replies, after-acquire, before-write, before-release or any", p)
 	}
 	g.mu.Lock()
@@ -243,12 +199,12 @@ func (g *ClientGate) arm(p Point, hold time.Duration, proc ProcessPauser) (*gate
 // clock, runs out as it would in a real pause.
 //
 // Started with Nemesis.StartClientPause, the pause records when the client
-// actually stopped and resumed (a KindClientHeld fault inside the armed
+// actually stopped and resumed (a fault.KindClientHeld fault inside the armed
 // one) and ends on its own once the client resumes, or when it was not
 // reached within a bound.
 type ClientPause struct {
 	Gate *ClientGate
-	At   Point
+	At   fault.Point
 	// For is how long the client stays stopped once it reaches At.
 	For time.Duration
 	// Proc, when set, is the client's own process (a lock driver): once
@@ -261,10 +217,6 @@ type ClientPause struct {
 	armed *gatePause
 }
 
-// KindClientHeld is the stretch of a client pause in which the client was
-// actually stopped: from reaching the pause's point to resuming.
-const KindClientHeld = "client-pause-held"
-
 // Describe implements Fault.
 func (c ClientPause) Describe() history.Fault {
 	// The client goes in Nodes so that reports draw the pause in its lane.
@@ -275,7 +227,7 @@ func (c ClientPause) Describe() history.Fault {
 	if c.For > 0 {
 		d += fmt.Sprintf(" for %v once there", c.For)
 	}
-	return history.Fault{Kind: KindClientPause, Nodes: []string{c.Gate.Name()}, Detail: d}
+	return history.Fault{Kind: fault.KindClientPause, Nodes: []string{c.Gate.Name()}, Detail: d}
 }
 
 // Inject implements Fault.
@@ -306,7 +258,7 @@ func (c clientPauseArmed) Inject(context.Context) (Heal, error) {
 // healing it does nothing, the gate holds and releases the client.
 type clientHeld struct {
 	client string
-	at     Point // empty: stopped by signal wherever it was
+	at     fault.Point // empty: stopped by signal wherever it was
 	hold   time.Duration
 	// signal: the client's process was stopped by SIGSTOP.
 	signal bool
@@ -323,7 +275,7 @@ func (c clientHeld) Describe() history.Fault {
 	if c.hold > 0 {
 		d += fmt.Sprintf(" for %v", c.hold)
 	}
-	return history.Fault{Kind: KindClientHeld, Nodes: []string{c.client}, Detail: d}
+	return history.Fault{Kind: fault.KindClientHeld, Nodes: []string{c.client}, Detail: d}
 }
 
 func (clientHeld) Inject(context.Context) (Heal, error) {
@@ -334,7 +286,7 @@ func (clientHeld) Inject(context.Context) (Heal, error) {
 // once the pause is over: the client was held for p.For after reaching
 // p.At, or did not reach it within `within` (zero: no bound), or the pause
 // was healed (Stop, StopKind, HealAll). It records the stretch in which
-// the client was actually stopped as a KindClientHeld fault, and ends the
+// the client was actually stopped as a fault.KindClientHeld fault, and ends the
 // armed fault itself when the client resumes.
 func (m *Nemesis) StartClientPause(ctx context.Context, p ClientPause, within time.Duration) (int, <-chan struct{}, error) {
 	cp := &p

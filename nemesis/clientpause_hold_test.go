@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 )
@@ -60,15 +61,15 @@ func TestClientPauseForCountsFromThePoint(t *testing.T) {
 	defer nem.HealAll(ctx)
 	g := nemesis.NewClientGate("c1")
 	const hold, late = 600 * time.Millisecond, 800 * time.Millisecond
-	_, over, err := nem.StartClientPause(ctx, nemesis.ClientPause{Gate: g, At: nemesis.BeforeWrite, For: hold}, 0)
+	_, over, err := nem.StartClientPause(ctx, nemesis.ClientPause{Gate: g, At: fault.BeforeWrite, For: hold}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	armed := time.Now()
 	time.Sleep(late)
-	g.At(ctx, nemesis.AfterAcquire) // another point: passes
+	g.At(ctx, fault.AfterAcquire) // another point: passes
 	reached := time.Now()
-	g.At(ctx, nemesis.BeforeWrite)
+	g.At(ctx, fault.BeforeWrite)
 	stopped := time.Since(reached)
 	if stopped < hold {
 		t.Errorf("c1 stopped for %v after reaching its point, want at least %v", stopped, hold)
@@ -81,9 +82,9 @@ func TestClientPauseForCountsFromThePoint(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the pause is not over after its hold")
 	}
-	g.At(ctx, nemesis.BeforeWrite) // over: passes at once
+	g.At(ctx, fault.BeforeWrite) // over: passes at once
 	w := rec.windows(t)
-	armedW, held := w[nemesis.KindClientPause], w[nemesis.KindClientHeld]
+	armedW, held := w[fault.KindClientPause], w[fault.KindClientHeld]
 	// The client's own clock above says it stopped for the whole hold; the
 	// recorded stretch starts when the nemesis notes the stop, a moment
 	// after the client got there (20 µs short of the hold once in CI).
@@ -106,7 +107,7 @@ func TestClientPauseWithinDisarms(t *testing.T) {
 	nem := nemesis.New(rec)
 	defer nem.HealAll(ctx)
 	g := nemesis.NewClientGate("c1")
-	_, over, err := nem.StartClientPause(ctx, nemesis.ClientPause{Gate: g, At: nemesis.AfterAcquire, For: time.Hour}, 200*time.Millisecond)
+	_, over, err := nem.StartClientPause(ctx, nemesis.ClientPause{Gate: g, At: fault.AfterAcquire, For: time.Hour}, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,32 +117,32 @@ func TestClientPauseWithinDisarms(t *testing.T) {
 		t.Fatal("the pause is still armed past its bound")
 	}
 	done := make(chan struct{})
-	go func() { g.At(ctx, nemesis.AfterAcquire); close(done) }()
+	go func() { g.At(ctx, fault.AfterAcquire); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("a disarmed pause held the client")
 	}
 	w := rec.windows(t)
-	if _, ok := w[nemesis.KindClientHeld]; ok {
+	if _, ok := w[fault.KindClientHeld]; ok {
 		t.Errorf("a held stretch was recorded for a client that never stopped: %v", w)
 	}
-	if a := w[nemesis.KindClientPause]; a[1] < 200*time.Millisecond {
+	if a := w[fault.KindClientPause]; a[1] < 200*time.Millisecond {
 		t.Errorf("armed window %v, want it to end at its bound", a)
 	}
 	// Healed while the client is held: it resumes at once, not after its hold.
-	_, over, err = nem.StartClientPause(ctx, nemesis.ClientPause{Gate: g, At: nemesis.AfterAcquire, For: time.Hour}, 0)
+	_, over, err = nem.StartClientPause(ctx, nemesis.ClientPause{Gate: g, At: fault.AfterAcquire, For: time.Hour}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	held := make(chan struct{})
-	go func() { g.At(ctx, nemesis.AfterAcquire); close(held) }()
+	go func() { g.At(ctx, fault.AfterAcquire); close(held) }()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := g.WaitBlocked(wctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := nem.StopKind(ctx, nemesis.KindClientPause); err != nil {
+	if err := nem.StopKind(ctx, fault.KindClientPause); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -152,13 +153,13 @@ func TestClientPauseWithinDisarms(t *testing.T) {
 	<-over
 }
 
-// A lock's background work passes the gate at nemesis.Background: it
+// A lock's background work passes the gate at fault.Background: it
 // never sets a pause off, not even one armed at any point, yet once the
 // client is stopped it is held with the rest of the client, and goes on
 // when the client does.
 func TestClientPauseHoldsBackgroundWork(t *testing.T) {
 	t.Parallel()
-	for _, at := range []nemesis.Point{nemesis.AfterAcquire, nemesis.AnyPoint} {
+	for _, at := range []fault.Point{fault.AfterAcquire, fault.AnyPoint} {
 		t.Run(string(at), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -171,7 +172,7 @@ func TestClientPauseHoldsBackgroundWork(t *testing.T) {
 			}
 			// Armed, not reached: the background passes.
 			passed := make(chan struct{})
-			go func() { g.At(ctx, nemesis.Background); close(passed) }()
+			go func() { g.At(ctx, fault.Background); close(passed) }()
 			select {
 			case <-passed:
 			case <-time.After(5 * time.Second):
@@ -181,14 +182,14 @@ func TestClientPauseHoldsBackgroundWork(t *testing.T) {
 				t.Fatalf("%d goroutines held after the background passed", g.Blocked())
 			}
 			// The client stops; the background is held with it.
-			go g.At(ctx, nemesis.AfterAcquire)
+			go g.At(ctx, fault.AfterAcquire)
 			wctx, cancel := within(5 * time.Second)
 			defer cancel()
 			if err := g.WaitBlocked(wctx); err != nil {
 				t.Fatal(err)
 			}
 			held := make(chan struct{})
-			go func() { g.At(ctx, nemesis.Background); close(held) }()
+			go func() { g.At(ctx, fault.Background); close(held) }()
 			select {
 			case <-held:
 				t.Fatal("background work went on while the client was stopped")

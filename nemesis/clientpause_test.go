@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
 )
@@ -17,9 +18,9 @@ import (
 // runner does.
 func hooks(g *nemesis.ClientGate) redlock.Hooks {
 	return redlock.Hooks{
-		AfterReplies:  func(ctx context.Context, _ string) { g.At(ctx, nemesis.AfterReplies) },
-		AfterAcquire:  func(ctx context.Context, _ *redlock.Lease) { g.At(ctx, nemesis.AfterAcquire) },
-		BeforeRelease: func(ctx context.Context, _ *redlock.Lease) { g.At(ctx, nemesis.BeforeRelease) },
+		AfterReplies:  func(ctx context.Context, _ string) { g.At(ctx, fault.AfterReplies) },
+		AfterAcquire:  func(ctx context.Context, _ *redlock.Lease) { g.At(ctx, fault.AfterAcquire) },
+		BeforeRelease: func(ctx context.Context, _ *redlock.Lease) { g.At(ctx, fault.BeforeRelease) },
 	}
 }
 
@@ -55,7 +56,7 @@ func TestClientPauseBlocksOnlyThatClient(t *testing.T) {
 	rec := &memRecorder{}
 	nem := nemesis.New(rec)
 	defer nem.HealAll(ctx)
-	id, err := nem.Start(ctx, nemesis.ClientPause{Gate: g1, At: nemesis.AfterAcquire})
+	id, err := nem.Start(ctx, nemesis.ClientPause{Gate: g1, At: fault.AfterAcquire})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestClientPauseBlocksOnlyThatClient(t *testing.T) {
 	if rem := r.lease.Remaining(); rem > 0 {
 		t.Errorf("c1's lease after a pause longer than its TTL has %v left, want none", rem)
 	}
-	if fs := rec.faults(t); fs[0].Kind != nemesis.KindClientPause || fs[0].Nodes[0] != "c1" || fs[0].Detail != "c1 paused at after-acquire" {
+	if fs := rec.faults(t); fs[0].Kind != fault.KindClientPause || fs[0].Nodes[0] != "c1" || fs[0].Detail != "c1 paused at after-acquire" {
 		t.Errorf("recorded %+v", fs[0])
 	}
 }
@@ -115,7 +116,7 @@ func TestClientPauseAtItsPoint(t *testing.T) {
 	nem := nemesis.New(&memRecorder{})
 	defer nem.HealAll(ctx)
 
-	id, err := nem.Start(ctx, nemesis.ClientPause{Gate: g, At: nemesis.BeforeRelease})
+	id, err := nem.Start(ctx, nemesis.ClientPause{Gate: g, At: fault.BeforeRelease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestClientPauseAtItsPoint(t *testing.T) {
 	if err := g.WaitBlocked(wctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nem.Start(ctx, nemesis.ClientPause{Gate: g, At: nemesis.AnyPoint}); err == nil {
+	if _, err := nem.Start(ctx, nemesis.ClientPause{Gate: g, At: fault.AnyPoint}); err == nil {
 		t.Error("a second pause armed on a paused client")
 	}
 	if err := nem.Stop(ctx, id); err != nil {
@@ -140,7 +141,7 @@ func TestClientPauseAtItsPoint(t *testing.T) {
 		t.Errorf("release after the pause: %v", err)
 	}
 
-	if _, err := nem.StartFor(ctx, nemesis.ClientPause{Gate: g, At: nemesis.AfterReplies}, 2*time.Second); err != nil {
+	if _, err := nem.StartFor(ctx, nemesis.ClientPause{Gate: g, At: fault.AfterReplies}, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c1.TryLock(ctx, "lock", 300*time.Millisecond)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -20,7 +21,7 @@ type ProcessPauser interface {
 // stopped with SIGSTOP at whatever instruction it is, not at a point of
 // its lock work, and continued with SIGCONT at the heal. Recorded as a
 // client pause in the client's lane; the stretch it held the client is
-// recorded beside it as a KindClientHeld fault (see Env.Faults).
+// recorded beside it as a fault.KindClientHeld fault (see Env.Faults).
 type ClientStop struct {
 	Client string
 	Proc   ProcessPauser
@@ -28,7 +29,7 @@ type ClientStop struct {
 
 // Describe implements Fault.
 func (c ClientStop) Describe() history.Fault {
-	return history.Fault{Kind: KindClientPause, Nodes: []string{c.Client},
+	return history.Fault{Kind: fault.KindClientPause, Nodes: []string{c.Client},
 		Detail: fmt.Sprintf("%s's process stopped (SIGSTOP) wherever it was", c.Client)}
 }
 

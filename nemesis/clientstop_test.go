@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"splitbrain/fault"
 	"splitbrain/nemesis"
 )
 
@@ -46,16 +47,16 @@ func TestClientStopBySignal(t *testing.T) {
 		Procs: map[string]nemesis.ProcessPauser{"c1": c1, "c2": c2},
 	}
 	tests := []struct {
-		point   nemesis.Point
+		point   fault.Point
 		clients []string
 		want    []string // the faults' types
 	}{
-		{nemesis.AnyPoint, []string{"c1"}, []string{"nemesis.ClientStop", "held"}},
-		{nemesis.AfterAcquire, []string{"c1"}, []string{"nemesis.ClientPause"}},
-		{nemesis.AnyPoint, []string{"c3"}, []string{"nemesis.ClientPause"}},
+		{fault.AnyPoint, []string{"c1"}, []string{"nemesis.ClientStop", "held"}},
+		{fault.AfterAcquire, []string{"c1"}, []string{"nemesis.ClientPause"}},
+		{fault.AnyPoint, []string{"c3"}, []string{"nemesis.ClientPause"}},
 	}
 	for _, tc := range tests {
-		fs, err := env.Faults(nemesis.Op{Kind: nemesis.RandomClientPause, Clients: tc.clients, Point: tc.point, For: time.Second})
+		fs, err := env.Faults(fault.Op{Kind: fault.RandomClientPause, Clients: tc.clients, Point: tc.point, For: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func TestClientStopBySignal(t *testing.T) {
 			case nemesis.ClientPause:
 				got = append(got, "nemesis.ClientPause")
 			default:
-				if f.Describe().Kind == nemesis.KindClientHeld {
+				if f.Describe().Kind == fault.KindClientHeld {
 					got = append(got, "held")
 				}
 			}
@@ -79,7 +80,7 @@ func TestClientStopBySignal(t *testing.T) {
 
 	rec := &memRecorder{}
 	nem := nemesis.New(rec)
-	ops := []nemesis.Op{{Kind: nemesis.RandomClientPause, Clients: []string{"c2"}, Point: nemesis.AnyPoint, For: 50 * time.Millisecond}}
+	ops := []fault.Op{{Kind: fault.RandomClientPause, Clients: []string{"c2"}, Point: fault.AnyPoint, For: 50 * time.Millisecond}}
 	if err := nem.RunSchedule(context.Background(), ops, env, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -122,15 +123,15 @@ func TestClientPauseStopsProcessAtPoint(t *testing.T) {
 	rec := &memRecorder{}
 	nem := nemesis.New(rec)
 	ctx := context.Background()
-	_, over, err := nem.StartClientPause(ctx, nemesis.ClientPause{Gate: g, At: nemesis.AfterAcquire, For: 50 * time.Millisecond, Proc: proc}, 0)
+	_, over, err := nem.StartClientPause(ctx, nemesis.ClientPause{Gate: g, At: fault.AfterAcquire, For: 50 * time.Millisecond, Proc: proc}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.At(ctx, nemesis.AfterReplies) // not its point: nothing happens
+	g.At(ctx, fault.AfterReplies) // not its point: nothing happens
 	if len(proc.signals) != 0 {
 		t.Fatalf("signals %v before the point", proc.signals)
 	}
-	g.At(ctx, nemesis.AfterAcquire) // returns at once: the process is stopped instead
+	g.At(ctx, fault.AfterAcquire) // returns at once: the process is stopped instead
 	if err := g.WaitBlocked(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -30,7 +31,7 @@ func (c ClockJump) Describe() history.Fault {
 		Kind:   "clock-jump",
 		Nodes:  []string{c.Node.Name()},
 		Offset: int64(c.By),
-		Detail: fmt.Sprintf("%s clock %s", c.Node.Name(), formatOffset(c.By)),
+		Detail: fmt.Sprintf("%s clock %s", c.Node.Name(), fault.FormatOffset(c.By)),
 	}
 }
 
@@ -41,11 +42,4 @@ func (c ClockJump) Inject(ctx context.Context) (Heal, error) {
 		return nil, err
 	}
 	return func(context.Context) error { return c.Node.SetClockOffset(before) }, nil
-}
-
-func formatOffset(d time.Duration) string {
-	if d >= 0 {
-		return "+" + d.String()
-	}
-	return d.String()
 }

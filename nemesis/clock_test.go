@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 )
@@ -145,7 +146,7 @@ func TestResetClocks(t *testing.T) {
 	}
 	fs := rec.faults(t)
 	last := fs[len(fs)-2:]
-	if last[0].Kind != nemesis.KindClockReset || last[0].Phase != history.PhaseStart || last[1].Phase != history.PhaseStop ||
+	if last[0].Kind != fault.KindClockReset || last[0].Phase != history.PhaseStart || last[1].Phase != history.PhaseStop ||
 		last[0].Detail != "n1,n2 clock reset to real time" {
 		t.Errorf("last events %+v, want an instant clock-reset", last)
 	}

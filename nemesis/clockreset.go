@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -24,7 +25,7 @@ func (c ClockReset) Describe() history.Fault {
 	for i, n := range c.Nodes {
 		names[i] = n.Name()
 	}
-	return history.Fault{Kind: KindClockReset, Nodes: names, Detail: strings.Join(names, ",") + " clock reset to real time"}
+	return history.Fault{Kind: fault.KindClockReset, Nodes: names, Detail: strings.Join(names, ",") + " clock reset to real time"}
 }
 
 // Inject implements Fault.
@@ -44,7 +45,7 @@ func (m *Nemesis) ResetClocks(ctx context.Context, nodes ...ClockNode) error {
 		names[i] = n.Name()
 	}
 	err := m.StopMatching(ctx, func(f history.Fault) bool {
-		return (f.Kind == KindClockJump || f.Kind == KindClockStrobe) &&
+		return (f.Kind == fault.KindClockJump || f.Kind == fault.KindClockStrobe) &&
 			slices.ContainsFunc(f.Nodes, func(n string) bool { return slices.Contains(names, n) })
 	})
 	id, serr := m.Start(ctx, ClockReset{Nodes: nodes})

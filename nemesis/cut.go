@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -14,23 +15,17 @@ import (
 type Cut struct {
 	Net   *Net
 	Links []history.Link
-	// Direction is which bytes are dropped; the zero value is Both.
-	Direction Direction
+	// Direction is which bytes are dropped; the zero value is fault.Both.
+	Direction fault.Direction
 }
 
 // Describe implements Fault.
 func (c Cut) Describe() history.Fault {
-	return history.Fault{Kind: KindCut, Links: c.Links, Detail: describeLinks(c.Links, "✂"+c.Direction.arrow())}
+	return history.Fault{Kind: fault.KindCut, Links: c.Links, Detail: fault.DescribeLinks(c.Links, "✂"+c.Direction.Arrow())}
 }
 
 // Inject implements Fault.
 func (c Cut) Inject(ctx context.Context) (Heal, error) {
 	// timeout 0: drop the data and never close the connection.
 	return c.Net.poison(ctx, "cut", c.Links, c.Direction, "timeout", `{"timeout":0}`, nil)
-}
-
-// describeLinks groups links by client for a fault's detail, sep between
-// a client and its nodes: "c1 ✂ n4,n5; c2 ✂ n1".
-func describeLinks(links []history.Link, sep string) string {
-	return history.FormatLinks(links, " "+sep+" ", "; ")
 }

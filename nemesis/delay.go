@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -18,25 +19,22 @@ import (
 type Delay struct {
 	Net   *Net
 	Links []history.Link
-	// Direction is which bytes are held; the zero value is Both. A held
+	// Direction is which bytes are held; the zero value is fault.Both. A held
 	// request delays the command; a held reply delays the answer only.
-	Direction Direction
+	Direction fault.Direction
 	By        time.Duration
 }
 
-// MaxDelay bounds Delay.By: minutes, as in the incidents it models.
-const MaxDelay = time.Hour
-
 // Describe implements Fault.
 func (d Delay) Describe() history.Fault {
-	return history.Fault{Kind: KindDelay, Links: d.Links,
-		Detail: fmt.Sprintf("%s held %v", describeLinks(d.Links, "⏳"+d.Direction.arrow()), d.By)}
+	return history.Fault{Kind: fault.KindDelay, Links: d.Links,
+		Detail: fmt.Sprintf("%s held %v", fault.DescribeLinks(d.Links, "⏳"+d.Direction.Arrow()), d.By)}
 }
 
 // Inject implements Fault.
 func (d Delay) Inject(ctx context.Context) (Heal, error) {
-	if d.By < time.Millisecond || d.By > MaxDelay {
-		return nil, fmt.Errorf("delay: %v, want 1ms to %v", d.By, MaxDelay)
+	if d.By < time.Millisecond || d.By > fault.MaxDelay {
+		return nil, fmt.Errorf("delay: %v, want 1ms to %v", d.By, fault.MaxDelay)
 	}
 	if d.By%time.Millisecond != 0 {
 		return nil, errors.New("delay: want whole milliseconds")

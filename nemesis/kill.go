@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -48,7 +49,7 @@ type Kill struct {
 
 // Describe implements Fault.
 func (k Kill) Describe() history.Fault {
-	return history.Fault{Kind: KindKill, Nodes: []string{k.Node.Name()}, Detail: k.Node.Name() + " killed (SIGKILL)" + amnesiaNote(k.Amnesia)}
+	return history.Fault{Kind: fault.KindKill, Nodes: []string{k.Node.Name()}, Detail: k.Node.Name() + " killed (SIGKILL)" + amnesiaNote(k.Amnesia)}
 }
 
 // Inject implements Fault.

@@ -5,7 +5,7 @@
 // points, and replica promotion. Every fault is one value behind the small
 // Fault interface; Nemesis enforces the lifecycle (inject, record, heal,
 // heal-all) in one place so that no fault can be left behind or go
-// unrecorded. Random schedules (Plan, RunSchedule) are drawn from the run's
+// unrecorded. Random schedules (fault.Plan, RunSchedule) are drawn from the run's
 // seed.
 package nemesis
 
@@ -18,23 +18,6 @@ import (
 	"time"
 
 	"splitbrain/history"
-)
-
-// Fault kinds, as recorded in the history.
-const (
-	KindCut         = "cut"
-	KindReset       = "reset"
-	KindRefuse      = "refuse"
-	KindDelay       = "delay"
-	KindPartition   = "partition"
-	KindClockJump   = "clock-jump"
-	KindClockStrobe = "clock-strobe"
-	KindClockReset  = "clock-reset"
-	KindPause       = "pause"
-	KindKill        = "kill"
-	KindStop        = "stop"
-	KindClientPause = "client-pause"
-	KindPromote     = "promote"
 )
 
 // healTimeout bounds a heal that runs on its own (a timed fault's end),

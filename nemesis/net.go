@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -205,53 +206,28 @@ func (n *Net) addToxic(l history.Link, name, kind, stream, attrs string) (*toxic
 	return w, nil
 }
 
-// Direction says which bytes of a link a fault acts on.
-type Direction string
-
-const (
-	// Both directions; also the zero value.
-	Both Direction = "both"
-	// ToNode is what the client sends: requests (upstream). On a
-	// replication link, what the replica sends its master.
-	ToNode Direction = "to-node"
-	// ToClient is what the node sends back: replies (downstream). On a
-	// replication link, the master's stream of writes.
-	ToClient Direction = "to-client"
-)
-
 // streams maps a direction onto toxiproxy's stream names.
-func (d Direction) streams() ([]string, error) {
+func streams(d fault.Direction) ([]string, error) {
 	switch d {
-	case "", Both:
+	case "", fault.Both:
 		return []string{"upstream", "downstream"}, nil
-	case ToNode:
+	case fault.ToNode:
 		return []string{"upstream"}, nil
-	case ToClient:
+	case fault.ToClient:
 		return []string{"downstream"}, nil
 	}
 	return nil, fmt.Errorf("net: direction %q, want both, to-node or to-client", d)
 }
 
-// arrow draws a direction for fault details.
-func (d Direction) arrow() string {
-	switch d {
-	case ToNode:
-		return " →"
-	case ToClient:
-		return " ←"
-	}
-	return ""
-}
-
 // poison adds one toxic per link and stream and returns the heal that
 // removes them all. On error, what was added is removed again. arm, if
 // set, runs on each toxic once it is in place.
-func (n *Net) poison(ctx context.Context, prefix string, links []history.Link, dir Direction,
+func (n *Net) poison(ctx context.Context, prefix string, links []history.Link, dir fault.Direction,
 	kind, attrs string, arm func(*toxics.ToxicWrapper)) (Heal, error) {
 	if len(links) == 0 {
 		return nil, fmt.Errorf("%s: no links given", prefix)
 	}
-	streams, err := dir.streams()
+	streams, err := streams(dir)
 	if err != nil {
 		return nil, err
 	}

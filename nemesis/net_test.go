@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 )
@@ -86,12 +87,12 @@ func TestCutPerDirection(t *testing.T) {
 	n1 := cl.Processes()[0]
 	pw := cl.Password()
 	for _, tc := range []struct {
-		dir     nemesis.Direction
+		dir     fault.Direction
 		key     string
 		applied bool
 	}{
-		{nemesis.ToNode, "k-to-node", false},
-		{nemesis.ToClient, "k-to-client", true},
+		{fault.ToNode, "k-to-node", false},
+		{fault.ToClient, "k-to-client", true},
 	} {
 		t.Run(string(tc.dir), func(t *testing.T) {
 			c := linkClient(t, links, pw, "c1", "n1")
@@ -156,7 +157,7 @@ func TestResetFailsFastAndHeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "c1→n1 after heal", func() error { return ping(t, links, pw, "c1", "n1") })
-	if f := rec.faults(t); len(f) != 2 || f[0].Kind != nemesis.KindReset || f[0].Detail != "c1 ↯ n1" {
+	if f := rec.faults(t); len(f) != 2 || f[0].Kind != fault.KindReset || f[0].Detail != "c1 ↯ n1" {
 		t.Errorf("recorded %+v", f)
 	}
 }
@@ -228,7 +229,7 @@ func TestDelayHoldsThenDelivers(t *testing.T) {
 	link := []history.Link{{Client: "c1", Node: "storage"}}
 
 	// Held for a minute: the client gives up, the write has not landed.
-	id, err := nem.Start(ctx, nemesis.Delay{Net: links, Links: link, Direction: nemesis.ToNode, By: time.Minute})
+	id, err := nem.Start(ctx, nemesis.Delay{Net: links, Links: link, Direction: fault.ToNode, By: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,11 +284,11 @@ func TestPartitionCutsItsGrudge(t *testing.T) {
 	cl, links, nem, rec := setup(t, 5, clients...)
 	pw := cl.Password()
 	nodes := []string{"n1", "n2", "n3", "n4", "n5"}
-	grudge, err := nemesis.Bridge(clients, nodes)
+	grudge, err := fault.Bridge(clients, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := nem.Start(context.Background(), nemesis.Partition{Net: links, Shape: nemesis.ShapeBridge, Links: grudge})
+	id, err := nem.Start(context.Background(), nemesis.Partition{Net: links, Shape: fault.ShapeBridge, Links: grudge})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,12 @@ package nemesis
 import (
 	"context"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
 // Partition drops every byte, both ways, on the links of a grudge (see
-// Isolate, Halves, Bridge, ClientCut, RandomGrudge). It is a Cut that
+// fault.Isolate, fault.Halves, fault.Bridge, fault.ClientCut, fault.RandomGrudge). It is a Cut that
 // remembers its shape, so reports can say "halves" instead of listing
 // links. Healing closes the cut connections, as Cut's does.
 type Partition struct {
@@ -18,7 +19,7 @@ type Partition struct {
 
 // Describe implements Fault.
 func (p Partition) Describe() history.Fault {
-	return history.Fault{Kind: KindPartition, Links: p.Links, Detail: p.Shape + ": " + describeLinks(p.Links, "✂")}
+	return history.Fault{Kind: fault.KindPartition, Links: p.Links, Detail: p.Shape + ": " + fault.DescribeLinks(p.Links, "✂")}
 }
 
 // Inject implements Fault.

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -23,7 +24,7 @@ type Pause struct {
 
 // Describe implements Fault.
 func (p Pause) Describe() history.Fault {
-	return history.Fault{Kind: KindPause, Nodes: []string{p.Node.Name()}, Detail: p.Node.Name() + " paused"}
+	return history.Fault{Kind: fault.KindPause, Nodes: []string{p.Node.Name()}, Detail: p.Node.Name() + " paused"}
 }
 
 // Inject implements Fault.

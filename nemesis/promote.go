@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -49,7 +50,7 @@ func (p Promote) Describe() history.Fault {
 		}
 	}
 	sort.Strings(clients)
-	return history.Fault{Kind: KindPromote, Nodes: []string{p.Replica.Name()}, Links: p.Links,
+	return history.Fault{Kind: fault.KindPromote, Nodes: []string{p.Replica.Name()}, Links: p.Links,
 		Detail: fmt.Sprintf("%s promoted (REPLICAOF NO ONE); %s now reach it as %s", p.Replica.Name(),
 			strings.Join(clients, ","), strings.Join(masters, ","))}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/Shopify/toxiproxy/v2/toxics"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -24,13 +25,13 @@ type Refuse struct {
 
 // Describe implements Fault.
 func (r Refuse) Describe() history.Fault {
-	return history.Fault{Kind: KindRefuse, Links: r.Links, Detail: describeLinks(r.Links, "⊘")}
+	return history.Fault{Kind: fault.KindRefuse, Links: r.Links, Detail: fault.DescribeLinks(r.Links, "⊘")}
 }
 
 // Inject implements Fault.
 func (r Refuse) Inject(ctx context.Context) (Heal, error) {
 	// One direction suffices: closing it closes the connection.
-	return r.Net.poison(ctx, "refuse", r.Links, ToNode, refuseToxicType, `{}`, func(w *toxics.ToxicWrapper) {
+	return r.Net.poison(ctx, "refuse", r.Links, fault.ToNode, refuseToxicType, `{}`, func(w *toxics.ToxicWrapper) {
 		// Connections that existed when the toxic was added got their
 		// state already, unarmed; those that come later are refused.
 		if t, ok := w.Toxic.(*refuseToxic); ok {

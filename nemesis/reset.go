@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -15,13 +16,13 @@ import (
 type Reset struct {
 	Net   *Net
 	Links []history.Link
-	// Direction is the bytes that trigger the reset; the zero value is Both.
-	Direction Direction
+	// Direction is the bytes that trigger the reset; the zero value is fault.Both.
+	Direction fault.Direction
 }
 
 // Describe implements Fault.
 func (r Reset) Describe() history.Fault {
-	return history.Fault{Kind: KindReset, Links: r.Links, Detail: describeLinks(r.Links, "↯"+r.Direction.arrow())}
+	return history.Fault{Kind: fault.KindReset, Links: r.Links, Detail: fault.DescribeLinks(r.Links, "↯"+r.Direction.Arrow())}
 }
 
 // Inject implements Fault.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -25,7 +26,7 @@ type Stop struct {
 
 // Describe implements Fault.
 func (s Stop) Describe() history.Fault {
-	return history.Fault{Kind: KindStop, Nodes: []string{s.Node.Name()}, Detail: s.Node.Name() + " stopped (SIGTERM)" + amnesiaNote(s.Amnesia)}
+	return history.Fault{Kind: fault.KindStop, Nodes: []string{s.Node.Name()}, Detail: s.Node.Name() + " stopped (SIGTERM)" + amnesiaNote(s.Amnesia)}
 }
 
 // Inject implements Fault.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"splitbrain/fault"
 	"splitbrain/history"
 )
 
@@ -22,10 +23,10 @@ type ClockStrobe struct {
 // Describe implements Fault.
 func (s ClockStrobe) Describe() history.Fault {
 	return history.Fault{
-		Kind:   KindClockStrobe,
+		Kind:   fault.KindClockStrobe,
 		Nodes:  []string{s.Node.Name()},
 		Offset: int64(s.Delta),
-		Detail: fmt.Sprintf("%s clock strobes %s every %v", s.Node.Name(), formatOffset(s.Delta), s.Period),
+		Detail: fmt.Sprintf("%s clock strobes %s every %v", s.Node.Name(), fault.FormatOffset(s.Delta), s.Period),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"splitbrain/cluster"
 	"splitbrain/docker"
 	"splitbrain/docker/dockertest"
+	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/results"
@@ -299,13 +300,13 @@ steps:
 			healed[f.Kind]++
 		}
 	}
-	for _, k := range []string{nemesis.KindKill, nemesis.KindStop, nemesis.KindPause, nemesis.KindClockStrobe, nemesis.KindClockReset} {
+	for _, k := range []string{fault.KindKill, fault.KindStop, fault.KindPause, fault.KindClockStrobe, fault.KindClockReset} {
 		if healed[k] == 0 {
 			t.Errorf("no %s healed", k)
 		}
 	}
-	if healed[nemesis.KindKill] < 2 {
-		t.Errorf("%d kills healed, want at least the script's 2", healed[nemesis.KindKill])
+	if healed[fault.KindKill] < 2 {
+		t.Errorf("%d kills healed, want at least the script's 2", healed[fault.KindKill])
 	}
 	assertNothingLeft(t, eng)
 }

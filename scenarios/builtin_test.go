@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"splitbrain/fault"
 	"splitbrain/history"
-	"splitbrain/nemesis"
 	"splitbrain/results"
 	"splitbrain/scenarios"
 )
@@ -111,12 +111,12 @@ func slowness(sc *scenarios.Scenario) int {
 // The faults each random built-in may inject, by the part of its name
 // after "random-".
 var randomFaults = map[string][]string{
-	"partition": {nemesis.KindPartition},
-	"pause":     {nemesis.KindPause, nemesis.KindClientPause, nemesis.KindClientHeld},
-	"clock":     {nemesis.KindClockJump, nemesis.KindClockStrobe, nemesis.KindClockReset},
-	"kill":      {nemesis.KindKill, nemesis.KindStop},
-	"all": {nemesis.KindPartition, nemesis.KindPause, nemesis.KindClientPause, nemesis.KindClientHeld, nemesis.KindClockJump,
-		nemesis.KindClockStrobe, nemesis.KindClockReset, nemesis.KindKill, nemesis.KindStop},
+	"partition": {fault.KindPartition},
+	"pause":     {fault.KindPause, fault.KindClientPause, fault.KindClientHeld},
+	"clock":     {fault.KindClockJump, fault.KindClockStrobe, fault.KindClockReset},
+	"kill":      {fault.KindKill, fault.KindStop},
+	"all": {fault.KindPartition, fault.KindPause, fault.KindClientPause, fault.KindClientHeld, fault.KindClockJump,
+		fault.KindClockStrobe, fault.KindClockReset, fault.KindKill, fault.KindStop},
 }
 
 // Every random-schedule built-in ends with a verdict (valid or invalid,

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/workload"
@@ -296,12 +297,12 @@ type gatedConn struct {
 }
 
 func (c gatedConn) Read(b []byte) (int, error) {
-	c.gate.At(context.Background(), nemesis.Background)
+	c.gate.At(context.Background(), fault.Background)
 	return c.Conn.Read(b)
 }
 
 func (c gatedConn) Write(b []byte) (int, error) {
-	c.gate.At(context.Background(), nemesis.Background)
+	c.gate.At(context.Background(), fault.Background)
 	return c.Conn.Write(b)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/driver"
+	"splitbrain/fault"
 	"splitbrain/nemesis"
 	"splitbrain/workload"
 )
@@ -32,7 +33,7 @@ type driverRig struct {
 // for an in-process lock.
 type driverGate struct{ g *nemesis.ClientGate }
 
-func (d driverGate) At(ctx context.Context, p string) { d.g.At(ctx, nemesis.Point(p)) }
+func (d driverGate) At(ctx context.Context, p string) { d.g.At(ctx, fault.Point(p)) }
 
 // newDriverLock starts client's driver process over eps, as the client
 // reaches them (its proxies), and adapts it to workload.Lock.

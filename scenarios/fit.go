@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"splitbrain/nemesis"
+	"splitbrain/fault"
 )
 
 // A story fits a lock when playing it against that lock tests what the
@@ -48,7 +48,7 @@ func (sc *Scenario) Fit(k string) (bool, string) {
 	if sc.Sentinel != nil && DriverKind(k) {
 		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, and a driver (%s) is given the nodes' addresses only", k)
 	}
-	if k == LockRueidislock && slices.ContainsFunc(sc.Steps, func(st Step) bool { return st.Point == string(nemesis.AfterReplies) }) {
+	if k == LockRueidislock && slices.ContainsFunc(sc.Steps, func(st Step) bool { return st.Point == string(fault.AfterReplies) }) {
 		return false, "the story pauses a client at after-replies, a point inside the acquire that rueidislock (its scripts run by rueidis, not go-redis) gives the harness no hook for"
 	}
 	if sc.Sentinel != nil && !OneDeployment(k) {

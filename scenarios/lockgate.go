@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 	"splitbrain/nemesis"
 	"splitbrain/workload"
 )
@@ -126,8 +127,8 @@ func (r *runner) gatedWaitReplicas(client string, conn *redis.Client) (workload.
 	w.WaitTimeout = waitReplicasTimeout
 	w.Tries = r.sc.Lock.Retries
 	w.Hooks = workload.WaitReplicasHooks{
-		AfterReplies: func(ctx context.Context) { g.At(ctx, nemesis.AfterReplies) },
-		Background:   func(ctx context.Context) { g.At(ctx, nemesis.Background) },
+		AfterReplies: func(ctx context.Context) { g.At(ctx, fault.AfterReplies) },
+		Background:   func(ctx context.Context) { g.At(ctx, fault.Background) },
 	}
 	w.Logf = func(format string, args ...any) { r.logf("%s: "+format, append([]any{client}, args...)...) }
 	return gatedLock{Lock: w, gate: g}, nil
@@ -148,13 +149,13 @@ type callerKey struct{}
 func (g gatedLock) Acquire(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
 	lease, err := g.Lock.Acquire(context.WithValue(ctx, callerKey{}, ctx), key, ttl)
 	if err == nil {
-		g.gate.At(ctx, nemesis.AfterAcquire)
+		g.gate.At(ctx, fault.AfterAcquire)
 	}
 	return lease, err
 }
 
 func (g gatedLock) Release(ctx context.Context, lease *workload.Lease) error {
-	g.gate.At(ctx, nemesis.BeforeRelease)
+	g.gate.At(ctx, fault.BeforeRelease)
 	return g.Lock.Release(ctx, lease)
 }
 
@@ -175,7 +176,7 @@ func (h replyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if caller, ok := ctx.Value(callerKey{}).(context.Context); ok && h.is(cmd, err) {
-			h.gate.At(caller, nemesis.AfterReplies)
+			h.gate.At(caller, fault.AfterReplies)
 		}
 		return err
 	}

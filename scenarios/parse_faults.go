@@ -9,7 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"splitbrain/cluster"
-	"splitbrain/nemesis"
+	"splitbrain/fault"
 )
 
 // This file parses the cluster's fault-related settings and the fault
@@ -138,8 +138,8 @@ func (sc *Scenario) ReplicasOf(node string) []string {
 
 var (
 	linkFaults = []string{"drop", "reset", "refuse", "delay"}
-	directions = []string{string(nemesis.Both), string(nemesis.ToNode), string(nemesis.ToClient)}
-	shapes     = []string{nemesis.ShapeIsolate, nemesis.ShapeClient, nemesis.ShapeHalves, nemesis.ShapeBridge, nemesis.ShapeRandom, ShapeSides}
+	directions = []string{string(fault.Both), string(fault.ToNode), string(fault.ToClient)}
+	shapes     = []string{fault.ShapeIsolate, fault.ShapeClient, fault.ShapeHalves, fault.ShapeBridge, fault.ShapeRandom, ShapeSides}
 )
 
 // faultStep parses the fields of a fault step; step has checked that the
@@ -200,13 +200,13 @@ func (p *parser) parseFaultStep(st *Step, val *yaml.Node, field string, seen map
 }
 
 func (p *parser) parseLinkFault(st *Step, seen map[string]*yaml.Node, field string) {
-	st.Fault, st.Direction = "drop", string(nemesis.Both)
+	st.Fault, st.Direction = "drop", string(fault.Both)
 	if v := seen["fault"]; v != nil {
 		st.Fault = p.enum(v, field+".fault", "drop", linkFaults...)
 	}
 	if v := seen["direction"]; v != nil {
-		st.Direction = p.enum(v, field+".direction", string(nemesis.Both), directions...)
-		if st.Fault == "refuse" && st.Direction != string(nemesis.Both) {
+		st.Direction = p.enum(v, field+".direction", string(fault.Both), directions...)
+		if st.Fault == "refuse" && st.Direction != string(fault.Both) {
 			p.fail(v, field+".direction", "refuse turns connections away, which has no direction; leave direction out")
 		}
 	}
@@ -219,8 +219,8 @@ func (p *parser) parseLinkFault(st *Step, seen map[string]*yaml.Node, field stri
 		p.fail(v, field+".delay", "only for fault: delay")
 	case v != nil:
 		if sp, good := p.span(v, field+".delay", false); good {
-			if sp.Min < time.Millisecond || sp.Max > nemesis.MaxDelay {
-				p.fail(v, field+".delay", "%q: want from 1ms to %v", v.Value, nemesis.MaxDelay)
+			if sp.Min < time.Millisecond || sp.Max > fault.MaxDelay {
+				p.fail(v, field+".delay", "%q: want from 1ms to %v", v.Value, fault.MaxDelay)
 			}
 			st.Delay = sp
 		}
@@ -254,19 +254,19 @@ func (p *parser) parsePartition(st *Step, val *yaml.Node, field string, seen map
 		}
 	}
 	switch st.Shape {
-	case nemesis.ShapeIsolate:
+	case fault.ShapeIsolate:
 		if seen["nodes"] == nil {
 			p.fail(val, field+".nodes", "missing: shape isolate cuts every client from these nodes")
 		}
 		notFor("client", "it cuts every client (or those in clients)")
-	case nemesis.ShapeClient:
+	case fault.ShapeClient:
 		if seen["client"] == nil || seen["nodes"] == nil {
 			p.fail(val, field, "shape client needs client and nodes: the client is cut from those nodes")
 		}
 		notFor("clients", "it cuts one client, given as client")
-	case nemesis.ShapeHalves, nemesis.ShapeBridge:
+	case fault.ShapeHalves, fault.ShapeBridge:
 		notFor("client", "list the clients in the order they alternate between the sides as clients")
-		min := map[string]int{nemesis.ShapeHalves: 2, nemesis.ShapeBridge: 3}[st.Shape]
+		min := map[string]int{fault.ShapeHalves: 2, fault.ShapeBridge: 3}[st.Shape]
 		n := len(st.Nodes)
 		if seen["nodes"] == nil {
 			n = len(p.nodes)
@@ -279,7 +279,7 @@ func (p *parser) parsePartition(st *Step, val *yaml.Node, field string, seen map
 		notFor("client", "list every client on its side")
 		notFor("clients", "list every client on its side")
 		notFor("nodes", "list every node on its side")
-	case nemesis.ShapeRandom:
+	case fault.ShapeRandom:
 		notFor("client", "each client↔node link is cut or not at random")
 		notFor("nodes", "each client↔node link is cut or not at random")
 	}
@@ -304,10 +304,10 @@ func (p *parser) pauseTarget(st *Step, val *yaml.Node, field string, seen map[st
 	if st.Kind == StepResume {
 		return
 	}
-	points := []string{string(nemesis.AfterReplies), string(nemesis.AfterAcquire), string(nemesis.BeforeWrite), string(nemesis.BeforeRelease), string(nemesis.AnyPoint), "random"}
+	points := []string{string(fault.AfterReplies), string(fault.AfterAcquire), string(fault.BeforeWrite), string(fault.BeforeRelease), string(fault.AnyPoint), "random"}
 	if v := seen["at"]; v != nil {
 		st.Point = p.enum(v, field+".at", "", points...)
-		if st.Point == string(nemesis.BeforeWrite) && !p.storage {
+		if st.Point == string(fault.BeforeWrite) && !p.storage {
 			p.fail(v, field+".at", "before-write is where a client writes the storage, which only the counter, bank and set workloads do; use one of them, or another point")
 		}
 	} else {
@@ -331,17 +331,17 @@ func (p *parser) parseRandom(st *Step, val *yaml.Node, field string, seen map[st
 	before := len(p.errs)
 	if v := need("faults"); v != nil {
 		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-			p.fail(v, field+".faults", "want a list of fault kinds, some of %s", strings.Join(nemesis.RandomKinds, ", "))
+			p.fail(v, field+".faults", "want a list of fault kinds, some of %s", strings.Join(fault.RandomKinds, ", "))
 		}
 		for _, k := range v.Content {
-			if kind := p.enum(k, field+".faults", "", nemesis.RandomKinds...); kind != "" {
+			if kind := p.enum(k, field+".faults", "", fault.RandomKinds...); kind != "" {
 				s.Kinds = append(s.Kinds, kind)
 			}
 		}
 	}
 	if v := seen["targets"]; v != nil {
-		names := make([]string, len(nemesis.Targets))
-		for i, t := range nemesis.Targets {
+		names := make([]string, len(fault.Targets))
+		for i, t := range fault.Targets {
 			names[i] = string(t)
 		}
 		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
@@ -349,7 +349,7 @@ func (p *parser) parseRandom(st *Step, val *yaml.Node, field string, seen map[st
 		}
 		for _, t := range v.Content {
 			if target := p.enum(t, field+".targets", "", names...); target != "" {
-				s.Targets = append(s.Targets, nemesis.Target(target))
+				s.Targets = append(s.Targets, fault.Target(target))
 			}
 		}
 	}

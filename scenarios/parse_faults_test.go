@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
-	"splitbrain/nemesis"
+	"splitbrain/fault"
 )
 
 const faultsHead = `name: t
@@ -59,8 +59,8 @@ func TestParseFaultSteps(t *testing.T) {
 		{"promote: {node: n1, replica: r1}", Step{Kind: StepPromote, Node: "n1", Replica: "r1"}},
 		{"heal: failover", Step{Kind: StepHeal, Heal: "failover"}},
 		{"random: {faults: [partition, kill], targets: [one, majority], interval: 1s, duration: 200ms..800ms, for: 10s, max_clock: 5s}",
-			Step{Kind: StepRandom, Schedule: nemesis.ScheduleSpec{Kinds: []string{"partition", "kill"},
-				Targets: []nemesis.Target{"one", "majority"}, Interval: time.Second, MinFor: 200 * time.Millisecond,
+			Step{Kind: StepRandom, Schedule: fault.ScheduleSpec{Kinds: []string{"partition", "kill"},
+				Targets: []fault.Target{"one", "majority"}, Interval: time.Second, MinFor: 200 * time.Millisecond,
 				MaxFor: 800 * time.Millisecond, Total: 10 * time.Second, MaxClock: 5 * time.Second}}},
 	} {
 		t.Run(tc.yaml, func(t *testing.T) {

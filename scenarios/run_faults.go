@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
@@ -73,20 +74,20 @@ func (r *runner) setUpFaults(ctx context.Context) error {
 func (r *runner) hooks(client string) redlock.Hooks {
 	g := r.faults.gates[client]
 	return redlock.Hooks{
-		AfterReplies:  func(ctx context.Context, _ string) { g.At(ctx, nemesis.AfterReplies) },
-		AfterAcquire:  func(ctx context.Context, _ *redlock.Lease) { g.At(ctx, nemesis.AfterAcquire) },
-		BeforeRelease: func(ctx context.Context, _ *redlock.Lease) { g.At(ctx, nemesis.BeforeRelease) },
+		AfterReplies:  func(ctx context.Context, _ string) { g.At(ctx, fault.AfterReplies) },
+		AfterAcquire:  func(ctx context.Context, _ *redlock.Lease) { g.At(ctx, fault.AfterAcquire) },
+		BeforeRelease: func(ctx context.Context, _ *redlock.Lease) { g.At(ctx, fault.BeforeRelease) },
 	}
 }
 
 // healKinds maps a heal step's target to the fault kinds it heals; "all"
 // heals every one of them.
 var healKinds = map[string][]string{
-	"links":    {nemesis.KindCut, nemesis.KindReset, nemesis.KindRefuse, nemesis.KindDelay, nemesis.KindPartition},
-	"clocks":   {nemesis.KindClockJump, nemesis.KindClockStrobe},
-	"nodes":    {nemesis.KindPause, nemesis.KindKill, nemesis.KindStop},
-	"clients":  {nemesis.KindClientPause},
-	"failover": {nemesis.KindPromote},
+	"links":    {fault.KindCut, fault.KindReset, fault.KindRefuse, fault.KindDelay, fault.KindPartition},
+	"clocks":   {fault.KindClockJump, fault.KindClockStrobe},
+	"nodes":    {fault.KindPause, fault.KindKill, fault.KindStop},
+	"clients":  {fault.KindClientPause},
+	"failover": {fault.KindPromote},
 }
 
 func healKindsFor(what string) []string {
@@ -132,7 +133,7 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 		return r.nem.ResetClocks(ctx, nodes...)
 	case StepPause:
 		if st.Client != "" {
-			at := nemesis.Point(st.Point)
+			at := fault.Point(st.Point)
 			if st.Point == "random" {
 				points := r.pausePoints()
 				at = points[r.nemRand.IntN(len(points))]
@@ -146,9 +147,9 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 		return r.start(ctx, st, nemesis.Pause{Node: node})
 	case StepResume:
 		if st.Client != "" {
-			return r.stopOn(ctx, "resume", st.Client, nemesis.KindClientPause)
+			return r.stopOn(ctx, "resume", st.Client, fault.KindClientPause)
 		}
-		return r.stopOn(ctx, "resume", st.Node, nemesis.KindPause)
+		return r.stopOn(ctx, "resume", st.Node, fault.KindPause)
 	case StepKill, StepStop:
 		if st.Amnesia {
 			if _, err := nodeAs[nemesis.Wipeable](r, st.Node, cluster.FaultWipe); err != nil {
@@ -168,7 +169,7 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 		}
 		return r.start(ctx, st, nemesis.Stop{Node: node, Amnesia: st.Amnesia})
 	case StepRestart:
-		return r.stopOn(ctx, "restart", st.Node, nemesis.KindKill, nemesis.KindStop)
+		return r.stopOn(ctx, "restart", st.Node, fault.KindKill, fault.KindStop)
 	case StepPromote:
 		rep, err := nodeAs[nemesis.Promotable](r, st.Replica, cluster.FaultReplica)
 		if err != nil {
@@ -182,7 +183,7 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 }
 
 func clientLinks(clients, nodes []string) []history.Link {
-	return nemesis.Isolate(clients, nodes)
+	return fault.Isolate(clients, nodes)
 }
 
 func (r *runner) node(name string) (cluster.Node, error) {
@@ -200,7 +201,7 @@ func (r *runner) node(name string) (cluster.Node, error) {
 // random schedule waits for its client pauses: a client has one gate, and
 // a shrunk schedule (package shrink) writes a random schedule's pauses as
 // steps that may follow each other closer than the client's hold.
-func (r *runner) pauseClient(ctx context.Context, st Step, at nemesis.Point) error {
+func (r *runner) pauseClient(ctx context.Context, st Step, at fault.Point) error {
 	p := nemesis.ClientPause{Gate: r.faults.gates[st.Client], At: at, For: st.For.Draw(r.nemRand)}
 	if st.Signal {
 		proc, ok := r.drivers.pausers()[st.Client]
@@ -296,7 +297,7 @@ func (r *runner) linkFault(ctx context.Context, st Step, links []history.Link) e
 	if err := r.refuseLinks(links); err != nil {
 		return err
 	}
-	dir := nemesis.Direction(st.Direction)
+	dir := fault.Direction(st.Direction)
 	var f nemesis.Fault
 	switch st.Fault {
 	case "drop":
@@ -324,16 +325,16 @@ func (r *runner) partition(ctx context.Context, st Step) error {
 	var links []history.Link
 	var err error
 	switch st.Shape {
-	case nemesis.ShapeIsolate:
-		links = nemesis.Isolate(clients, nodes)
-	case nemesis.ShapeClient:
-		links = nemesis.ClientCut(st.Client, nodes)
-	case nemesis.ShapeHalves:
-		links, err = nemesis.Halves(clients, nodes)
-	case nemesis.ShapeBridge:
-		links, err = nemesis.Bridge(clients, nodes)
-	case nemesis.ShapeRandom:
-		links = nemesis.RandomGrudge(clients, nodes, r.nemRand)
+	case fault.ShapeIsolate:
+		links = fault.Isolate(clients, nodes)
+	case fault.ShapeClient:
+		links = fault.ClientCut(st.Client, nodes)
+	case fault.ShapeHalves:
+		links, err = fault.Halves(clients, nodes)
+	case fault.ShapeBridge:
+		links, err = fault.Bridge(clients, nodes)
+	case fault.ShapeRandom:
+		links = fault.RandomGrudge(clients, nodes, r.nemRand)
 	case ShapeSides:
 		if err = r.refusePeerSplit(st.Sides); err != nil {
 			break
@@ -358,7 +359,7 @@ func (r *runner) partition(ctx context.Context, st Step) error {
 func (r *runner) random(ctx context.Context, st Step) error {
 	spec := st.Schedule
 	spec.Points = r.pausePoints()
-	ops, err := nemesis.Plan(spec, r.sc.Clients, r.nodeNames(), r.nemRand)
+	ops, err := fault.Plan(spec, r.sc.Clients, r.nodeNames(), r.nemRand)
 	if err != nil {
 		return err
 	}
@@ -374,9 +375,9 @@ func (r *runner) random(ctx context.Context, st Step) error {
 		}
 	}
 	r.logf("random schedule: %d faults over %v", len(ops), st.Schedule.Total)
-	return r.nem.RunSchedule(ctx, ops, env, func(op nemesis.Op) { r.logf("random: %s", op) })
+	return r.nem.RunSchedule(ctx, ops, env, func(op fault.Op) { r.logf("random: %s", op) })
 }
 
 // pausePoints are where this run's clients can be paused: the lock's hook
 // points, and before the write when the workload writes the storage.
-func (r *runner) pausePoints() []nemesis.Point { return r.sc.pausePoints() }
+func (r *runner) pausePoints() []fault.Point { return r.sc.pausePoints() }

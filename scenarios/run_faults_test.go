@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"splitbrain/checker"
+	"splitbrain/fault"
 	"splitbrain/history"
-	"splitbrain/nemesis"
 	"splitbrain/results"
 	"splitbrain/scenarios"
 )
@@ -57,7 +57,7 @@ func nemesisOps(t *testing.T, dir string) []history.Fault {
 func seedOps(fs []history.Fault) []history.Fault {
 	var out []history.Fault
 	for _, f := range fs {
-		if f.Phase == history.PhaseStart && f.Kind != nemesis.KindClientHeld {
+		if f.Phase == history.PhaseStart && f.Kind != fault.KindClientHeld {
 			f.ID = 0
 			out = append(out, f)
 		}
@@ -190,7 +190,7 @@ steps:
 	for _, f := range out.Result.Violations[0].Faults {
 		kinds[f.Kind] = true
 	}
-	if !kinds[nemesis.KindPromote] || !kinds[nemesis.KindKill] {
+	if !kinds[fault.KindPromote] || !kinds[fault.KindKill] {
 		t.Errorf("violation's faults %+v, want the kill and the promotion", out.Result.Violations[0].Faults)
 	}
 }
@@ -230,8 +230,8 @@ steps:
 			kinds[f.Kind]++
 		}
 	}
-	for _, k := range []string{nemesis.KindDelay, nemesis.KindPartition, nemesis.KindClientPause, nemesis.KindKill,
-		nemesis.KindStop, nemesis.KindPause, nemesis.KindClockStrobe, nemesis.KindClockReset} {
+	for _, k := range []string{fault.KindDelay, fault.KindPartition, fault.KindClientPause, fault.KindKill,
+		fault.KindStop, fault.KindPause, fault.KindClockStrobe, fault.KindClockReset} {
 		if kinds[k] != 1 {
 			t.Errorf("%s healed %d times, want once\n%s", k, kinds[k], log)
 		}
@@ -347,8 +347,8 @@ func TestSIGINTMidFaultLeavesNothing(t *testing.T) {
 			healed[f.ID] = true
 		}
 	}
-	want := []string{nemesis.KindPartition, nemesis.KindClockJump, nemesis.KindClockStrobe, nemesis.KindPause,
-		nemesis.KindKill, nemesis.KindDelay, nemesis.KindClientPause}
+	want := []string{fault.KindPartition, fault.KindClockJump, fault.KindClockStrobe, fault.KindPause,
+		fault.KindKill, fault.KindDelay, fault.KindClientPause}
 	if !reflect.DeepEqual(kinds, want) || len(healed) != len(want) {
 		t.Errorf("faults started %v, %d healed; want %v all healed", kinds, len(healed), want)
 	}
@@ -380,7 +380,7 @@ steps:
 `)
 	out, log := runLogged(t, sc, 3)
 	fs := nemesisOps(t, out.Dir)
-	if len(fs) < 4 || fs[0].Kind != nemesis.KindDelay || fs[0].Links[0] != (history.Link{Client: "c1", Node: "storage"}) {
+	if len(fs) < 4 || fs[0].Kind != fault.KindDelay || fs[0].Links[0] != (history.Link{Client: "c1", Node: "storage"}) {
 		t.Fatalf("nemesis ops %+v, want the storage link's delay first\n%s", fs, log)
 	}
 	assertAllHealed(t, fs, log)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
 	"splitbrain/workload"
@@ -119,7 +120,7 @@ func (r *runner) playGenerated(ctx context.Context) error {
 			Rand:    rand.New(rand.NewPCG(uint64(r.seed), streamClients+uint64(i))),
 		}
 		if gate := r.faults.gates[name]; gate != nil && w.HasResource() {
-			workers[i].BeforeWrite = func(ctx context.Context) { gate.At(ctx, nemesis.BeforeWrite) }
+			workers[i].BeforeWrite = func(ctx context.Context) { gate.At(ctx, fault.BeforeWrite) }
 		}
 	}
 	// The steps before the first wait set the stage (arm a client pause,

@@ -20,7 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"splitbrain/cluster"
-	"splitbrain/nemesis"
+	"splitbrain/fault"
 )
 
 //go:embed builtin/*.yaml
@@ -209,7 +209,7 @@ type Step struct {
 	// client to reach its point (zero: until the run ends); For counts
 	// from when the client gets there.
 	Within   time.Duration
-	Schedule nemesis.ScheduleSpec // random
+	Schedule fault.ScheduleSpec // random
 }
 
 // Span is a duration or a range of durations to draw from.

@@ -10,8 +10,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"splitbrain/fault"
 	"splitbrain/history"
-	"splitbrain/nemesis"
 )
 
 // A generated scenario's steps, unrolled for one seed: every fault as the
@@ -133,16 +133,16 @@ func (sc *Scenario) unrollFault(st Step, nem *rand.Rand) ([]TimedFault, error) {
 		if err := forDrawn(); err != nil {
 			return nil, err
 		}
-		return cutSteps(links, st.For.Min, st.Line, history.Fault{Kind: nemesis.KindPartition, Links: links}), nil
+		return cutSteps(links, st.For.Min, st.Line, history.Fault{Kind: fault.KindPartition, Links: links}), nil
 	case StepStrobe:
 		st.Span = fixed(st.Span.Draw(nem))
-		return one(history.Fault{Kind: nemesis.KindClockStrobe, Nodes: []string{st.Node}, Offset: int64(st.Span.Min)})
+		return one(history.Fault{Kind: fault.KindClockStrobe, Nodes: []string{st.Node}, Offset: int64(st.Span.Min)})
 	case StepClock:
 		st.Span = fixed(st.Span.Draw(nem))
-		return one(history.Fault{Kind: nemesis.KindClockJump, Nodes: []string{st.Node}, Offset: int64(st.Span.Min)})
+		return one(history.Fault{Kind: fault.KindClockJump, Nodes: []string{st.Node}, Offset: int64(st.Span.Min)})
 	case StepPause:
 		if st.Client == "" {
-			return one(history.Fault{Kind: nemesis.KindPause, Nodes: []string{st.Node}})
+			return one(history.Fault{Kind: fault.KindPause, Nodes: []string{st.Node}})
 		}
 		if st.Point == "random" {
 			points := sc.pausePoints()
@@ -151,16 +151,16 @@ func (sc *Scenario) unrollFault(st Step, nem *rand.Rand) ([]TimedFault, error) {
 		// A client pause draws its duration whether or not for: was
 		// given as a range (pauseClient).
 		st.For, st.HasFor = fixed(st.For.Draw(nem)), true
-		return []TimedFault{{Step: st, Records: []history.Fault{{Kind: nemesis.KindClientPause, Nodes: []string{st.Client}}}}}, nil
+		return []TimedFault{{Step: st, Records: []history.Fault{{Kind: fault.KindClientPause, Nodes: []string{st.Client}}}}}, nil
 	case StepKill:
-		return one(history.Fault{Kind: nemesis.KindKill, Nodes: []string{st.Node}})
+		return one(history.Fault{Kind: fault.KindKill, Nodes: []string{st.Node}})
 	case StepStop:
-		return one(history.Fault{Kind: nemesis.KindStop, Nodes: []string{st.Node}})
+		return one(history.Fault{Kind: fault.KindStop, Nodes: []string{st.Node}})
 	}
 	return nil, fmt.Errorf("no explicit form for a %s step", st.Kind)
 }
 
-var linkFaultKinds = map[string]string{"drop": nemesis.KindCut, "reset": nemesis.KindReset, "refuse": nemesis.KindRefuse, "delay": nemesis.KindDelay}
+var linkFaultKinds = map[string]string{"drop": fault.KindCut, "reset": fault.KindReset, "refuse": fault.KindRefuse, "delay": fault.KindDelay}
 
 // partitionLinks are the links a partition step cuts, as partition draws
 // them.
@@ -173,16 +173,16 @@ func (sc *Scenario) partitionLinks(st Step, nem *rand.Rand) ([]history.Link, err
 		nodes = sc.nodeNames()
 	}
 	switch st.Shape {
-	case nemesis.ShapeIsolate:
-		return nemesis.Isolate(clients, nodes), nil
-	case nemesis.ShapeClient:
-		return nemesis.ClientCut(st.Client, nodes), nil
-	case nemesis.ShapeHalves:
-		return nemesis.Halves(clients, nodes)
-	case nemesis.ShapeBridge:
-		return nemesis.Bridge(clients, nodes)
-	case nemesis.ShapeRandom:
-		return nemesis.RandomGrudge(clients, nodes, nem), nil
+	case fault.ShapeIsolate:
+		return fault.Isolate(clients, nodes), nil
+	case fault.ShapeClient:
+		return fault.ClientCut(st.Client, nodes), nil
+	case fault.ShapeHalves:
+		return fault.Halves(clients, nodes)
+	case fault.ShapeBridge:
+		return fault.Bridge(clients, nodes)
+	case fault.ShapeRandom:
+		return fault.RandomGrudge(clients, nodes, nem), nil
 	}
 	return nil, fmt.Errorf("unknown partition shape %q", st.Shape)
 }
@@ -203,7 +203,7 @@ func cutSteps(links []history.Link, d time.Duration, line int, rec history.Fault
 	var out []TimedFault
 	for i, c := range order {
 		f := TimedFault{Step: Step{Kind: StepNet, Line: line, Client: c, Nodes: byClient[c], Fault: "drop",
-			Direction: string(nemesis.Both), For: fixed(d), HasFor: true}}
+			Direction: string(fault.Both), For: fixed(d), HasFor: true}}
 		if i == 0 {
 			f.Records = []history.Fault{rec}
 		}
@@ -217,7 +217,7 @@ func cutSteps(links []history.Link, d time.Duration, line int, rec history.Fault
 func (sc *Scenario) unrollSchedule(st Step, start time.Duration, where string, nem *rand.Rand) ([]TimedFault, time.Duration, error) {
 	spec := st.Schedule
 	spec.Points = sc.pausePoints()
-	ops, err := nemesis.Plan(spec, sc.Clients, sc.nodeNames(), nem)
+	ops, err := fault.Plan(spec, sc.Clients, sc.nodeNames(), nem)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", where, err)
 	}
@@ -245,7 +245,7 @@ func (sc *Scenario) unrollSchedule(st Step, start time.Duration, where string, n
 
 // opSteps writes one drawn fault of a random schedule as steps, one per
 // node or client it acts on, each recording what Env.Faults's fault does.
-func opSteps(op nemesis.Op, within time.Duration, line int) ([]TimedFault, error) {
+func opSteps(op fault.Op, within time.Duration, line int) ([]TimedFault, error) {
 	d := fixed(op.For)
 	var out []TimedFault
 	add := func(st Step, rec history.Fault) {
@@ -253,35 +253,35 @@ func opSteps(op nemesis.Op, within time.Duration, line int) ([]TimedFault, error
 		out = append(out, TimedFault{Step: st, Records: []history.Fault{rec}})
 	}
 	switch op.Kind {
-	case nemesis.RandomPartition:
-		return cutSteps(op.Links, op.For, line, history.Fault{Kind: nemesis.KindPartition, Links: op.Links}), nil
-	case nemesis.RandomClientPause:
+	case fault.RandomPartition:
+		return cutSteps(op.Links, op.For, line, history.Fault{Kind: fault.KindPartition, Links: op.Links}), nil
+	case fault.RandomClientPause:
 		for _, c := range op.Clients {
 			add(Step{Kind: StepPause, Client: c, Point: string(op.Point), Within: within},
-				history.Fault{Kind: nemesis.KindClientPause, Nodes: []string{c}})
+				history.Fault{Kind: fault.KindClientPause, Nodes: []string{c}})
 		}
 		return out, nil
 	}
 	for i, n := range op.Nodes {
 		switch op.Kind {
-		case nemesis.RandomClock:
+		case fault.RandomClock:
 			if op.Strobe > 0 {
 				add(Step{Kind: StepStrobe, Node: n, Span: fixed(op.Offsets[0]), Period: op.Strobe},
-					history.Fault{Kind: nemesis.KindClockStrobe, Nodes: []string{n}, Offset: int64(op.Offsets[0])})
+					history.Fault{Kind: fault.KindClockStrobe, Nodes: []string{n}, Offset: int64(op.Offsets[0])})
 			} else {
 				add(Step{Kind: StepClock, Node: n, Span: fixed(op.Offsets[i])},
-					history.Fault{Kind: nemesis.KindClockJump, Nodes: []string{n}, Offset: int64(op.Offsets[i])})
+					history.Fault{Kind: fault.KindClockJump, Nodes: []string{n}, Offset: int64(op.Offsets[i])})
 			}
-		case nemesis.RandomPause:
-			add(Step{Kind: StepPause, Node: n}, history.Fault{Kind: nemesis.KindPause, Nodes: []string{n}})
-		case nemesis.RandomKill:
+		case fault.RandomPause:
+			add(Step{Kind: StepPause, Node: n}, history.Fault{Kind: fault.KindPause, Nodes: []string{n}})
+		case fault.RandomKill:
 			if op.Graceful {
-				add(Step{Kind: StepStop, Node: n}, history.Fault{Kind: nemesis.KindStop, Nodes: []string{n}})
+				add(Step{Kind: StepStop, Node: n}, history.Fault{Kind: fault.KindStop, Nodes: []string{n}})
 			} else {
-				add(Step{Kind: StepKill, Node: n}, history.Fault{Kind: nemesis.KindKill, Nodes: []string{n}})
+				add(Step{Kind: StepKill, Node: n}, history.Fault{Kind: fault.KindKill, Nodes: []string{n}})
 			}
-		case nemesis.RandomAmnesia:
-			add(Step{Kind: StepKill, Node: n, Amnesia: true}, history.Fault{Kind: nemesis.KindKill, Nodes: []string{n}})
+		case fault.RandomAmnesia:
+			add(Step{Kind: StepKill, Node: n, Amnesia: true}, history.Fault{Kind: fault.KindKill, Nodes: []string{n}})
 		default:
 			return nil, fmt.Errorf("random schedule: unknown fault kind %q", op.Kind)
 		}
@@ -300,11 +300,11 @@ func (sc *Scenario) nodeNames() []string {
 
 // pausePoints are where sc's clients can be paused: the lock's hook
 // points, and before the write when the workload writes the storage.
-func (sc *Scenario) pausePoints() []nemesis.Point {
+func (sc *Scenario) pausePoints() []fault.Point {
 	if sc.Workload.HasResource() {
-		return nemesis.ResourcePoints
+		return fault.ResourcePoints
 	}
-	return nemesis.HookPoints
+	return fault.HookPoints
 }
 
 // StepNode writes an explicit step — a wait for a time, or a fault as
@@ -333,7 +333,7 @@ func StepNode(st Step) (*yaml.Node, error) {
 		if st.Fault != "" && st.Fault != "drop" {
 			field("fault", st.Fault)
 		}
-		if st.Direction != "" && st.Direction != string(nemesis.Both) {
+		if st.Direction != "" && st.Direction != string(fault.Both) {
 			field("direction", st.Direction)
 		}
 		if st.Fault == "delay" {

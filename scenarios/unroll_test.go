@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"splitbrain/fault"
 
-	"splitbrain/nemesis"
+	"go.yaml.in/yaml/v3"
 )
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -30,8 +30,8 @@ func TestUnrollRandomSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := sc.Steps[1].Schedule
-	spec.Points = nemesis.ResourcePoints
-	ops, err := nemesis.Plan(spec, sc.Clients, sc.nodeNames(), rand.New(rand.NewPCG(1, streamNemesis)))
+	spec.Points = fault.ResourcePoints
+	ops, err := fault.Plan(spec, sc.Clients, sc.nodeNames(), rand.New(rand.NewPCG(1, streamNemesis)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,31 +73,31 @@ func TestOpSteps(t *testing.T) {
 	d := fixed(ms(300))
 	for _, tc := range []struct {
 		name   string
-		op     nemesis.Op
+		op     fault.Op
 		within time.Duration
 		want   []Step
 	}{
-		{"partition", nemesis.Op{Kind: nemesis.RandomPartition, For: ms(300), Shape: "halves",
+		{"partition", fault.Op{Kind: fault.RandomPartition, For: ms(300), Shape: "halves",
 			Links: clientLinks([]string{"c1"}, []string{"n1", "n2"})[:2:2]}, 0,
 			[]Step{{Kind: StepNet, Client: "c1", Nodes: []string{"n1", "n2"}, Fault: "drop", Direction: "both", For: d, HasFor: true}}},
-		{"grudge over two clients", nemesis.Op{Kind: nemesis.RandomPartition, For: ms(300), Shape: "random",
+		{"grudge over two clients", fault.Op{Kind: fault.RandomPartition, For: ms(300), Shape: "random",
 			Links: append(clientLinks([]string{"c2"}, []string{"n3"}), clientLinks([]string{"c1"}, []string{"n1"})...)}, 0,
 			[]Step{{Kind: StepNet, Client: "c2", Nodes: []string{"n3"}, Fault: "drop", Direction: "both", For: d, HasFor: true},
 				{Kind: StepNet, Client: "c1", Nodes: []string{"n1"}, Fault: "drop", Direction: "both", For: d, HasFor: true}}},
-		{"jumps", nemesis.Op{Kind: nemesis.RandomClock, For: ms(300), Nodes: []string{"n1", "n3"}, Offsets: []time.Duration{ms(500), -ms(700)}}, 0,
+		{"jumps", fault.Op{Kind: fault.RandomClock, For: ms(300), Nodes: []string{"n1", "n3"}, Offsets: []time.Duration{ms(500), -ms(700)}}, 0,
 			[]Step{{Kind: StepClock, Node: "n1", Span: fixed(ms(500)), For: d, HasFor: true},
 				{Kind: StepClock, Node: "n3", Span: fixed(-ms(700)), For: d, HasFor: true}}},
-		{"strobe", nemesis.Op{Kind: nemesis.RandomClock, For: ms(300), Nodes: []string{"n2"}, Offsets: []time.Duration{-ms(900)}, Strobe: ms(40)}, 0,
+		{"strobe", fault.Op{Kind: fault.RandomClock, For: ms(300), Nodes: []string{"n2"}, Offsets: []time.Duration{-ms(900)}, Strobe: ms(40)}, 0,
 			[]Step{{Kind: StepStrobe, Node: "n2", Span: fixed(-ms(900)), Period: ms(40), For: d, HasFor: true}}},
-		{"node pause", nemesis.Op{Kind: nemesis.RandomPause, For: ms(300), Nodes: []string{"n5"}}, 0,
+		{"node pause", fault.Op{Kind: fault.RandomPause, For: ms(300), Nodes: []string{"n5"}}, 0,
 			[]Step{{Kind: StepPause, Node: "n5", For: d, HasFor: true}}},
-		{"kill", nemesis.Op{Kind: nemesis.RandomKill, For: ms(300), Nodes: []string{"n1"}}, 0,
+		{"kill", fault.Op{Kind: fault.RandomKill, For: ms(300), Nodes: []string{"n1"}}, 0,
 			[]Step{{Kind: StepKill, Node: "n1", For: d, HasFor: true}}},
-		{"graceful kill", nemesis.Op{Kind: nemesis.RandomKill, For: ms(300), Nodes: []string{"n1"}, Graceful: true}, 0,
+		{"graceful kill", fault.Op{Kind: fault.RandomKill, For: ms(300), Nodes: []string{"n1"}, Graceful: true}, 0,
 			[]Step{{Kind: StepStop, Node: "n1", For: d, HasFor: true}}},
-		{"amnesia", nemesis.Op{Kind: nemesis.RandomAmnesia, For: ms(300), Nodes: []string{"n4"}}, 0,
+		{"amnesia", fault.Op{Kind: fault.RandomAmnesia, For: ms(300), Nodes: []string{"n4"}}, 0,
 			[]Step{{Kind: StepKill, Node: "n4", Amnesia: true, For: d, HasFor: true}}},
-		{"client pauses", nemesis.Op{Kind: nemesis.RandomClientPause, For: ms(300), Clients: []string{"c1", "c3"}, Point: nemesis.BeforeWrite}, ms(700),
+		{"client pauses", fault.Op{Kind: fault.RandomClientPause, For: ms(300), Clients: []string{"c1", "c3"}, Point: fault.BeforeWrite}, ms(700),
 			[]Step{{Kind: StepPause, Client: "c1", Point: "before-write", For: d, HasFor: true, Within: ms(700)},
 				{Kind: StepPause, Client: "c3", Point: "before-write", For: d, HasFor: true, Within: ms(700)}}},
 	} {

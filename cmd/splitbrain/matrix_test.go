@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"splitbrain/fault"
 	"splitbrain/history"
-	"splitbrain/nemesis"
 	"splitbrain/results"
 	"splitbrain/scenarios"
 )
@@ -35,7 +35,7 @@ func faultSchedule(t *testing.T, dir string) []string {
 		}
 		// Whether a paused client reached its point is the run's
 		// timing, not the seed's.
-		if f.Phase == history.PhaseStart && f.Kind != nemesis.KindClientHeld {
+		if f.Phase == history.PhaseStart && f.Kind != fault.KindClientHeld {
 			out = append(out, f.Kind+" "+strings.Join(f.Nodes, ",")+" "+f.Detail)
 		}
 	}

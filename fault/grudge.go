@@ -1,4 +1,4 @@
-package nemesis
+package fault
 
 import (
 	"fmt"

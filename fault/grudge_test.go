@@ -1,4 +1,4 @@
-package nemesis_test
+package fault_test
 
 import (
 	"math/rand/v2"
@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"splitbrain/fault"
 	"splitbrain/history"
-	"splitbrain/nemesis"
 )
 
 func links(pairs ...string) []history.Link {
@@ -27,22 +27,22 @@ func TestGrudgeShapes(t *testing.T) {
 		want    []history.Link
 		wantErr bool
 	}{
-		{"isolate one node", func() ([]history.Link, error) { return nemesis.Isolate([]string{"c1", "c2"}, []string{"n3"}), nil },
+		{"isolate one node", func() ([]history.Link, error) { return fault.Isolate([]string{"c1", "c2"}, []string{"n3"}), nil },
 			links("c1", "n3", "c2", "n3"), false},
-		{"client cut", func() ([]history.Link, error) { return nemesis.ClientCut("c1", []string{"n4", "n5"}), nil },
+		{"client cut", func() ([]history.Link, error) { return fault.ClientCut("c1", []string{"n4", "n5"}), nil },
 			links("c1", "n4", "c1", "n5"), false},
-		{"halves of five", func() ([]history.Link, error) { return nemesis.Halves([]string{"c1", "c2", "c3"}, five) },
+		{"halves of five", func() ([]history.Link, error) { return fault.Halves([]string{"c1", "c2", "c3"}, five) },
 			links("c1", "n4", "c1", "n5", "c2", "n1", "c2", "n2", "c2", "n3", "c3", "n4", "c3", "n5"), false},
-		{"halves of two", func() ([]history.Link, error) { return nemesis.Halves([]string{"c1", "c2"}, []string{"n1", "n2"}) },
+		{"halves of two", func() ([]history.Link, error) { return fault.Halves([]string{"c1", "c2"}, []string{"n1", "n2"}) },
 			links("c1", "n2", "c2", "n1"), false},
-		{"halves of four", func() ([]history.Link, error) { return nemesis.Halves([]string{"c1", "c2"}, five[:4]) },
+		{"halves of four", func() ([]history.Link, error) { return fault.Halves([]string{"c1", "c2"}, five[:4]) },
 			links("c1", "n3", "c1", "n4", "c2", "n1", "c2", "n2"), false},
-		{"halves of one", func() ([]history.Link, error) { return nemesis.Halves([]string{"c1"}, []string{"n1"}) }, nil, true},
-		{"bridge of five", func() ([]history.Link, error) { return nemesis.Bridge([]string{"c1", "c2"}, five) },
+		{"halves of one", func() ([]history.Link, error) { return fault.Halves([]string{"c1"}, []string{"n1"}) }, nil, true},
+		{"bridge of five", func() ([]history.Link, error) { return fault.Bridge([]string{"c1", "c2"}, five) },
 			links("c1", "n4", "c1", "n5", "c2", "n1", "c2", "n2"), false},
-		{"bridge of four", func() ([]history.Link, error) { return nemesis.Bridge([]string{"c1", "c2"}, five[:4]) },
+		{"bridge of four", func() ([]history.Link, error) { return fault.Bridge([]string{"c1", "c2"}, five[:4]) },
 			links("c1", "n4", "c2", "n1", "c2", "n2"), false},
-		{"bridge of two", func() ([]history.Link, error) { return nemesis.Bridge([]string{"c1"}, five[:2]) }, nil, true},
+		{"bridge of two", func() ([]history.Link, error) { return fault.Bridge([]string{"c1"}, five[:2]) }, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.got()
@@ -72,13 +72,13 @@ func reachable(g []history.Link, client string, nodes []string) []string {
 func TestGrudgeQuorums(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 50 {
-		nodes := nemesis.Shuffled(five, r)
-		h, _ := nemesis.Halves([]string{"c1", "c2"}, nodes)
+		nodes := fault.Shuffled(five, r)
+		h, _ := fault.Halves([]string{"c1", "c2"}, nodes)
 		a, b := reachable(h, "c1", five), reachable(h, "c2", five)
 		if len(a) != 3 || len(b) != 2 || slices.ContainsFunc(a, func(n string) bool { return slices.Contains(b, n) }) {
 			t.Fatalf("halves %v: c1 reaches %v, c2 %v", nodes, a, b)
 		}
-		br, _ := nemesis.Bridge([]string{"c1", "c2"}, nodes)
+		br, _ := fault.Bridge([]string{"c1", "c2"}, nodes)
 		a, b = reachable(br, "c1", five), reachable(br, "c2", five)
 		if len(a) != 3 || len(b) != 3 || !slices.Contains(a, nodes[2]) || !slices.Contains(b, nodes[2]) {
 			t.Fatalf("bridge %v: c1 reaches %v, c2 %v", nodes, a, b)
@@ -90,15 +90,15 @@ func TestRandomGrudgeFollowsSeed(t *testing.T) {
 	clients := []string{"c1", "c2", "c3"}
 	seen := map[string]bool{}
 	for seed := range uint64(30) {
-		a := nemesis.RandomGrudge(clients, five, rand.New(rand.NewPCG(seed, 1)))
-		b := nemesis.RandomGrudge(clients, five, rand.New(rand.NewPCG(seed, 1)))
+		a := fault.RandomGrudge(clients, five, rand.New(rand.NewPCG(seed, 1)))
+		b := fault.RandomGrudge(clients, five, rand.New(rand.NewPCG(seed, 1)))
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("seed %d: %v then %v", seed, a, b)
 		}
 		if len(a) == 0 {
 			t.Fatalf("seed %d: empty grudge", seed)
 		}
-		all := nemesis.Isolate(clients, five)
+		all := fault.Isolate(clients, five)
 		for _, l := range a {
 			if !slices.Contains(all, l) {
 				t.Fatalf("seed %d: link %v is not a client↔node link", seed, l)
@@ -110,7 +110,7 @@ func TestRandomGrudgeFollowsSeed(t *testing.T) {
 		t.Errorf("30 seeds gave only %d different grudges", len(seen))
 	}
 	// One link is still a grudge.
-	if g := nemesis.RandomGrudge([]string{"c1"}, []string{"n1"}, rand.New(rand.NewPCG(3, 3))); len(g) != 1 {
+	if g := fault.RandomGrudge([]string{"c1"}, []string{"n1"}, rand.New(rand.NewPCG(3, 3))); len(g) != 1 {
 		t.Errorf("single link: %v", g)
 	}
 }
