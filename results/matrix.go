@@ -25,7 +25,7 @@ const (
 type MatrixPlay struct {
 	Seed       int64           `json:"seed"`
 	Verdict    checker.Verdict `json:"verdict"`
-	Answers    Answers         `json:"answers"`
+	Answers    checker.Answers `json:"answers"`
 	AsExpected bool            `json:"as_expected"`
 	Reason     string          `json:"reason,omitempty"`
 	// Dir is the run folder. WriteMatrix stores it relative to the
@@ -41,7 +41,7 @@ type MatrixPlay struct {
 // PlayOf reads a play from its run folder's record.
 func PlayOf(dir string, rec Record) MatrixPlay {
 	return MatrixPlay{Seed: rec.Meta.Seed, Verdict: checker.Verdict(shownVerdict(rec.Result.Verdict)),
-		Answers: AnswersOf(rec.Result), AsExpected: rec.AsExpected, Reason: rec.Result.Reason,
+		Answers: checker.AnswersOf(rec.Result), AsExpected: rec.AsExpected, Reason: rec.Result.Reason,
 		Dir: dir, Command: rec.Meta.Command}
 }
 
@@ -168,7 +168,7 @@ func (c *MatrixCell) Tally() {
 		lo, hi := Wilson(c.Invalid, decided)
 		c.Interval = [2]float64{lo, hi}
 	}
-	any := c.Expect == ExpectAny || c.Expect == ""
+	any := c.Expect == checker.ExpectAny || c.Expect == ""
 	c.Flaky = !any && c.Invalid > 0 && c.Invalid < c.Runs
 	c.Finding = any && c.Invalid > 0
 }

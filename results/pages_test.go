@@ -385,7 +385,7 @@ func TestMatrix(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
 	cj := writeRun(t, store, "clock-jump", t0, clockJump(), meta("clock-jump", "violation"))
 	ctl := writeRun(t, store, "clock-jump-control", t0.Add(time.Second), validHistory(), meta("clock-jump-control", "safe"))
-	lockBroken := Answers{Lock: checker.Invalid}
+	lockBroken := checker.Answers{Lock: checker.Invalid}
 	m := Matrix{
 		Title: "Redlock safety", Seed: 42, Started: t0, Wall: Duration(272 * time.Second), Command: "splitbrain suite --seed 42", Runs: 2, Seeds: []int64{42, 4242},
 		Locks:    []string{"redlock", "redlock-fenced"},
@@ -396,7 +396,7 @@ func TestMatrix(t *testing.T) {
 				{Verdict: checker.Invalid, Answers: lockBroken, AsExpected: true, Seed: 4242, Dir: cj},
 			}},
 			{Scenario: "clock-jump-control", Lock: "redlock", Family: "clock", Expect: "safe", Plays: []MatrixPlay{
-				{Verdict: checker.Valid, Answers: Answers{Lock: checker.Valid}, AsExpected: true, Seed: 42, Dir: ctl},
+				{Verdict: checker.Valid, Answers: checker.Answers{Lock: checker.Valid}, AsExpected: true, Seed: 42, Dir: ctl},
 				{Verdict: "bogus", Seed: 43, Dir: ctl},
 			}},
 			{Scenario: "clock-jump-control", Lock: "redlock-fenced", Family: "clock", NA: "needs <b>tokens</b>"},

@@ -76,13 +76,6 @@ type Record struct {
 	Windows []Window `json:"windows,omitempty"`
 }
 
-// AsExpected reports whether verdict v meets a scenario's expectation:
-// "violation" wants Invalid, "safe" wants Valid, "any" (or none) accepts
-// either. Unknown never meets an expectation: it is never a pass.
-func AsExpected(expect string, v checker.Verdict) bool {
-	return meets(expect, v)
-}
-
 // Write stores a run's verdict in dir: result.json, report.html and, when
 // the result is Invalid, porcupine.html with porcupine's view of the failing
 // window. When dir is a run folder of a store (made by NewRunDir), the
@@ -107,7 +100,7 @@ func Write(dir string, meta Meta, events []history.Event, res checker.Result) er
 		}
 	}
 
-	rec := Record{Meta: meta, Result: res, AsExpected: Met(meta.Expect, res),
+	rec := Record{Meta: meta, Result: res, AsExpected: checker.Met(meta.Expect, res),
 		Files: map[string]string{"history": HistoryFile, "report": ReportFile}}
 	if hasPorcupine {
 		rec.Files["porcupine"] = PorcupineFile

@@ -394,30 +394,6 @@ func TestWriteAtomicLeavesNothingOnError(t *testing.T) {
 	assertNoTemp(t, dir)
 }
 
-func TestAsExpected(t *testing.T) {
-	tests := []struct {
-		expect string
-		v      checker.Verdict
-		want   bool
-	}{
-		{"violation", checker.Invalid, true},
-		{"violation", checker.Valid, false},
-		{"safe", checker.Valid, true},
-		{"safe", checker.Invalid, false},
-		{"safe", checker.Unknown, false},
-		{"violation", checker.Unknown, false},
-		{"any", checker.Valid, true},
-		{"any", checker.Invalid, true},
-		{"any", checker.Unknown, false},
-		{"nonsense", checker.Valid, false},
-	}
-	for _, tt := range tests {
-		if got := AsExpected(tt.expect, tt.v); got != tt.want {
-			t.Errorf("AsExpected(%q, %s) = %v, want %v", tt.expect, tt.v, got, tt.want)
-		}
-	}
-}
-
 func TestStampFormat(t *testing.T) {
 	stamp := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).Format(stampLayout)
 	if !regexp.MustCompile(`^\d{8}T\d{6}\.\d{3}Z$`).MatchString(stamp) || stamp != "20260102T030405.000Z" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"splitbrain/checker"
 	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/results"
@@ -16,7 +17,7 @@ import (
 
 // Every scripted built-in story, played against each lock it lists,
 // meets that lock's expectation, both answers apart where it names them
-// (results.Met): a lost update where it expects the resource harmed, a
+// (checker.Met): a lost update where it expects the resource harmed, a
 // correct counter where it expects it safe; so does every lock kind that
 // no story lists, against the first story (by name) that fits it, so that
 // each lock meets a scripted fault in CI. A story that fits no lock, or
@@ -86,7 +87,7 @@ func TestBuiltinsMeetTheirExpectations(t *testing.T) {
 			t.Parallel()
 			out := runScenario(t, context.Background(), play, 1)
 			if !out.AsExpected {
-				a := results.AnswersOf(out.Result)
+				a := checker.AnswersOf(out.Result)
 				t.Errorf("verdict %s (lock %s, resource %q: %s), want %s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, play.Expect)
 			}
 		})

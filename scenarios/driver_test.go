@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/internal/gobuild"
 	"splitbrain/results"
@@ -42,7 +43,7 @@ func TestDriverMatchesInProcess(t *testing.T) {
 			const seed = 3
 			type play struct {
 				lock    string
-				answers results.Answers
+				answers checker.Answers
 				held    bool
 			}
 			plays := []play{{lock: scenarios.LockRedlock}, {lock: scenarios.LockDriver}}
@@ -52,7 +53,7 @@ func TestDriverMatchesInProcess(t *testing.T) {
 					p.Lock.Command = []string{bin}
 				}
 				out := runScenario(t, context.Background(), p, seed)
-				plays[i].answers = results.AnswersOf(out.Result)
+				plays[i].answers = checker.AnswersOf(out.Result)
 				plays[i].held = heldAClient(t, out.Dir)
 				t.Logf("%s: %s (%s)", plays[i].lock, out.Result.Verdict, out.Result.Reason)
 				if !out.AsExpected {
@@ -96,7 +97,7 @@ func TestRedisPyPauseDuringAcquire(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := runScenario(t, context.Background(), sc.PlayAgainst(scenarios.LockRedisPy), 1)
-	a := results.AnswersOf(out.Result)
+	a := checker.AnswersOf(out.Result)
 	if !out.AsExpected {
 		t.Errorf("verdict %s (lock %s, resource %s: %s), want %s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, sc.PlayAgainst(scenarios.LockRedisPy).Expect)
 	}

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"splitbrain/checker"
 
-	"splitbrain/results"
+	"go.yaml.in/yaml/v3"
 )
 
 // A scenario's expectation can differ per lock: the literature predicts a
@@ -111,7 +111,7 @@ func (p *parser) oneExpect(n *yaml.Node, field string) (Expect, bool) {
 		p.fail(n, field, "want one of %s, or {lock: W, resource: W}", strings.Join(expectWords, ", "))
 		return "", false
 	}
-	var e results.Expectation
+	var e checker.Expectation
 	ok := true
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]

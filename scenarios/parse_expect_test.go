@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"splitbrain/checker"
-	"splitbrain/results"
 )
 
 const expectBase = `name: t
@@ -146,14 +145,14 @@ func TestTwoAnswersMeetTheirExpectation(t *testing.T) {
 		{"safe", checker.Valid, checker.Valid, true},
 	} {
 		r := res(tc.p1, tc.resource)
-		if got := results.Met(tc.expect, r); got != tc.met {
+		if got := checker.Met(tc.expect, r); got != tc.met {
 			t.Errorf("Met(%q, P1 %s, resource %q) = %v, want %v", tc.expect, tc.p1, tc.resource, got, tc.met)
 		}
 	}
 	// Unknown is never a pass, whatever the expectation.
 	r := res(checker.Invalid, checker.Valid)
 	r.Verdict = checker.Unknown
-	if results.Met("lock violation, resource safe", r) || results.Met("any", r) {
+	if checker.Met("lock violation, resource safe", r) || checker.Met("any", r) {
 		t.Error("an unknown verdict met an expectation")
 	}
 }

@@ -192,7 +192,7 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 		Belief:      Belief(sc.Lock.Kind),
 	}
 	writeErr := results.Write(dir, meta, events, res)
-	out := &Outcome{Dir: dir, Result: res, AsExpected: results.Met(meta.Expect, res)}
+	out := &Outcome{Dir: dir, Result: res, AsExpected: checker.Met(meta.Expect, res)}
 	return out, errors.Join(runErr, cleanErr, writeErr)
 }
 

@@ -40,7 +40,7 @@ type Scenario struct {
 	Name        string
 	Description string
 	// Expect is what a play against Lock.Kind should show (see
-	// ExpectFor): a word, or the two answers apart in results.Expectation's
+	// ExpectFor): a word, or the two answers apart in checker.Expectation's
 	// form; empty when the file states nothing for that lock.
 	Expect Expect
 	// Expects is the file's expect field: lock kind (or ExpectDefault) to

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"splitbrain/checker"
 	"splitbrain/results"
 	"splitbrain/scenarios"
 )
@@ -266,7 +267,7 @@ func printPlay(w io.Writer, c scenarios.Cell, pr scenarios.PlayResult, oneLine b
 	if !pr.Outcome.AsExpected {
 		mark = "NOT as expected"
 	}
-	a := results.AnswersOf(pr.Outcome.Result)
+	a := checker.AnswersOf(pr.Outcome.Result)
 	res := ""
 	if a.Resource != "" {
 		res = ", resource " + string(a.Resource)

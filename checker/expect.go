@@ -1,10 +1,8 @@
-package results
+package checker
 
 import (
 	"fmt"
 	"strings"
-
-	"splitbrain/checker"
 )
 
 // A cell of the safety matrix has two answers, not one: whether the lock
@@ -17,23 +15,23 @@ import (
 // Answers are a run's two answers, each valid, invalid or unknown.
 type Answers struct {
 	// Lock is P1's verdict.
-	Lock checker.Verdict `json:"lock"`
+	Lock Verdict `json:"lock"`
 	// Resource folds the resource checks (counter, bank, set, fencing):
 	// invalid if one is, else unknown if one is, else valid. Empty when
 	// the run had no resource.
-	Resource checker.Verdict `json:"resource,omitempty"`
+	Resource Verdict `json:"resource,omitempty"`
 }
 
 // AnswersOf reads a result's two answers from the checker's per-property
 // verdicts. A result without properties (a run that recorded nothing) has
 // only its verdict, which is then the lock's answer.
-func AnswersOf(res checker.Result) Answers {
+func AnswersOf(res Result) Answers {
 	a := Answers{Lock: res.Verdict}
 	for _, p := range res.Properties {
 		switch p.Name {
-		case checker.PropLeaseLock:
+		case PropLeaseLock:
 			a.Lock = p.Verdict
-		case checker.PropCounter, checker.PropBank, checker.PropSet, checker.PropFencing:
+		case PropCounter, PropBank, PropSet, PropFencing:
 			if p.Decides {
 				a.Resource = worse(a.Resource, p.Verdict)
 			}
@@ -42,12 +40,12 @@ func AnswersOf(res checker.Result) Answers {
 	return a
 }
 
-func worse(a, b checker.Verdict) checker.Verdict {
+func worse(a, b Verdict) Verdict {
 	switch {
-	case a == checker.Invalid || b == checker.Invalid:
-		return checker.Invalid
-	case a == checker.Unknown || b == checker.Unknown:
-		return checker.Unknown
+	case a == Invalid || b == Invalid:
+		return Invalid
+	case a == Unknown || b == Unknown:
+		return Unknown
 	case a == "":
 		return b
 	}
@@ -55,7 +53,7 @@ func worse(a, b checker.Verdict) checker.Verdict {
 }
 
 // Expectation is what a scenario expects of one play, in the form
-// Meta.Expect stores it: one word for the whole verdict ("violation",
+// results.Meta.Expect stores it: one word for the whole verdict ("violation",
 // "safe", "any"), or the two answers apart, "lock violation, resource
 // safe" (either part may be left out).
 type Expectation struct {
@@ -109,35 +107,35 @@ func ParseExpectation(s string) (Expectation, error) {
 	return e, nil
 }
 
-// meets reports whether verdict v is what word expects: violation wants
-// invalid, safe valid, any (or nothing) either; unknown never meets an
-// expectation.
-func meets(word string, v checker.Verdict) bool {
+// AsExpected reports whether verdict v is what word expects: violation
+// wants invalid, safe valid, any (or nothing) either; unknown never meets
+// an expectation: it is never a pass.
+func AsExpected(word string, v Verdict) bool {
 	switch word {
 	case ExpectViolation:
-		return v == checker.Invalid
+		return v == Invalid
 	case ExpectSafe:
-		return v == checker.Valid
+		return v == Valid
 	case ExpectAny, "":
-		return v == checker.Valid || v == checker.Invalid
+		return v == Valid || v == Invalid
 	}
 	return false
 }
 
-// Met reports whether res meets the expectation expect (Meta.Expect's
+// Met reports whether res meets the expectation expect (results.Meta.Expect's
 // form). A run whose verdict is unknown meets none; an expectation of the
 // resource meets nothing in a run without one.
-func Met(expect string, res checker.Result) bool {
+func Met(expect string, res Result) bool {
 	e, err := ParseExpectation(expect)
-	if err != nil || res.Verdict == checker.Unknown {
+	if err != nil || res.Verdict == Unknown {
 		return false
 	}
 	if e.Lock == "" && e.Resource == "" {
-		return meets(e.Verdict, res.Verdict)
+		return AsExpected(e.Verdict, res.Verdict)
 	}
 	a := AnswersOf(res)
-	if e.Lock != "" && !meets(e.Lock, a.Lock) {
+	if e.Lock != "" && !AsExpected(e.Lock, a.Lock) {
 		return false
 	}
-	return e.Resource == "" || meets(e.Resource, a.Resource)
+	return e.Resource == "" || AsExpected(e.Resource, a.Resource)
 }
