@@ -67,7 +67,7 @@ fuzz:
 	$(GO) test ./checker -run '^TestReferenceCheck$$' -count=1 -reference.n $(REFERENCE_N) -reference.seed 1000001
 	$(GO) test ./history -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(HISTORY_FUZZ)
 	$(GO) test ./history -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(HISTORY_FUZZ)
-	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(SCENARIO_FUZZ)
+	$(GO) test ./scenarios/spec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(SCENARIO_FUZZ)
 
 # Our Redlock against go-redsync/redsync and the one-node floor, side by
 # side on 5 local redis-server nodes; see BENCHMARKS.md.

@@ -19,6 +19,7 @@ import (
 	"splitbrain/results"
 	"splitbrain/results/internal/headless"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "write the report screenshots into docs/")
@@ -189,7 +190,7 @@ func TestClockJumpReportInBrowser(t *testing.T) {
 	defer cancel()
 	b := browser(t, ctx)
 
-	sc, err := scenarios.Load("clock-jump")
+	sc, err := spec.Load("clock-jump")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +407,7 @@ func TestPauseReportPropertiesInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b := browser(t, ctx)
-	sc, err := scenarios.Load("pause-critical-section")
+	sc, err := spec.Load("pause-critical-section")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // TestMatrixInBrowser plays a real suite — three stories against every
@@ -26,18 +27,18 @@ func TestMatrixInBrowser(t *testing.T) {
 	b := browser(t, ctx)
 	names := []string{"clock-jump", "pause-critical-section", "pause-critical-section-fenced", "failover"}
 	if *updateDocs {
-		names = scenarios.Builtin()
+		names = spec.Builtin()
 	}
-	var scs []*scenarios.Scenario
+	var scs []*spec.Scenario
 	for _, n := range names {
-		sc, err := scenarios.Load(n)
+		sc, err := spec.Load(n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		scs = append(scs, sc)
 	}
 	store := t.TempDir()
-	cells := scenarios.Cells(scs, scenarios.LockKinds)
+	cells := scenarios.Cells(scs, spec.LockKinds)
 	const seed = 5
 	plays, err := scenarios.RunSuite(ctx, cells, scenarios.SuiteOptions{Seed: seed, Runs: 1, Parallel: 4,
 		Run: scenarios.RunOptions{Store: store, CacheDir: t.TempDir(), ProgressEvery: -1}})
@@ -52,7 +53,7 @@ func TestMatrixInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := scenarios.AssembleMatrix(runs, scs, scenarios.LockKinds)
+	m := scenarios.AssembleMatrix(runs, scs, spec.LockKinds)
 	m.Title, m.Seed, m.Seeds, m.Runs = "splitbrain suite", seed, []int64{seed}, 1
 	m.Command = "splitbrain suite " + strings.Join(names, " ") + " --seed 5"
 	if err := results.WriteMatrix(store, m); err != nil {
@@ -84,8 +85,8 @@ func TestMatrixInBrowser(t *testing.T) {
 	})()`, &page); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(page.Locks, ",") != strings.Join(scenarios.LockKinds, ",") {
-		t.Errorf("columns %v, want %v", page.Locks, scenarios.LockKinds)
+	if strings.Join(page.Locks, ",") != strings.Join(spec.LockKinds, ",") {
+		t.Errorf("columns %v, want %v", page.Locks, spec.LockKinds)
 	}
 	for _, f := range []string{"clock", "process pause", "failover"} {
 		if !strings.Contains(strings.Join(page.Families, "|"), f) {
@@ -143,8 +144,8 @@ func TestMatrixInBrowser(t *testing.T) {
 	if c := cell("pause-critical-section-fenced", "redlock"); !strings.Contains(c.Title, "fencing token") {
 		t.Errorf("pause-critical-section-fenced/redlock: hover %q, want why a lock without tokens does not fit", c.Title)
 	}
-	if len(got) != len(names)*len(scenarios.LockKinds) {
-		t.Errorf("%d cells on the page, want %d", len(got), len(names)*len(scenarios.LockKinds))
+	if len(got) != len(names)*len(spec.LockKinds) {
+		t.Errorf("%d cells on the page, want %d", len(got), len(names)*len(spec.LockKinds))
 	}
 	var alerted int
 	_ = p.Eval(ctx, `window.alerted || 0`, &alerted)

@@ -6,16 +6,8 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/docker"
+	"splitbrain/scenarios/spec"
 )
-
-// Backend names, as --backend takes them and results.Meta records them.
-const (
-	BackendLocal  = "local"
-	BackendDocker = "docker"
-)
-
-// Backends are the names RunOptions.Backend accepts.
-var Backends = []string{BackendLocal, BackendDocker}
 
 // startFunc starts a run's nodes on one backend.
 type startFunc func(context.Context, cluster.Config) (cluster.Backend, error)
@@ -25,10 +17,10 @@ type startFunc func(context.Context, cluster.Config) (cluster.Backend, error)
 // whose clients' proxies stay on this host and dial the containers'
 // addresses, so that link faults work as they do locally.
 var backends = map[string]startFunc{
-	BackendLocal: func(ctx context.Context, cfg cluster.Config) (cluster.Backend, error) {
+	spec.BackendLocal: func(ctx context.Context, cfg cluster.Config) (cluster.Backend, error) {
 		return started(cluster.StartLocal(ctx, cfg))
 	},
-	BackendDocker: func(ctx context.Context, cfg cluster.Config) (cluster.Backend, error) {
+	spec.BackendDocker: func(ctx context.Context, cfg cluster.Config) (cluster.Backend, error) {
 		return started(docker.Start(ctx, cfg))
 	},
 }
@@ -48,9 +40,9 @@ func started[B cluster.Backend](b B, err error) (cluster.Backend, error) {
 // take (etcd's clock) is the story's fit with the lock (Fit), the same on
 // either. So only a backend that does not exist is refused here, before a
 // suite starts anything.
-func (sc *Scenario) FitBackend(name string) (bool, string) {
+func FitBackend(sc *spec.Scenario, name string) (bool, string) {
 	if _, ok := backends[backendName(name)]; !ok {
-		return false, fmt.Sprintf("backend %q: want one of %v", name, Backends)
+		return false, fmt.Sprintf("backend %q: want one of %v", name, spec.Backends)
 	}
 	return true, ""
 }
@@ -60,7 +52,7 @@ func (sc *Scenario) FitBackend(name string) (bool, string) {
 func startBackend(ctx context.Context, starts map[string]startFunc, name string, cfg cluster.Config) (cluster.Backend, error) {
 	start, ok := starts[backendName(name)]
 	if !ok {
-		return nil, fmt.Errorf("backend %q: want one of %v", name, Backends)
+		return nil, fmt.Errorf("backend %q: want one of %v", name, spec.Backends)
 	}
 	return start(ctx, cfg)
 }
@@ -68,7 +60,7 @@ func startBackend(ctx context.Context, starts map[string]startFunc, name string,
 // backendName is the name a run records for RunOptions.Backend.
 func backendName(name string) string {
 	if name == "" {
-		return BackendLocal
+		return spec.BackendLocal
 	}
 	return name
 }

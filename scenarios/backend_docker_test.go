@@ -22,6 +22,7 @@ import (
 	"splitbrain/nemesis"
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // dockerEngine connects to this machine's Docker engine, or skips the test
@@ -61,11 +62,11 @@ func assertNothingLeft(t *testing.T, eng *docker.Engine) {
 
 func runOnDocker(t *testing.T, ctx context.Context, name string, seed int64, progress *lockedBuffer) (*scenarios.Outcome, error) {
 	t.Helper()
-	sc, err := scenarios.Load(name)
+	sc, err := spec.Load(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := scenarios.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: scenarios.BackendDocker}
+	opts := scenarios.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: spec.BackendDocker}
 	if progress != nil {
 		opts.Progress = progress
 	}
@@ -97,8 +98,8 @@ func runBuiltinsOnDocker(t *testing.T, eng *docker.Engine, seed int64, want map[
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rec.Meta.Backend != scenarios.BackendDocker {
-				t.Errorf("meta backend %q, want %q", rec.Meta.Backend, scenarios.BackendDocker)
+			if rec.Meta.Backend != spec.BackendDocker {
+				t.Errorf("meta backend %q, want %q", rec.Meta.Backend, spec.BackendDocker)
 			}
 			if !strings.Contains(progress.String(), "docker: run ") {
 				t.Errorf("progress does not name the docker run:\n%s", progress.String())
@@ -287,7 +288,7 @@ steps:
   - heal: all
 `)
 	progress := &lockedBuffer{}
-	out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 4, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: scenarios.BackendDocker, Progress: progress})
+	out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 4, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: spec.BackendDocker, Progress: progress})
 	if err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 	}
@@ -341,7 +342,7 @@ func TestDockerBackendInterruptedRunLeavesNothing(t *testing.T) {
 // An unknown backend is an error naming the valid ones.
 func TestUnknownBackend(t *testing.T) {
 	t.Parallel()
-	sc, err := scenarios.Load("clock-jump")
+	sc, err := spec.Load("clock-jump")
 	if err != nil {
 		t.Fatal(err)
 	}

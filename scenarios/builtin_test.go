@@ -13,6 +13,7 @@ import (
 	"splitbrain/history"
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // Every scripted built-in story, played against each lock it lists,
@@ -29,20 +30,20 @@ import (
 // (they mostly wait on TTLs and faults).
 func TestBuiltinsMeetTheirExpectations(t *testing.T) {
 	t.Parallel()
-	var stories []*scenarios.Scenario
-	for _, name := range scenarios.Builtin() {
+	var stories []*spec.Scenario
+	for _, name := range spec.Builtin() {
 		if strings.HasPrefix(name, "random-") {
 			continue // TestBuiltinsRandomSchedules
 		}
-		sc, err := scenarios.Load(name)
+		sc, err := spec.Load(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		stories = append(stories, sc)
 	}
-	var plays []*scenarios.Scenario
-	add := func(play *scenarios.Scenario) {
-		if play.Expect == scenarios.ExpectAny || play.Expect == "" {
+	var plays []*spec.Scenario
+	add := func(play *spec.Scenario) {
+		if play.Expect == spec.ExpectAny || play.Expect == "" {
 			t.Errorf("%s against %s: expect %q: a built-in counterexample or control must say what it shows", play.Name, play.Lock.Kind, play.Expect)
 			return
 		}
@@ -51,14 +52,14 @@ func TestBuiltinsMeetTheirExpectations(t *testing.T) {
 	listed := map[string]bool{}
 	for _, sc := range stories {
 		fits := 0
-		for _, lock := range scenarios.LockKinds {
-			if ok, _ := sc.Fit(lock); !ok {
+		for _, lock := range spec.LockKinds {
+			if ok, _ := scenarios.Fit(sc, lock); !ok {
 				continue
 			}
 			fits++
 			// Every expectation a story states is a sentence of it, even
 			// where CI does not play the cell.
-			if play := sc.PlayAgainst(lock); play.Expect == scenarios.ExpectAny || play.Expect == "" {
+			if play := sc.PlayAgainst(lock); play.Expect == spec.ExpectAny || play.Expect == "" {
 				t.Errorf("%s against %s: expect %q: a built-in counterexample or control must say what it shows", sc.Name, lock, play.Expect)
 			}
 		}
@@ -70,18 +71,18 @@ func TestBuiltinsMeetTheirExpectations(t *testing.T) {
 			listed[play.Lock.Kind] = true
 		}
 	}
-	for _, lock := range scenarios.LockKinds {
+	for _, lock := range spec.LockKinds {
 		if listed[lock] {
 			continue
 		}
-		i := slices.IndexFunc(stories, func(sc *scenarios.Scenario) bool { ok, _ := sc.Fit(lock); return ok })
+		i := slices.IndexFunc(stories, func(sc *spec.Scenario) bool { ok, _ := scenarios.Fit(sc, lock); return ok })
 		if i < 0 {
 			t.Errorf("no scripted story fits %s", lock)
 			continue
 		}
 		add(stories[i].PlayAgainst(lock))
 	}
-	slices.SortStableFunc(plays, func(a, b *scenarios.Scenario) int { return cmp.Compare(slowness(b), slowness(a)) })
+	slices.SortStableFunc(plays, func(a, b *spec.Scenario) int { return cmp.Compare(slowness(b), slowness(a)) })
 	for _, play := range plays {
 		t.Run(play.Name+"/"+play.Lock.Kind, func(t *testing.T) {
 			t.Parallel()
@@ -99,9 +100,9 @@ func TestBuiltinsMeetTheirExpectations(t *testing.T) {
 // members (10–20 s a play), Sentinel's for a failover; the others for
 // TTLs of a few seconds. Starting the longest first keeps the last play
 // from starting alone near the end.
-func slowness(sc *scenarios.Scenario) int {
+func slowness(sc *spec.Scenario) int {
 	switch {
-	case sc.Lock.Kind == scenarios.LockZooKeeper || sc.Lock.Kind == scenarios.LockEtcd || sc.Lock.Kind == scenarios.LockEtcdV3Lock:
+	case sc.Lock.Kind == spec.LockZooKeeper || sc.Lock.Kind == spec.LockEtcd || sc.Lock.Kind == spec.LockEtcdV3Lock:
 		return 2
 	case sc.Sentinel != nil:
 		return 1
@@ -132,16 +133,16 @@ var randomFaults = map[string][]string{
 // cores. The plays run side by side, each with its own nodes.
 func TestBuiltinsRandomSchedules(t *testing.T) {
 	t.Parallel()
-	var randoms []*scenarios.Scenario
-	for _, name := range scenarios.Builtin() {
+	var randoms []*spec.Scenario
+	for _, name := range spec.Builtin() {
 		if !strings.HasPrefix(name, "random-") {
 			continue
 		}
-		sc, err := scenarios.Load(name)
+		sc, err := spec.Load(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sc.Expect != scenarios.ExpectAny || len(sc.Locks) != 2 {
+		if sc.Expect != spec.ExpectAny || len(sc.Locks) != 2 {
 			t.Errorf("%s: expect %s, locks %v; want expect any against redlock and redsync", name, sc.Expect, sc.Locks)
 		}
 		randoms = append(randoms, sc)
@@ -197,12 +198,12 @@ func TestBuiltinsRandomSchedules(t *testing.T) {
 // randomPlays pairs each random schedule with a lock kind that fits it,
 // each kind once while kinds last, then each kind no schedule got with the
 // next schedule that fits it.
-func randomPlays(randoms []*scenarios.Scenario) []*scenarios.Scenario {
-	var plays []*scenarios.Scenario
+func randomPlays(randoms []*spec.Scenario) []*spec.Scenario {
+	var plays []*spec.Scenario
 	played := map[string]bool{}
 	for _, sc := range randoms {
-		for _, lock := range scenarios.LockKinds {
-			if ok, _ := sc.Fit(lock); ok && !played[lock] {
+		for _, lock := range spec.LockKinds {
+			if ok, _ := scenarios.Fit(sc, lock); ok && !played[lock] {
 				plays = append(plays, sc.PlayAgainst(lock))
 				played[lock] = true
 				break
@@ -210,14 +211,14 @@ func randomPlays(randoms []*scenarios.Scenario) []*scenarios.Scenario {
 		}
 	}
 	turn := 0
-	for _, lock := range scenarios.LockKinds {
+	for _, lock := range spec.LockKinds {
 		for range randoms {
 			if played[lock] {
 				break
 			}
 			sc := randoms[turn%len(randoms)]
 			turn++
-			if ok, _ := sc.Fit(lock); ok {
+			if ok, _ := scenarios.Fit(sc, lock); ok {
 				plays = append(plays, sc.PlayAgainst(lock))
 				played[lock] = true
 			}

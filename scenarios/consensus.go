@@ -15,6 +15,7 @@ import (
 	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
+	"splitbrain/scenarios/spec"
 	"splitbrain/workload"
 )
 
@@ -25,17 +26,12 @@ import (
 // members), reached by each client through its own proxies, as Redis
 // nodes are.
 
-// Consensus reports whether lock kind k is a lock on a consensus system.
-func Consensus(k string) bool {
-	return k == LockZooKeeper || k == LockEtcd || k == LockEtcdV3Lock
-}
-
 // ServerKind is the kind of server lock kind k runs on.
 func ServerKind(k string) *cluster.Kind {
 	switch k {
-	case LockZooKeeper:
+	case spec.LockZooKeeper:
 		return cluster.ZooKeeper
-	case LockEtcd, LockEtcdV3Lock:
+	case spec.LockEtcd, spec.LockEtcdV3Lock:
 		return cluster.Etcd
 	}
 	return cluster.Redis
@@ -47,7 +43,7 @@ const consensusNodes = 3
 // fitConsensus says whether a story fits consensus lock k, and why not: a
 // story written for Redis nodes makes no claim about a consensus lock
 // unless its expect names the lock, and some cannot be played at all.
-func (sc *Scenario) fitConsensus(k string) (bool, string) {
+func fitConsensus(sc *spec.Scenario, k string) (bool, string) {
 	kind := ServerKind(k)
 	switch {
 	case sc.Sentinel != nil || len(sc.Replicas) > 0:
@@ -56,7 +52,7 @@ func (sc *Scenario) fitConsensus(k string) (bool, string) {
 		return false, fmt.Sprintf("a story of %d independent Redis masters; %s runs on a %d-member ensemble, whose members are not independent: the story's grants and refusals do not carry over", sc.Nodes, k, consensusNodes)
 	}
 	for _, p := range sc.Persistence {
-		if p != cluster.PersistNone {
+		if p != spec.PersistNone {
 			return false, fmt.Sprintf("a Redis persistence story (%s); %s always writes its log to disk before it acknowledges", p, kind.Name)
 		}
 	}
@@ -66,7 +62,7 @@ func (sc *Scenario) fitConsensus(k string) (bool, string) {
 				return false, fmt.Sprintf("its step at line %d (%s) needs %s, which %s nodes do not support%s", st.Line, st.Kind, f, kind.Name, refusalReason(kind, f))
 			}
 		}
-		if st.Kind == StepPartition && st.Shape == ShapeSides && splitsNodes(st.Sides) {
+		if st.Kind == spec.StepPartition && st.Shape == spec.ShapeSides && splitsNodes(st.Sides) {
 			if err := kind.Refuse("", cluster.FaultPeerLink); err != nil {
 				return false, fmt.Sprintf("its partition at line %d splits the ensemble, which needs %s%s", st.Line, cluster.FaultPeerLink, refusalReason(kind, cluster.FaultPeerLink))
 			}
@@ -79,23 +75,23 @@ func (sc *Scenario) fitConsensus(k string) (bool, string) {
 }
 
 // stepFault is the node fault a step needs, if any.
-func stepFault(st Step) (cluster.Fault, bool) {
+func stepFault(st spec.Step) (cluster.Fault, bool) {
 	switch st.Kind {
-	case StepClock, StepStrobe, StepClockReset:
+	case spec.StepClock, spec.StepStrobe, spec.StepClockReset:
 		return cluster.FaultClock, true
-	case StepKill, StepStop:
+	case spec.StepKill, spec.StepStop:
 		if st.Amnesia {
 			return cluster.FaultWipe, true
 		}
-		if st.Kind == StepKill {
+		if st.Kind == spec.StepKill {
 			return cluster.FaultKill, true
 		}
 		return cluster.FaultStop, true
-	case StepPause:
+	case spec.StepPause:
 		if st.Node != "" {
 			return cluster.FaultPause, true
 		}
-	case StepRandom:
+	case spec.StepRandom:
 		for _, f := range st.Schedule.Kinds {
 			switch f {
 			case "clock":
@@ -150,7 +146,7 @@ func peerName(s string) string {
 // every link between two members, made before any member starts.
 func (r *runner) consensusConfig(cfg *cluster.Config) error {
 	k := r.sc.Lock.Kind
-	if !Consensus(k) {
+	if !spec.Consensus(k) {
 		return nil
 	}
 	cfg.Kind = ServerKind(k)
@@ -243,7 +239,7 @@ func (r *runner) newConsensusLock(client string, eps []nemesis.Endpoint, passwor
 	ctx, cancel := context.WithTimeout(context.Background(), consensusSetUpTimeout)
 	defer cancel()
 	switch r.sc.Lock.Kind {
-	case LockZooKeeper:
+	case spec.LockZooKeeper:
 		timeout := min(ttl, cluster.ZooKeeperMaxSession)
 		conn, _, err := cluster.DialZooKeeper(ctx, addrs, timeout, password, func(e zk.Event) {
 			if e.Type == zk.EventSession && (e.State == zk.StateExpired || e.State == zk.StateDisconnected) {
@@ -256,7 +252,7 @@ func (r *runner) newConsensusLock(client string, eps []nemesis.Endpoint, passwor
 		r.closers = append(r.closers, func() { conn.Close() })
 		return gatedLock{Lock: &workload.ZooKeeperLock{Conn: conn, SessionTimeout: timeout,
 			ACL: cluster.ZooKeeperACL(password), Wait: wait}, gate: g}, nil
-	case LockEtcd, LockEtcdV3Lock:
+	case spec.LockEtcd, spec.LockEtcdV3Lock:
 		c, err := cluster.DialEtcd(addrs, password, 5*time.Second)
 		if err != nil {
 			return nil, fmt.Errorf("client %s: %w", client, err)
@@ -270,7 +266,7 @@ func (r *runner) newConsensusLock(client string, eps []nemesis.Endpoint, passwor
 		if err != nil {
 			return nil, fmt.Errorf("client %s: connecting to the etcd members: %w", client, err)
 		}
-		return gatedLock{Lock: &workload.EtcdLock{Client: c, Wait: wait, V3Lock: r.sc.Lock.Kind == LockEtcdV3Lock}, gate: g}, nil
+		return gatedLock{Lock: &workload.EtcdLock{Client: c, Wait: wait, V3Lock: r.sc.Lock.Kind == spec.LockEtcdV3Lock}, gate: g}, nil
 	}
 	return nil, fmt.Errorf("lock kind %q is not a consensus lock", r.sc.Lock.Kind)
 }

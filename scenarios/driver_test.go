@@ -11,7 +11,7 @@ import (
 	"splitbrain/history"
 	"splitbrain/internal/gobuild"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // buildRedlockDriver builds cmd/redlock-driver, the protocol's reference
@@ -36,7 +36,7 @@ func TestDriverMatchesInProcess(t *testing.T) {
 	for _, name := range []string{"clock-jump", "clock-jump-control", "pause-during-acquire"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			sc, err := scenarios.Load(name)
+			sc, err := spec.Load(name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,10 +46,10 @@ func TestDriverMatchesInProcess(t *testing.T) {
 				answers checker.Answers
 				held    bool
 			}
-			plays := []play{{lock: scenarios.LockRedlock}, {lock: scenarios.LockDriver}}
+			plays := []play{{lock: spec.LockRedlock}, {lock: spec.LockDriver}}
 			for i := range plays {
 				p := sc.PlayAgainst(plays[i].lock)
-				if plays[i].lock == scenarios.LockDriver {
+				if plays[i].lock == spec.LockDriver {
 					p.Lock.Command = []string{bin}
 				}
 				out := runScenario(t, context.Background(), p, seed)
@@ -92,14 +92,14 @@ func heldAClient(t *testing.T, dir string) bool {
 // folder, the password masked.
 func TestRedisPyPauseDuringAcquire(t *testing.T) {
 	t.Parallel()
-	sc, err := scenarios.Load("pause-during-acquire")
+	sc, err := spec.Load("pause-during-acquire")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runScenario(t, context.Background(), sc.PlayAgainst(scenarios.LockRedisPy), 1)
+	out := runScenario(t, context.Background(), sc.PlayAgainst(spec.LockRedisPy), 1)
 	a := checker.AnswersOf(out.Result)
 	if !out.AsExpected {
-		t.Errorf("verdict %s (lock %s, resource %s: %s), want %s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, sc.PlayAgainst(scenarios.LockRedisPy).Expect)
+		t.Errorf("verdict %s (lock %s, resource %s: %s), want %s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, sc.PlayAgainst(spec.LockRedisPy).Expect)
 	}
 	if !heldAClient(t, out.Dir) {
 		t.Errorf("no client-pause-held in the history: the driver's point never held c1")
@@ -128,11 +128,11 @@ func TestRedisPyPauseDuringAcquire(t *testing.T) {
 // one for c1 at 0.66 s.
 func TestRandomPauseStopsDriverProcess(t *testing.T) {
 	t.Parallel()
-	sc, err := scenarios.Load("random-pause-counter")
+	sc, err := spec.Load("random-pause-counter")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runScenario(t, context.Background(), sc.PlayAgainst(scenarios.LockRedisPy), 10)
+	out := runScenario(t, context.Background(), sc.PlayAgainst(spec.LockRedisPy), 10)
 	if !out.AsExpected {
 		t.Errorf("verdict %s (%s), want valid or invalid", out.Result.Verdict, out.Result.Reason)
 	}
@@ -177,7 +177,7 @@ steps:
   - acquire: {client: c1}
   - acquire: {client: c1}
 `)
-	sc, err := scenarios.Parse(src, "driver-dies.yaml")
+	sc, err := spec.Parse(src, "driver-dies.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,13 +207,13 @@ func TestDriverLockFields(t *testing.T) {
 	}
 	for _, tc := range tests {
 		src := "name: x\ndescription: d\nexpect: any\nlock: " + tc.lock + "\nsteps:\n  - acquire: {client: c1}\n"
-		sc, err := scenarios.Parse([]byte(src), "x.yaml")
+		sc, err := spec.Parse([]byte(src), "x.yaml")
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.lock, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: error %v, want %q", tc.lock, err, tc.want)
-		case tc.want == "" && sc.Lock.Kind == scenarios.LockDriver && len(sc.Lock.Command) != 2:
+		case tc.want == "" && sc.Lock.Kind == spec.LockDriver && len(sc.Lock.Command) != 2:
 			t.Errorf("%s: command %q", tc.lock, sc.Lock.Command)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"splitbrain/driver"
 	"splitbrain/fault"
 	"splitbrain/nemesis"
+	"splitbrain/scenarios/spec"
 	"splitbrain/workload"
 )
 
@@ -57,7 +58,7 @@ func (r *runner) newDriverLock(client string, eps []nemesis.Endpoint, password s
 	}
 	cmd := r.sc.Lock.Command
 	name := r.sc.Lock.Kind
-	if r.sc.Lock.Kind != LockDriver {
+	if r.sc.Lock.Kind != spec.LockDriver {
 		var err error
 		if cmd, err = driver.Builtin(r.sc.Lock.Kind, r.drivers.live.Dir()); err != nil {
 			return nil, err

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"splitbrain/checker"
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // examplesDir holds scenario files written as a user would write them,
@@ -32,7 +32,7 @@ func TestExamples(t *testing.T) {
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			t.Parallel()
-			sc, err := scenarios.Load(file)
+			sc, err := spec.Load(file)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,8 +1,12 @@
 package scenarios
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"splitbrain/history"
+	"splitbrain/scenarios/spec"
 )
 
 // Fit is read off the scenario, on both sides of each rule's edge.
@@ -12,75 +16,79 @@ func TestFit(t *testing.T) {
 		story, lock string
 		why         string // empty: fits
 	}{
-		{"clock-jump", LockRedlock, ""},
-		{"clock-jump", LockRedsync, ""},
-		{"clock-jump", LockSingle, "act on part of its 5 nodes (n4+n5, n3, n1+n2)"},
-		{"restart-amnesia", LockSingle, "quorum story"},
-		{"failover", LockSingle, ""}, // one node: nothing singled out
-		{"failover", LockRedsync, ""},
-		{"pause-critical-section", LockSingle, ""}, // c2 cut from every node
-		{"delayed-write", LockSingle, ""},          // the storage is not a lock node
-		{"pause-critical-section-fenced", LockFencedSimple, ""},
-		{"pause-critical-section-fenced", LockFencedTwoRound, ""},
-		{"pause-critical-section-fenced", LockRedlock, "hands out none"},
-		{"delayed-write-fenced", LockRedsync, "workload.fencing on"},
-		{"random-all-counter", LockSingle, ""}, // drawn targets single out none in advance
-		{"random-pause-set", LockNaive, ""},
+		{"clock-jump", spec.LockRedlock, ""},
+		{"clock-jump", spec.LockRedsync, ""},
+		{"clock-jump", spec.LockSingle, "act on part of its 5 nodes (n4+n5, n3, n1+n2)"},
+		{"restart-amnesia", spec.LockSingle, "quorum story"},
+		{"failover", spec.LockSingle, ""}, // one node: nothing singled out
+		{"failover", spec.LockRedsync, ""},
+		{"pause-critical-section", spec.LockSingle, ""}, // c2 cut from every node
+		{"delayed-write", spec.LockSingle, ""},          // the storage is not a lock node
+		{"pause-critical-section-fenced", spec.LockFencedSimple, ""},
+		{"pause-critical-section-fenced", spec.LockFencedTwoRound, ""},
+		{"pause-critical-section-fenced", spec.LockRedlock, "hands out none"},
+		{"delayed-write-fenced", spec.LockRedsync, "workload.fencing on"},
+		{"random-all-counter", spec.LockSingle, ""}, // drawn targets single out none in advance
+		{"random-pause-set", spec.LockNaive, ""},
 		{"clock-jump", "chubby", "not a lock kind"},
 		// A lock of one deployment is single's case.
-		{"clock-jump", LockRedislock, "quorum story: its steps act on part of its 5 nodes (n4+n5, n3, n1+n2), and redislock locks n1 alone"},
-		{"restart-delayed", LockRedislock, "quorum story"},
-		{"failover", LockRedislock, ""},
-		{"pause-during-acquire", LockRedislock, ""},
-		{"delayed-write-fenced", LockRedislock, "hands out none"},
-		{"random-clock-set", LockRedislock, ""},
-		{"failover-wait", LockWaitReplicas, ""},
+		{"clock-jump", spec.LockRedislock, "quorum story: its steps act on part of its 5 nodes (n4+n5, n3, n1+n2), and redislock locks n1 alone"},
+		{"restart-delayed", spec.LockRedislock, "quorum story"},
+		{"failover", spec.LockRedislock, ""},
+		{"pause-during-acquire", spec.LockRedislock, ""},
+		{"delayed-write-fenced", spec.LockRedislock, "hands out none"},
+		{"random-clock-set", spec.LockRedislock, ""},
+		{"failover-wait", spec.LockWaitReplicas, ""},
 		// A Sentinel story: the locks of one deployment, no quorum lock.
-		{"sentinel-failover", LockSingle, ""},
-		{"sentinel-failover", LockWaitReplicas, ""},
-		{"sentinel-failover", LockRedlock, "a Sentinel story"},
-		{"sentinel-failover", LockRedsync, "redsync is a quorum lock"},
+		{"sentinel-failover", spec.LockSingle, ""},
+		{"sentinel-failover", spec.LockWaitReplicas, ""},
+		{"sentinel-failover", spec.LockRedlock, "a Sentinel story"},
+		{"sentinel-failover", spec.LockRedsync, "redsync is a quorum lock"},
 		// rueidislock under Sentinel: rueidis' own Sentinel client.
-		{"sentinel-failover", LockRueidislock, ""},
-		{"sentinel-partition", LockRueidislock, ""},
-		{"sentinel-partition", LockRedisPy, "a driver"},
+		{"sentinel-failover", spec.LockRueidislock, ""},
+		{"sentinel-partition", spec.LockRueidislock, ""},
+		{"sentinel-partition", spec.LockRedisPy, "a driver"},
 		// partition-holder names only the locks of one deployment.
-		{"partition-holder", LockRueidislock, ""},
-		{"partition-holder", LockRedlock, "no expectation for redlock"},
+		{"partition-holder", spec.LockRueidislock, ""},
+		{"partition-holder", spec.LockRedlock, "no expectation for redlock"},
 		// server-clock-ahead's default fits every Redis lock on its one node.
-		{"server-clock-ahead", LockRedsync, ""},
-		{"server-clock-ahead", LockRueidislock, ""},
-		{"failover-wait", LockRedsync, ""},
-		{"restart-amnesia", LockWaitReplicas, "wait-replicas locks n1 alone"},
-		{"pause-critical-section-fenced", LockWaitReplicas, "hands out none"},
+		{"server-clock-ahead", spec.LockRedsync, ""},
+		{"server-clock-ahead", spec.LockRueidislock, ""},
+		{"failover-wait", spec.LockRedsync, ""},
+		{"restart-amnesia", spec.LockWaitReplicas, "wait-replicas locks n1 alone"},
+		{"pause-critical-section-fenced", spec.LockWaitReplicas, "hands out none"},
 	} {
-		sc, err := Load(tc.story)
+		sc, err := spec.Load(tc.story)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ok, why := sc.Fit(tc.lock)
+		ok, why := Fit(sc, tc.lock)
 		if ok != (tc.why == "") || !strings.Contains(why, tc.why) {
 			t.Errorf("%s against %s: fit %v %q, want %q", tc.story, tc.lock, ok, why, tc.why)
 		}
 	}
-	// A story that states nothing for a lock does not fit it.
-	sc, err := Parse([]byte(withExpect("{redlock: violation, fenced-simple: safe, redsync: violation}")), "f.yaml")
+	// A story that states nothing for a lock does not fit it; one that
+	// says why it claims nothing gives its reason.
+	sc, err := spec.Parse([]byte(fitStory("{redlock: violation, fenced-simple: safe, redsync: violation, naive: {na: a race}}")), "f.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, why := sc.Fit(LockNaive); ok || !strings.Contains(why, "no expectation for naive") {
-		t.Errorf("naive: fit %v %q, want no expectation", ok, why)
+	if ok, why := Fit(sc, spec.LockNaive); ok || why != "the story makes no claim about naive: a race" {
+		t.Errorf("naive: fit %v %q, want the story's reason", ok, why)
 	}
-	if ok, _ := sc.Fit(LockRedsync); !ok {
+	if ok, why := Fit(sc, spec.LockSingle); ok || !strings.Contains(why, "no expectation for single") {
+		t.Errorf("single: fit %v %q, want no expectation", ok, why)
+	}
+	if ok, _ := Fit(sc, spec.LockRedsync); !ok {
 		t.Error("redsync, which the story names, does not fit")
 	}
 }
 
 func TestCellsAndFamilies(t *testing.T) {
 	t.Parallel()
-	var scs []*Scenario
+	var scs []*spec.Scenario
 	for _, n := range []string{"clock-jump", "clock-jump-control", "failover", "restart-delayed", "pause-critical-section-fenced", "pause-critical-section", "delayed-write", "random-kill-set"} {
-		sc, err := Load(n)
+		sc, err := spec.Load(n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,9 +105,9 @@ func TestCellsAndFamilies(t *testing.T) {
 			t.Errorf("%s: family %q, want %q", name, fams[name], want)
 		}
 	}
-	cells := Cells(scs, LockKinds)
-	if len(cells) != len(scs)*len(LockKinds) {
-		t.Fatalf("%d cells, want %d", len(cells), len(scs)*len(LockKinds))
+	cells := Cells(scs, spec.LockKinds)
+	if len(cells) != len(scs)*len(spec.LockKinds) {
+		t.Fatalf("%d cells, want %d", len(cells), len(scs)*len(spec.LockKinds))
 	}
 	for _, c := range cells {
 		if c.Scenario.Lock.Kind != c.Lock || len(c.Scenario.Locks) != 1 {
@@ -107,7 +115,7 @@ func TestCellsAndFamilies(t *testing.T) {
 		}
 		// The consensus locks hand out tokens too, but a story of five
 		// Redis masters is not theirs.
-		if c.Scenario.Name == "pause-critical-section-fenced" && (Fenced(c.Lock) && !Consensus(c.Lock)) != (c.NA == "") {
+		if c.Scenario.Name == "pause-critical-section-fenced" && (spec.Fenced(c.Lock) && !spec.Consensus(c.Lock)) != (c.NA == "") {
 			t.Errorf("%s/%s: n/a %q", c.Scenario.Name, c.Lock, c.NA)
 		}
 	}
@@ -145,24 +153,90 @@ func TestFitBackend(t *testing.T) {
 		story, lock, backend string
 		want                 string // "" fits; else a part of the reason
 	}{
-		{"clock-jump", LockRedlock, BackendDocker, ""},
-		{"clock-jump", LockRedlock, BackendLocal, ""},
-		{"clock-jump", LockRedlock, "", ""},
-		{"sentinel-failover", LockSingle, BackendLocal, ""},
-		{"sentinel-failover", LockSingle, BackendDocker, ""},
-		{"consensus-pause-critical-section", LockZooKeeper, BackendLocal, ""},
-		{"consensus-pause-critical-section", LockZooKeeper, BackendDocker, ""},
-		{"consensus-pause-critical-section", LockEtcd, BackendDocker, ""},
-		{"consensus-kill-restart", LockEtcd, BackendDocker, ""},
-		{"clock-jump", LockRedlock, "podman", `backend "podman": want one of`},
+		{"clock-jump", spec.LockRedlock, spec.BackendDocker, ""},
+		{"clock-jump", spec.LockRedlock, spec.BackendLocal, ""},
+		{"clock-jump", spec.LockRedlock, "", ""},
+		{"sentinel-failover", spec.LockSingle, spec.BackendLocal, ""},
+		{"sentinel-failover", spec.LockSingle, spec.BackendDocker, ""},
+		{"consensus-pause-critical-section", spec.LockZooKeeper, spec.BackendLocal, ""},
+		{"consensus-pause-critical-section", spec.LockZooKeeper, spec.BackendDocker, ""},
+		{"consensus-pause-critical-section", spec.LockEtcd, spec.BackendDocker, ""},
+		{"consensus-kill-restart", spec.LockEtcd, spec.BackendDocker, ""},
+		{"clock-jump", spec.LockRedlock, "podman", `backend "podman": want one of`},
 	} {
-		sc, err := Load(tc.story)
+		sc, err := spec.Load(tc.story)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ok, why := sc.PlayAgainst(tc.lock).FitBackend(tc.backend)
+		ok, why := FitBackend(sc.PlayAgainst(tc.lock), tc.backend)
 		if ok != (tc.want == "") || !strings.Contains(why, tc.want) {
 			t.Errorf("%s/%s on %q: fits %v (%q), want %q", tc.story, tc.lock, tc.backend, ok, why, tc.want)
 		}
 	}
+}
+
+// Every built-in that scripts its acquires says what each must do against
+// every lock it fits: a
+// scripted counterexample judged after an acquire went the other way would
+// be judged on a story that did not happen.
+func TestBuiltinScriptedAcquiresExpect(t *testing.T) {
+	for _, name := range spec.Builtin() {
+		sc, err := spec.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, st := range sc.Steps {
+			for _, k := range spec.LockKinds {
+				if ok, _ := Fit(sc, k); ok && st.Kind == spec.StepAcquire && st.ExpectOf(k) == "" {
+					t.Errorf("%s: step %d (acquire %s) has no expect for %s", name, i+1, st.Client, k)
+				}
+			}
+		}
+	}
+}
+
+func TestExpectErrorNamesTheStep(t *testing.T) {
+	e := &ExpectError{Step: 5, Kind: spec.StepAcquire, Client: "c2", Want: spec.OutcomeAcquired, Got: spec.OutcomeRefused,
+		Cause: errString("redlock: lock \"lock\" not acquired\nn1: timeout")}
+	want := `step 5 (acquire c2): expected acquired, was refused: redlock: lock "lock" not acquired`
+	if e.Error() != want {
+		t.Errorf("got %q, want %q", e.Error(), want)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+func TestSidesLinksCutOnlyBetweenSides(t *testing.T) {
+	t.Parallel()
+	all := []history.Link{
+		{Client: "c1", Node: "n1"}, {Client: "c1", Node: "r1"}, {Client: "s1", Node: "s2"},
+		{Client: "s2", Node: "n1"}, {Client: "r1", Node: "n1"}, {Client: "c2", Node: "storage"},
+	}
+	tests := []struct {
+		name  string
+		sides [][]string
+		want  []history.Link
+	}{
+		{"master with one sentinel", [][]string{{"n1", "s1", "c1"}, {"r1", "s2", "c2"}},
+			[]history.Link{{Client: "c1", Node: "r1"}, {Client: "s1", Node: "s2"}, {Client: "s2", Node: "n1"}, {Client: "r1", Node: "n1"}}},
+		// A name on no side (storage) keeps its links.
+		{"unnamed ends untouched", [][]string{{"c1"}, {"n1"}}, []history.Link{{Client: "c1", Node: "n1"}}},
+		{"one side cuts nothing", [][]string{{"c1", "n1"}, {"s9"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := sidesLinks(all, tt.sides); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("sidesLinks = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// fitStory is a three-node story with the given expect.
+func fitStory(expect string) string {
+	return "name: t\nexpect: " + expect + "\ncluster: {nodes: 3}\nlock: {kind: [redlock, fenced-simple, redsync], ttl: 1s}\n" +
+		"workload: {clients: 2}\nsteps:\n  - acquire: {client: c1}\n"
 }

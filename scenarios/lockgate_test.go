@@ -9,7 +9,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // Client pauses reach redsync too, at the points the harness places around
@@ -33,11 +33,11 @@ func TestClientPausesReachRedsync(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
 			t.Parallel()
-			sc, err := scenarios.Load(tt.scenario)
+			sc, err := spec.Load(tt.scenario)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := sc.Override(scenarios.Overrides{Lock: scenarios.LockRedsync}); err != nil {
+			if err := sc.Override(spec.Overrides{Lock: spec.LockRedsync}); err != nil {
 				t.Fatal(err)
 			}
 			out := runScenario(t, context.Background(), sc, 1)

@@ -10,6 +10,7 @@ import (
 	"splitbrain/history"
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 func TestLockKinds(t *testing.T) {
@@ -21,8 +22,8 @@ workload: {clients: 1}
 steps:
   - acquire: {client: c1}
 `
-	for _, kind := range scenarios.LockKinds {
-		sc, err := scenarios.Parse([]byte(strings.Replace(file, "%s", kind, 1)), "kinds.yaml")
+	for _, kind := range spec.LockKinds {
+		sc, err := spec.Parse([]byte(strings.Replace(file, "%s", kind, 1)), "kinds.yaml")
 		if err != nil {
 			t.Errorf("kind %s: %v", kind, err)
 			continue
@@ -35,7 +36,7 @@ steps:
 			t.Errorf("kind %s: no belief sentence", kind)
 		}
 	}
-	_, err := scenarios.Parse([]byte(strings.Replace(file, "%s", "chubby", 1)), "kinds.yaml")
+	_, err := spec.Parse([]byte(strings.Replace(file, "%s", "chubby", 1)), "kinds.yaml")
 	if err == nil || !strings.Contains(err.Error(), "kinds.yaml:4: lock.kind") || !strings.Contains(err.Error(), "fenced-two-round, redsync") {
 		t.Errorf("unknown kind: %v, want an error naming the line, the field and the valid kinds", err)
 	}
@@ -54,14 +55,14 @@ func TestScenarioAgainstEveryLock(t *testing.T) {
 		wantReason  string
 		wantTokens  bool
 	}{
-		{scenarios.LockRedsync, checker.Invalid, "", false},
-		{scenarios.LockFencedTwoRound, checker.Invalid, "", true},
-		{scenarios.LockSingle, checker.Unknown, "(acquire c2): expected acquired, was refused", false},
+		{spec.LockRedsync, checker.Invalid, "", false},
+		{spec.LockFencedTwoRound, checker.Invalid, "", true},
+		{spec.LockSingle, checker.Unknown, "(acquire c2): expected acquired, was refused", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind, func(t *testing.T) {
 			t.Parallel()
-			sc, err := scenarios.Load("clock-jump")
+			sc, err := spec.Load("clock-jump")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,8 +103,8 @@ cluster: {nodes: 5}
 lock: {kind: %s, ttl: 1s}
 workload: {clients: 1, kind: %w}
 `
-	parse := func(kinds, wl string) (*scenarios.Scenario, error) {
-		return scenarios.Parse([]byte(strings.NewReplacer("%s", kinds, "%w", wl).Replace(file)), "kinds.yaml")
+	parse := func(kinds, wl string) (*spec.Scenario, error) {
+		return spec.Parse([]byte(strings.NewReplacer("%s", kinds, "%w", wl).Replace(file)), "kinds.yaml")
 	}
 	sc, err := parse("[redlock, redsync]", "counter")
 	if err != nil {
@@ -134,20 +135,20 @@ workload: {clients: 1, kind: %w}
 
 	// --lock replaces the list.
 	sc, _ = parse("[redlock, redsync]", "counter")
-	if err := sc.Override(scenarios.Overrides{Lock: "naive"}); err != nil || len(sc.Plays()) != 1 || sc.Plays()[0].Lock.Kind != "naive" {
+	if err := sc.Override(spec.Overrides{Lock: "naive"}); err != nil || len(sc.Plays()) != 1 || sc.Plays()[0].Lock.Kind != "naive" {
 		t.Errorf("--lock naive: %v, plays %v; want one play of naive", err, sc.Locks)
 	}
 	// With fencing on, every kind must hand out tokens, listed or given.
 	sc, _ = parse("[fenced-simple, redsync]", "counter, fencing: on")
-	if err := sc.Override(scenarios.Overrides{}); err == nil || !strings.Contains(err.Error(), "kinds.yaml: lock.kind redsync") ||
+	if err := sc.Override(spec.Overrides{}); err == nil || !strings.Contains(err.Error(), "kinds.yaml: lock.kind redsync") ||
 		!strings.Contains(err.Error(), "needs a lock with tokens") {
 		t.Errorf("fencing with redsync listed: %v, want an error naming lock.kind redsync", err)
 	}
-	if err := sc.Override(scenarios.Overrides{Lock: "fenced-two-round"}); err != nil {
+	if err := sc.Override(spec.Overrides{Lock: "fenced-two-round"}); err != nil {
 		t.Errorf("--lock fenced-two-round on a fenced scenario: %v", err)
 	}
 	sc, _ = parse("[fenced-simple, fenced-two-round]", "counter, fencing: on")
-	if err := sc.Override(scenarios.Overrides{Lock: "redlock"}); err == nil || !strings.Contains(err.Error(), "--lock redlock") {
+	if err := sc.Override(spec.Overrides{Lock: "redlock"}); err == nil || !strings.Contains(err.Error(), "--lock redlock") {
 		t.Errorf("--lock redlock on a fenced scenario: %v, want an error naming --lock redlock", err)
 	}
 }

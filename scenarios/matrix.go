@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"splitbrain/results"
+	"splitbrain/scenarios/spec"
 )
 
 // PlayedRun is a run folder and its record.
@@ -41,11 +42,11 @@ func ReadRuns(dirs []string) ([]PlayedRun, error) {
 // record says its scenario, lock, seed, expectation and answers; the
 // scenarios (scs, or those parsed from the folders' scenario.yaml) say
 // each story's family and which locks it does not fit.
-func AssembleMatrix(runs []PlayedRun, scs []*Scenario, locks []string) results.Matrix {
+func AssembleMatrix(runs []PlayedRun, scs []*spec.Scenario, locks []string) results.Matrix {
 	locks = slices.Clone(locks)
-	byName := map[string]*Scenario{}
+	byName := map[string]*spec.Scenario{}
 	var order []string
-	add := func(sc *Scenario) {
+	add := func(sc *spec.Scenario) {
 		if byName[sc.Name] == nil {
 			byName[sc.Name] = sc
 			order = append(order, sc.Name)
@@ -58,9 +59,9 @@ func AssembleMatrix(runs []PlayedRun, scs []*Scenario, locks []string) results.M
 	for _, r := range runs {
 		name := r.Rec.Meta.Scenario
 		if byName[name] == nil {
-			if sc, err := Load(filepath.Join(r.Dir, ScenarioFile)); err == nil && sc.Name == name {
+			if sc, err := spec.Load(filepath.Join(r.Dir, ScenarioFile)); err == nil && sc.Name == name {
 				add(sc)
-			} else if sc, err := Load(name); err == nil && sc.Name == name {
+			} else if sc, err := spec.Load(name); err == nil && sc.Name == name {
 				// A run folder from before plays kept their scenario file.
 				add(sc)
 			} else if !slices.Contains(order, name) {
@@ -73,7 +74,7 @@ func AssembleMatrix(runs []PlayedRun, scs []*Scenario, locks []string) results.M
 		k := [2]string{name, r.Rec.Meta.Lock}
 		plays[k] = append(plays[k], r)
 	}
-	var known []*Scenario
+	var known []*spec.Scenario
 	for _, n := range order {
 		if sc := byName[n]; sc != nil {
 			known = append(known, sc)
@@ -119,7 +120,7 @@ func AssembleMatrix(runs []PlayedRun, scs []*Scenario, locks []string) results.M
 			if sc != nil {
 				e, _ := sc.ExpectFor(l)
 				c.Expect = string(e)
-				if ok, why := sc.Fit(l); !ok && len(ps) == 0 {
+				if ok, why := Fit(sc, l); !ok && len(ps) == 0 {
 					c.NA = why
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // A generated workload reports its progress while it runs — how far, what
@@ -17,7 +18,7 @@ import (
 // final heal, so every progress line must name it.
 func TestGeneratedWorkloadReportsProgress(t *testing.T) {
 	t.Parallel()
-	sc, err := scenarios.Parse([]byte(`name: progress
+	sc, err := spec.Parse([]byte(`name: progress
 expect: any
 cluster: {nodes: 5}
 lock: {kind: redlock, ttl: 500ms, node_timeout: 100ms}
@@ -80,7 +81,7 @@ steps:
 // Without an interval shorter than the workload, no progress line.
 func TestShortWorkloadReportsNoProgress(t *testing.T) {
 	t.Parallel()
-	sc, err := scenarios.Parse([]byte(`name: short
+	sc, err := spec.Parse([]byte(`name: short
 expect: any
 cluster: {nodes: 3}
 lock: {kind: redlock, ttl: 500ms, node_timeout: 100ms}

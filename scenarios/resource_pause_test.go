@@ -9,7 +9,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // resourceLoss is a resource check's verdict, reason and count of what it
@@ -62,14 +62,14 @@ func TestPauseInCriticalSectionOnEveryResource(t *testing.T) {
 				}
 				t.Run(tc.kind+"/"+name+"/"+at, func(t *testing.T) {
 					t.Parallel()
-					sc, err := scenarios.Load(name)
+					sc, err := spec.Load(name)
 					if err != nil {
 						t.Fatal(err)
 					}
 					sc.Workload.Kind = tc.kind
 					paused := false
 					for i, st := range sc.Steps {
-						if st.Kind == scenarios.StepPause && st.Client == "c1" {
+						if st.Kind == spec.StepPause && st.Client == "c1" {
 							sc.Steps[i].Point, paused = at, true
 						}
 					}

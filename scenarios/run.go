@@ -1,3 +1,7 @@
+// Package scenarios plays scenarios that package spec has read: the
+// cluster, clients, nemesis, steps, checker and report, in order, on the
+// local or the Docker backend; it fits stories to locks and backends, and
+// plays the suite and assembles the safety matrix from run folders.
 package scenarios
 
 import (
@@ -20,6 +24,7 @@ import (
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
 	"splitbrain/results"
+	"splitbrain/scenarios/spec"
 	"splitbrain/workload"
 )
 
@@ -54,13 +59,6 @@ type Outcome struct {
 	AsExpected bool
 }
 
-// Random streams derived from the seed, one per consumer, so that adding a
-// draw to one never shifts the draws of another.
-const (
-	streamNemesis  = 1
-	streamWorkload = 2
-)
-
 // cleanupTimeout bounds the heal and shutdown at the end of a run, which
 // must happen even after Ctrl-C.
 const cleanupTimeout = 30 * time.Second
@@ -74,7 +72,7 @@ const cleanupTimeout = 30 * time.Second
 // The error is for failures of the harness itself (no redis-server, a fault
 // that could not be injected); the outcome is returned whenever a run
 // folder was made, even with an error.
-func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
+func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, error) {
 	started := time.Now()
 	dir, err := results.NewRunDir(opts.Store, sc.Name, started)
 	if err != nil {
@@ -119,8 +117,8 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 	hlogf("scenario %s (%s), lock %s, backend %s, seed %d", sc.Name, sc.File, sc.Lock.Kind, backendName(backend), opts.Seed)
 
 	r := &runner{sc: sc, rec: rec, logf: logf, seed: opts.Seed, progressEvery: opts.ProgressEvery,
-		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), streamNemesis)),
-		wlRand:  rand.New(rand.NewPCG(uint64(opts.Seed), streamWorkload)),
+		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), spec.StreamNemesis)),
+		wlRand:  rand.New(rand.NewPCG(uint64(opts.Seed), spec.StreamWorkload)),
 	}
 	runErr := r.setUp(ctx, dir, opts.CacheDir, backend)
 	if runErr == nil {
@@ -197,7 +195,7 @@ func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Outcome, error) {
 }
 
 type runner struct {
-	sc      *Scenario
+	sc      *spec.Scenario
 	rec     *history.Recorder
 	logf    func(string, ...any)
 	nemRand *rand.Rand
@@ -226,16 +224,16 @@ type runner struct {
 // one of its variants, or a third-party lock): its own connection to every
 // node it uses, through its own proxies.
 func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password string) (workload.Lock, error) {
-	if Consensus(r.sc.Lock.Kind) {
+	if spec.Consensus(r.sc.Lock.Kind) {
 		return r.newConsensusLock(client, eps, password)
 	}
-	if OneDeployment(r.sc.Lock.Kind) {
+	if spec.OneDeployment(r.sc.Lock.Kind) {
 		eps = eps[:1]
 	}
-	if DriverKind(r.sc.Lock.Kind) {
+	if spec.DriverKind(r.sc.Lock.Kind) {
 		return r.newDriverLock(client, eps, password)
 	}
-	if r.sc.Lock.Kind == LockRueidislock {
+	if r.sc.Lock.Kind == spec.LockRueidislock {
 		return r.newRueidislock(client, eps[0], password)
 	}
 	var conns []*redis.Client
@@ -246,12 +244,12 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 			return nil, err
 		}
 		opts := redlock.ClientOptions(addr, password)
-		if r.sc.Lock.Kind == LockWaitReplicas {
+		if r.sc.Lock.Kind == spec.LockWaitReplicas {
 			// WAIT blocks up to its timeout; a read must outlast it.
 			opts.ReadTimeout = waitReplicasTimeout + time.Second
 		}
 		var c *redis.Client
-		if r.sentinel != nil && OneDeployment(r.sc.Lock.Kind) {
+		if r.sentinel != nil && spec.OneDeployment(r.sc.Lock.Kind) {
 			c = r.newFailoverClient(client, password, opts.ReadTimeout)
 			r.sentinel.clients = append(r.sentinel.clients, c)
 		} else {
@@ -286,20 +284,20 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 		names = append(names, ep.Name)
 	}
 	switch r.sc.Lock.Kind {
-	case LockRedsync:
+	case spec.LockRedsync:
 		return r.gatedRedsync(client, conns), nil
-	case LockRedislock:
+	case spec.LockRedislock:
 		return r.gatedRedislock(client, conns[0]), nil
-	case LockWaitReplicas:
+	case spec.LockWaitReplicas:
 		return r.gatedWaitReplicas(client, conns[0])
 	}
 	opts := redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout, Hooks: r.hooks(client), MaxTries: r.sc.Lock.Retries}
 	switch r.sc.Lock.Kind {
-	case LockNaive:
+	case spec.LockNaive:
 		opts.SkipElapsedCheck = true
-	case LockFencedSimple:
+	case spec.LockFencedSimple:
 		opts.Fencing = redlock.FenceSimple
-	case LockFencedTwoRound:
+	case spec.LockFencedTwoRound:
 		opts.Fencing = redlock.FenceTwoRound
 	}
 	l, err := redlock.New(conns, opts)
@@ -327,8 +325,12 @@ func untilConnected(connect func(context.Context) error) error {
 func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error {
 	sc := r.sc
 	r.runDir, r.cacheDir = dir, cacheDir
+	persist := map[string]cluster.Persistence{}
+	for node, mode := range sc.Persistence {
+		persist[node] = cluster.Persistence(mode)
+	}
 	cfg := cluster.Config{
-		Nodes: sc.Nodes, NodePersistence: sc.Persistence, Dir: dir, CacheDir: cacheDir, Logf: r.logf,
+		Nodes: sc.Nodes, NodePersistence: persist, Dir: dir, CacheDir: cacheDir, Logf: r.logf,
 	}
 	if err := r.consensusConfig(&cfg); err != nil {
 		return err
@@ -406,13 +408,13 @@ func (r *runner) playSteps(ctx context.Context, from, to int) error {
 	return nil
 }
 
-func (r *runner) step(ctx context.Context, st Step) error {
+func (r *runner) step(ctx context.Context, st spec.Step) error {
 	key := st.Key
 	if key == "" {
 		key = r.sc.Lock.Key
 	}
 	switch st.Kind {
-	case StepCut:
+	case spec.StepCut:
 		links := make([]history.Link, len(st.Nodes))
 		for i, n := range st.Nodes {
 			links[i] = history.Link{Client: st.Client, Node: n}
@@ -424,10 +426,10 @@ func (r *runner) step(ctx context.Context, st Step) error {
 		r.logf("cut %s", f.Describe().Detail)
 		_, err := r.nem.Start(ctx, f)
 		return err
-	case StepHeal:
+	case spec.StepHeal:
 		r.logf("heal %s", st.Heal)
 		return r.heal(ctx, st.Heal)
-	case StepClock:
+	case spec.StepClock:
 		node, err := nodeAs[nemesis.ClockNode](r, st.Node, cluster.FaultClock)
 		if err != nil {
 			return err
@@ -439,11 +441,11 @@ func (r *runner) step(ctx context.Context, st Step) error {
 		r.logf("jump %s", f.Describe().Detail)
 		_, err = r.nem.Start(ctx, f)
 		return err
-	case StepAcquire:
+	case spec.StepAcquire:
 		return r.acquire(ctx, st, key)
-	case StepExtend:
+	case spec.StepExtend:
 		return r.extend(ctx, st, key)
-	case StepRelease:
+	case spec.StepRelease:
 		c := r.clients[st.Client]
 		if !c.Holds(key) {
 			r.logf("%s release %q: holds no lease, skipped", st.Client, key)
@@ -455,7 +457,7 @@ func (r *runner) step(ctx context.Context, st Step) error {
 			r.logf("%s release %q: released", st.Client, key)
 		}
 		return nil
-	case StepWait:
+	case spec.StepWait:
 		if st.Until != "" {
 			return r.waitUntil(ctx, st, key)
 		}
@@ -528,7 +530,7 @@ func firstLine(err error) string {
 // play in its family and to say which locks the story does not fit.
 const ScenarioFile = "scenario.yaml"
 
-func writeScenarioFile(dir string, sc *Scenario) error {
+func writeScenarioFile(dir string, sc *spec.Scenario) error {
 	if sc.Source == nil {
 		return nil // built in Go, not parsed
 	}

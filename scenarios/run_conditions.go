@@ -10,6 +10,7 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/history"
+	"splitbrain/scenarios/spec"
 	"splitbrain/workload"
 )
 
@@ -20,11 +21,11 @@ import (
 // Run hands the error to the checker as the reason the history is
 // incomplete. It is an outcome of the run, not a failure of the harness.
 type ExpectError struct {
-	// Step is the step's number, from 1; File and Line locate it.
+	// spec.Step is the step's number, from 1; File and Line locate it.
 	Step   int
 	File   string
 	Line   int
-	Kind   StepKind
+	Kind   spec.StepKind
 	Client string
 	// Want is the step's expect; Got what happened: acquired, extended,
 	// refused, unknown (the outcome could not be known), or no lease (an
@@ -57,13 +58,13 @@ func outcome(err, refused error, success string) string {
 	case err == nil:
 		return success
 	case errors.Is(err, refused):
-		return OutcomeRefused
+		return spec.OutcomeRefused
 	}
 	return outcomeUnknown
 }
 
 // checkOutcome checks got against what st expects of lock kind k.
-func checkOutcome(st Step, k, got string, cause error) error {
+func checkOutcome(st spec.Step, k, got string, cause error) error {
 	want := st.ExpectOf(k)
 	if want == "" || want == got {
 		return nil
@@ -71,18 +72,18 @@ func checkOutcome(st Step, k, got string, cause error) error {
 	return &ExpectError{Line: st.Line, Kind: st.Kind, Client: st.Client, Want: want, Got: got, Cause: cause}
 }
 
-func (r *runner) acquire(ctx context.Context, st Step, key string) error {
+func (r *runner) acquire(ctx context.Context, st spec.Step, key string) error {
 	err := r.clients[st.Client].Acquire(ctx, key, r.sc.Lock.TTL)
 	if err != nil {
 		r.logf("%s acquire %q: not acquired: %v", st.Client, key, firstLine(err))
 	} else {
 		r.logf("%s acquire %q: acquired", st.Client, key)
 	}
-	return checkOutcome(st, r.sc.Lock.Kind, outcome(err, workload.ErrNotAcquired, OutcomeAcquired), err)
+	return checkOutcome(st, r.sc.Lock.Kind, outcome(err, workload.ErrNotAcquired, spec.OutcomeAcquired), err)
 }
 
 // extend extends the client's lease on key by the lock's TTL.
-func (r *runner) extend(ctx context.Context, st Step, key string) error {
+func (r *runner) extend(ctx context.Context, st spec.Step, key string) error {
 	c := r.clients[st.Client]
 	if !c.Holds(key) {
 		r.logf("%s extend %q: holds no lease, skipped", st.Client, key)
@@ -96,7 +97,7 @@ func (r *runner) extend(ctx context.Context, st Step, key string) error {
 	} else {
 		r.logf("%s extend %q: extended, valid for %v more", st.Client, key, time.Until(d).Round(time.Millisecond))
 	}
-	return checkOutcome(st, r.sc.Lock.Kind, outcome(err, workload.ErrNotExtended, OutcomeExtended), err)
+	return checkOutcome(st, r.sc.Lock.Kind, outcome(err, workload.ErrNotExtended, spec.OutcomeExtended), err)
 }
 
 // ErrWaitTimeout: a wait step's condition was not met within its timeout.
@@ -115,7 +116,7 @@ const (
 // its timeout; with at_most it goes on after that long instead of failing.
 // Cancelling ctx ends the wait without an error: the run is then
 // interrupted, which playSteps reports.
-func (r *runner) waitUntil(ctx context.Context, st Step, key string) error {
+func (r *runner) waitUntil(ctx context.Context, st spec.Step, key string) error {
 	if st.AtMost == 0 {
 		return r.waitCondition(ctx, st, key)
 	}
@@ -129,11 +130,11 @@ func (r *runner) waitUntil(ctx context.Context, st Step, key string) error {
 }
 
 // waitCondition waits for st's condition for at most st.Timeout.
-func (r *runner) waitCondition(ctx context.Context, st Step, key string) error {
+func (r *runner) waitCondition(ctx context.Context, st spec.Step, key string) error {
 	timeout := st.Timeout
-	if st.Until == UntilExpired {
+	if st.Until == spec.UntilExpired {
 		if timeout == 0 {
-			timeout = DefaultWaitTimeout + r.sc.Lock.TTL
+			timeout = spec.DefaultWaitTimeout + r.sc.Lock.TTL
 		}
 		deadline, ok := r.clients[st.Client].Deadline(key)
 		if !ok {
@@ -154,17 +155,17 @@ func (r *runner) waitCondition(ctx context.Context, st Step, key string) error {
 		return nil
 	}
 	if timeout == 0 {
-		timeout = DefaultWaitTimeout
+		timeout = spec.DefaultWaitTimeout
 	}
 	switch st.Until {
-	case UntilPromoted:
+	case spec.UntilPromoted:
 		return r.waitPromoted(ctx, timeout)
-	case UntilPaused:
+	case spec.UntilPaused:
 		return r.waitPaused(ctx, st.Client, timeout)
-	case UntilWrote:
+	case spec.UntilWrote:
 		return r.waitWrote(ctx, st.Client, timeout)
 	}
-	want := st.Until == UntilUp
+	want := st.Until == spec.UntilUp
 	r.logf("wait until %s is %s (at most %v)", st.Node, st.Until, timeout)
 	start := time.Now()
 	for {

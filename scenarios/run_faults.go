@@ -13,6 +13,7 @@ import (
 	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
+	"splitbrain/scenarios/spec"
 )
 
 // faultRig is what the fault steps need beyond the nemesis: each client's
@@ -102,21 +103,21 @@ func healKindsFor(what string) []string {
 }
 
 // faultStep runs a fault step.
-func (r *runner) faultStep(ctx context.Context, st Step) error {
+func (r *runner) faultStep(ctx context.Context, st spec.Step) error {
 	switch st.Kind {
-	case StepNet:
+	case spec.StepNet:
 		return r.linkFault(ctx, st, clientLinks([]string{st.Client}, st.Nodes))
-	case StepReplication:
+	case spec.StepReplication:
 		return r.linkFault(ctx, st, []history.Link{{Client: st.Replica, Node: st.Node}})
-	case StepPartition:
+	case spec.StepPartition:
 		return r.partition(ctx, st)
-	case StepStrobe:
+	case spec.StepStrobe:
 		node, err := nodeAs[nemesis.ClockNode](r, st.Node, cluster.FaultClock)
 		if err != nil {
 			return err
 		}
 		return r.start(ctx, st, nemesis.ClockStrobe{Node: node, Delta: st.Span.Draw(r.nemRand), Period: st.Period})
-	case StepClockReset:
+	case spec.StepClockReset:
 		names := st.Nodes
 		if len(names) == 0 {
 			names = r.nodeNames()
@@ -131,7 +132,7 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 		}
 		r.logf("reset the clocks of %s", strings.Join(names, ","))
 		return r.nem.ResetClocks(ctx, nodes...)
-	case StepPause:
+	case spec.StepPause:
 		if st.Client != "" {
 			at := fault.Point(st.Point)
 			if st.Point == "random" {
@@ -145,18 +146,18 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 			return err
 		}
 		return r.start(ctx, st, nemesis.Pause{Node: node})
-	case StepResume:
+	case spec.StepResume:
 		if st.Client != "" {
 			return r.stopOn(ctx, "resume", st.Client, fault.KindClientPause)
 		}
 		return r.stopOn(ctx, "resume", st.Node, fault.KindPause)
-	case StepKill, StepStop:
+	case spec.StepKill, spec.StepStop:
 		if st.Amnesia {
 			if _, err := nodeAs[nemesis.Wipeable](r, st.Node, cluster.FaultWipe); err != nil {
 				return err
 			}
 		}
-		if st.Kind == StepKill {
+		if st.Kind == spec.StepKill {
 			node, err := nodeAs[nemesis.Killable](r, st.Node, cluster.FaultKill)
 			if err != nil {
 				return err
@@ -168,15 +169,15 @@ func (r *runner) faultStep(ctx context.Context, st Step) error {
 			return err
 		}
 		return r.start(ctx, st, nemesis.Stop{Node: node, Amnesia: st.Amnesia})
-	case StepRestart:
+	case spec.StepRestart:
 		return r.stopOn(ctx, "restart", st.Node, fault.KindKill, fault.KindStop)
-	case StepPromote:
+	case spec.StepPromote:
 		rep, err := nodeAs[nemesis.Promotable](r, st.Replica, cluster.FaultReplica)
 		if err != nil {
 			return err
 		}
 		return r.start(ctx, st, nemesis.Promote{Net: r.net, Replica: rep, Links: clientLinks(r.sc.Clients, []string{st.Node})})
-	case StepRandom:
+	case spec.StepRandom:
 		return r.random(ctx, st)
 	}
 	return fmt.Errorf("unknown step kind %q", st.Kind)
@@ -201,7 +202,7 @@ func (r *runner) node(name string) (cluster.Node, error) {
 // random schedule waits for its client pauses: a client has one gate, and
 // a shrunk schedule (package shrink) writes a random schedule's pauses as
 // steps that may follow each other closer than the client's hold.
-func (r *runner) pauseClient(ctx context.Context, st Step, at fault.Point) error {
+func (r *runner) pauseClient(ctx context.Context, st spec.Step, at fault.Point) error {
 	p := nemesis.ClientPause{Gate: r.faults.gates[st.Client], At: at, For: st.For.Draw(r.nemRand)}
 	if st.Signal {
 		proc, ok := r.drivers.pausers()[st.Client]
@@ -261,7 +262,7 @@ func (r *runner) refuseLinks(links []history.Link) error {
 
 // start injects f, healing it on its own after the step's "for" if given;
 // "for: 0s" (kill and stop) heals it at once.
-func (r *runner) start(ctx context.Context, st Step, f nemesis.Fault) error {
+func (r *runner) start(ctx context.Context, st spec.Step, f nemesis.Fault) error {
 	desc := f.Describe().Detail
 	if !st.HasFor {
 		r.logf("%s", desc)
@@ -293,7 +294,7 @@ func (r *runner) stopOn(ctx context.Context, verb, target string, kinds ...strin
 	return r.nem.StopMatching(ctx, match)
 }
 
-func (r *runner) linkFault(ctx context.Context, st Step, links []history.Link) error {
+func (r *runner) linkFault(ctx context.Context, st spec.Step, links []history.Link) error {
 	if err := r.refuseLinks(links); err != nil {
 		return err
 	}
@@ -314,7 +315,7 @@ func (r *runner) linkFault(ctx context.Context, st Step, links []history.Link) e
 	return r.start(ctx, st, f)
 }
 
-func (r *runner) partition(ctx context.Context, st Step) error {
+func (r *runner) partition(ctx context.Context, st spec.Step) error {
 	clients, nodes := st.Clients, st.Nodes
 	if len(clients) == 0 {
 		clients = r.sc.Clients
@@ -335,7 +336,7 @@ func (r *runner) partition(ctx context.Context, st Step) error {
 		links, err = fault.Bridge(clients, nodes)
 	case fault.ShapeRandom:
 		links = fault.RandomGrudge(clients, nodes, r.nemRand)
-	case ShapeSides:
+	case spec.ShapeSides:
 		if err = r.refusePeerSplit(st.Sides); err != nil {
 			break
 		}
@@ -356,7 +357,7 @@ func (r *runner) partition(ctx context.Context, st Step) error {
 
 // random plays a random schedule drawn from the run's seed; the step ends
 // when the schedule does.
-func (r *runner) random(ctx context.Context, st Step) error {
+func (r *runner) random(ctx context.Context, st spec.Step) error {
 	spec := st.Schedule
 	spec.Points = r.pausePoints()
 	ops, err := fault.Plan(spec, r.sc.Clients, r.nodeNames(), r.nemRand)
@@ -380,4 +381,4 @@ func (r *runner) random(ctx context.Context, st Step) error {
 
 // pausePoints are where this run's clients can be paused: the lock's hook
 // points, and before the write when the workload writes the storage.
-func (r *runner) pausePoints() []fault.Point { return r.sc.pausePoints() }
+func (r *runner) pausePoints() []fault.Point { return r.sc.PausePoints() }

@@ -19,11 +19,12 @@ import (
 	"splitbrain/history"
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
-func parse(t *testing.T, yaml string) *scenarios.Scenario {
+func parse(t *testing.T, yaml string) *spec.Scenario {
 	t.Helper()
-	sc, err := scenarios.Parse([]byte(yaml), "test.yaml")
+	sc, err := spec.Parse([]byte(yaml), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func assertAllHealed(t *testing.T, fs []history.Fault, where string) {
 
 // runLogged runs sc, checks that it left nothing behind, and returns its
 // outcome and progress log.
-func runLogged(t *testing.T, sc *scenarios.Scenario, seed int64) (*scenarios.Outcome, string) {
+func runLogged(t *testing.T, sc *spec.Scenario, seed int64) (*scenarios.Outcome, string) {
 	t.Helper()
 	var log strings.Builder
 	cache := t.TempDir()

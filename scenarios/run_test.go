@@ -6,21 +6,24 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"splitbrain/checker"
+	"splitbrain/cluster"
 	"splitbrain/history"
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
-func runScenario(t *testing.T, ctx context.Context, sc *scenarios.Scenario, seed int64) *scenarios.Outcome {
+func runScenario(t *testing.T, ctx context.Context, sc *spec.Scenario, seed int64) *scenarios.Outcome {
 	t.Helper()
 	return runWithProgress(t, ctx, sc, seed, nil)
 }
 
-func runWithProgress(t *testing.T, ctx context.Context, sc *scenarios.Scenario, seed int64, progress io.Writer) *scenarios.Outcome {
+func runWithProgress(t *testing.T, ctx context.Context, sc *spec.Scenario, seed int64, progress io.Writer) *scenarios.Outcome {
 	t.Helper()
 	cache := t.TempDir()
 	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: cache, Progress: progress})
@@ -53,7 +56,7 @@ func assertCleanedUp(t *testing.T, dir, cache string) {
 func TestClockJumpFindsTheViolation(t *testing.T) {
 	t.Parallel()
 	forSeeds(t, 10, func(t *testing.T, seed int64) {
-		sc, err := scenarios.Load("clock-jump")
+		sc, err := spec.Load("clock-jump")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +102,7 @@ func TestClockJumpFindsTheViolation(t *testing.T) {
 func TestClockJumpControlIsValid(t *testing.T) {
 	t.Parallel()
 	forSeeds(t, 10, func(t *testing.T, seed int64) {
-		sc, err := scenarios.Load("clock-jump-control")
+		sc, err := spec.Load("clock-jump-control")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +131,7 @@ func forSeeds(t *testing.T, n int64, f func(t *testing.T, seed int64)) {
 // report; without a recorded violation its verdict is unknown, never valid.
 func TestInterruptedRunCleansUpAndReportsUnknown(t *testing.T) {
 	t.Parallel()
-	sc, err := scenarios.Parse([]byte(`name: long
+	sc, err := spec.Parse([]byte(`name: long
 expect: safe
 cluster: {nodes: 3}
 lock: {ttl: 1s}
@@ -181,4 +184,19 @@ func (c cancelOn) Write(p []byte) (int, error) {
 		c.cancel()
 	}
 	return len(p), nil
+}
+
+// The parser knows the persistence modes by name, without the servers
+// (spec.PersistModes); the runner hands them to the nodes as
+// cluster.Persistence: the two lists are the same modes in the same order,
+// so a mode a file may name is one a Redis node can run, and back.
+func TestPersistModesAreTheClusterModes(t *testing.T) {
+	t.Parallel()
+	var modes []string
+	for _, p := range cluster.Redis.Persistence {
+		modes = append(modes, string(p))
+	}
+	if !slices.Equal(modes, spec.PersistModes) || spec.PersistNone != string(cluster.PersistNone) {
+		t.Errorf("spec's modes %v (default %s), cluster's %v (default %s)", spec.PersistModes, spec.PersistNone, modes, cluster.PersistNone)
+	}
 }

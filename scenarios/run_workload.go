@@ -15,13 +15,9 @@ import (
 	"splitbrain/fault"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
+	"splitbrain/scenarios/spec"
 	"splitbrain/workload"
 )
-
-// storageNode names the storage in the network nemesis: each client reaches
-// it through its own proxy, as it reaches the lock nodes, so that faults on
-// the client↔storage links can be injected like any other.
-const storageNode = "storage"
 
 // streamClients is the first PCG stream of the generated workload's
 // clients: client i draws from streamClients+i.
@@ -51,7 +47,7 @@ func (r *runner) startStorage(ctx context.Context, dir, cacheDir string) (*nemes
 	if !r.sc.Workload.HasResource() {
 		return nil, nil
 	}
-	st, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 1, Dir: filepath.Join(dir, storageNode), CacheDir: cacheDir})
+	st, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 1, Dir: filepath.Join(dir, spec.StorageNode), CacheDir: cacheDir})
 	if err != nil {
 		return nil, fmt.Errorf("storage node: %w", err)
 	}
@@ -59,7 +55,7 @@ func (r *runner) startStorage(ctx context.Context, dir, cacheDir string) (*nemes
 	node := st.Nodes()[0]
 	r.wl.harness = redis.NewClient(redlock.ClientOptions(node.Addr(), st.Password()))
 	r.logf("started the storage node %s (outside the lock quorum)", node.Addr())
-	return &nemesis.Endpoint{Name: storageNode, Addr: node.Addr()}, nil
+	return &nemesis.Endpoint{Name: spec.StorageNode, Addr: node.Addr()}, nil
 }
 
 // connectStorage gives every client its own connection to the storage,
@@ -70,7 +66,7 @@ func (r *runner) connectStorage() error {
 	}
 	r.wl.storages = map[string]*workload.Storage{}
 	for _, name := range r.sc.Clients {
-		addr, err := r.net.Addr(name, storageNode)
+		addr, err := r.net.Addr(name, spec.StorageNode)
 		if err != nil {
 			return err
 		}
@@ -87,7 +83,7 @@ func (r *runner) workloadConfig() workload.Config {
 	w := r.sc.Workload
 	return workload.Config{
 		Kind:     workload.Kind(w.Kind),
-		Keys:     r.sc.keys(),
+		Keys:     r.sc.Keys(),
 		TTL:      r.sc.Lock.TTL,
 		Duration: w.Duration,
 		Think:    w.Think.Draw,
@@ -128,7 +124,7 @@ func (r *runner) playGenerated(ctx context.Context) error {
 	// together, a client could pass the hook a pause was meant for.
 	lead := len(r.sc.Steps)
 	for i, st := range r.sc.Steps {
-		if st.Kind == StepWait {
+		if st.Kind == spec.StepWait {
 			lead = i
 			break
 		}

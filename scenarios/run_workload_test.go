@@ -11,6 +11,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 const generated = `name: gen
@@ -47,7 +48,7 @@ func TestWorkloadSectionErrors(t *testing.T) {
 			[]string{"f.yaml:5", "writers", "clients, kind, keys, duration, think, fencing"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := scenarios.Parse([]byte(tc.yaml), "f.yaml")
+			_, err := spec.Parse([]byte(tc.yaml), "f.yaml")
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -61,7 +62,7 @@ func TestWorkloadSectionErrors(t *testing.T) {
 }
 
 func TestWorkloadSectionParses(t *testing.T) {
-	sc, err := scenarios.Parse([]byte(generated), "f.yaml")
+	sc, err := spec.Parse([]byte(generated), "f.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,17 +70,17 @@ func TestWorkloadSectionParses(t *testing.T) {
 	if w.Kind != "counter" || w.Keys != 1 || w.Duration != 10*time.Second || w.Fencing || w.Think.Max != 10*time.Millisecond || len(sc.Steps) != 0 {
 		t.Errorf("defaults: %+v, %d steps", w, len(sc.Steps))
 	}
-	sc, err = scenarios.Parse([]byte(strings.Replace(generated, "kind: counter",
+	sc, err = spec.Parse([]byte(strings.Replace(generated, "kind: counter",
 		"kind: set, keys: 3, duration: 2s, think: 1s..2s, fencing: on", 1)+"steps:\n  - cut: {client: c1, nodes: [n3]}\n  - heal: all\n"), "f.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w = sc.Workload
 	if w.Kind != "set" || w.Keys != 3 || w.Duration != 2*time.Second || !w.Fencing ||
-		w.Think != (scenarios.Span{Min: time.Second, Max: 2 * time.Second}) || len(sc.Steps) != 2 {
+		w.Think != (spec.Span{Min: time.Second, Max: 2 * time.Second}) || len(sc.Steps) != 2 {
 		t.Errorf("parsed %+v, %d steps", w, len(sc.Steps))
 	}
-	if sc, err := scenarios.Load("clock-jump"); err != nil || sc.Workload.Kind != scenarios.WorkloadSteps {
+	if sc, err := spec.Load("clock-jump"); err != nil || sc.Workload.Kind != spec.WorkloadSteps {
 		t.Errorf("clock-jump: %v, workload %+v: scripted scenarios keep the steps kind", err, sc.Workload)
 	}
 }
@@ -89,7 +90,7 @@ func TestWorkloadSectionParses(t *testing.T) {
 // set up and read back, and everything checks.
 func TestGeneratedWorkloadRun(t *testing.T) {
 	t.Parallel()
-	sc, err := scenarios.Parse([]byte(strings.Replace(generated, "kind: counter", "kind: counter, duration: 1s, think: 1ms..5ms", 1)+
+	sc, err := spec.Parse([]byte(strings.Replace(generated, "kind: counter", "kind: counter, duration: 1s, think: 1ms..5ms", 1)+
 		"steps:\n  - cut: {client: c1, nodes: [n3]}\n  - wait: 300ms\n  - heal: links\n"), "gen.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestGeneratedPauseRunLosesUpdates(t *testing.T) {
 	for _, kind := range []string{"counter", "set"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			sc, err := scenarios.Parse([]byte(strings.NewReplacer("expect: safe", "expect: violation", "ttl: 1s, node_timeout: 200ms", "ttl: 300ms, node_timeout: 100ms",
+			sc, err := spec.Parse([]byte(strings.NewReplacer("expect: safe", "expect: violation", "ttl: 1s, node_timeout: 200ms", "ttl: 300ms, node_timeout: 100ms",
 				"kind: counter", "kind: "+kind+", duration: 2s, think: 1s").Replace(generated)), "pause.yaml")
 			if err != nil {
 				t.Fatal(err)
@@ -159,7 +160,7 @@ func TestGeneratedPauseRunLosesUpdates(t *testing.T) {
 // fails and its verdict is unknown, never valid.
 func TestFencingWithoutTokensIsUnknown(t *testing.T) {
 	t.Parallel()
-	sc, err := scenarios.Parse([]byte(strings.Replace(generated, "kind: counter", "kind: counter, duration: 500ms, fencing: on", 1)), "f.yaml")
+	sc, err := spec.Parse([]byte(strings.Replace(generated, "kind: counter", "kind: counter, duration: 500ms, fencing: on", 1)), "f.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // secretsIn reads the passwords of every node config under root: the
@@ -65,9 +66,9 @@ steps:
   - wait: 300ms
   - pause: {node: n2, for: 500ms}
 `)
-	for _, backend := range []string{scenarios.BackendLocal, scenarios.BackendDocker} {
+	for _, backend := range []string{spec.BackendLocal, spec.BackendDocker} {
 		t.Run(backend, func(t *testing.T) {
-			if backend == scenarios.BackendDocker {
+			if backend == spec.BackendDocker {
 				dockerEngine(t)
 			}
 			store, cache := t.TempDir(), t.TempDir()
@@ -115,7 +116,7 @@ steps:
 			if !checked {
 				t.Fatalf("the run never paused n2; nothing was checked\nprogress:\n%s", progress.String())
 			}
-			if _, err := os.Stat(filepath.Join(out.Dir, "logs", "n1.log")); err != nil && backend == scenarios.BackendLocal {
+			if _, err := os.Stat(filepath.Join(out.Dir, "logs", "n1.log")); err != nil && backend == spec.BackendLocal {
 				t.Errorf("node log not in the run folder: %v", err)
 			}
 			if left := secretsIn(t, cache); len(left) != 0 {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"splitbrain/scenarios/spec"
 )
 
 // A suite plays cells: a story against one lock kind, each played Runs
@@ -17,9 +19,9 @@ import (
 
 // Cell is a story against one lock kind: a play, or n/a and why.
 type Cell struct {
-	// Scenario is the story played against Lock alone (PlayAgainst), with
+	// spec.Scenario is the story played against spec.Lock alone (PlayAgainst), with
 	// that lock's expectation.
-	Scenario *Scenario
+	Scenario *spec.Scenario
 	Lock     string
 	// NA says why the story does not fit the lock; empty when it does.
 	NA string
@@ -27,12 +29,12 @@ type Cell struct {
 
 // Cells lays out scenarios × lock kinds, in that order; a pair that does
 // not fit is a cell that says why.
-func Cells(scs []*Scenario, locks []string) []Cell {
+func Cells(scs []*spec.Scenario, locks []string) []Cell {
 	var out []Cell
 	for _, sc := range scs {
 		for _, k := range locks {
 			c := Cell{Scenario: sc.PlayAgainst(k), Lock: k}
-			if ok, why := sc.Fit(k); !ok {
+			if ok, why := Fit(sc, k); !ok {
 				c.NA = why
 			}
 			out = append(out, c)
@@ -71,10 +73,10 @@ type SuiteOptions struct {
 	// Progress are set per play.
 	Run RunOptions
 	// Command returns the command that re-runs one play alone.
-	Command func(sc *Scenario, seed int64) string
+	Command func(sc *spec.Scenario, seed int64) string
 	// Progress returns where one play's step lines go; nil discards them
 	// (they stay in the play's harness log).
-	Progress func(sc *Scenario, seed int64) io.Writer
+	Progress func(sc *spec.Scenario, seed int64) io.Writer
 	// Done is called as each play ends, one call at a time.
 	Done func(PlayResult)
 }
@@ -193,26 +195,26 @@ var Families = []Family{FamilyClock, FamilyPause, FamilyRestart, FamilyFailover,
 // makes the story, when it has several (clock-jump cuts links to shape
 // the quorums, but the jump is what breaks the lock; delayed-write pauses
 // its client a moment only to start the delay at the right instant).
-func FamilyOf(sc *Scenario) Family {
+func FamilyOf(sc *spec.Scenario) Family {
 	has := map[Family]bool{}
 	for _, st := range sc.Steps {
 		switch st.Kind {
-		case StepRandom:
+		case spec.StepRandom:
 			has[FamilyRandom] = true
-		case StepPromote, StepReplication:
+		case spec.StepPromote, spec.StepReplication:
 			has[FamilyFailover] = true
-		case StepClock, StepStrobe, StepClockReset:
+		case spec.StepClock, spec.StepStrobe, spec.StepClockReset:
 			has[FamilyClock] = true
-		case StepKill, StepStop, StepRestart:
+		case spec.StepKill, spec.StepStop, spec.StepRestart:
 			has[FamilyRestart] = true
-		case StepPause, StepResume:
+		case spec.StepPause, spec.StepResume:
 			has[FamilyPause] = true
-		case StepNet:
+		case spec.StepNet:
 			if st.Fault == "delay" {
 				has[FamilyDelay] = true
 			}
 			has[FamilyPartition] = true
-		case StepCut, StepPartition:
+		case spec.StepCut, spec.StepPartition:
 			has[FamilyPartition] = true
 		}
 	}
@@ -227,7 +229,7 @@ func FamilyOf(sc *Scenario) Family {
 // Families assigns each scenario its family; a scenario named after
 // another of the set (clock-jump-control after clock-jump) joins that
 // one's family, so a control sits beside its story.
-func FamiliesOf(scs []*Scenario) map[string]Family {
+func FamiliesOf(scs []*spec.Scenario) map[string]Family {
 	out := map[string]Family{}
 	for _, sc := range scs {
 		out[sc.Name] = FamilyOf(sc)
@@ -246,7 +248,7 @@ func FamiliesOf(scs []*Scenario) map[string]Family {
 	return out
 }
 
-func scenarioNamed(scs []*Scenario, name string) *Scenario {
+func scenarioNamed(scs []*spec.Scenario, name string) *spec.Scenario {
 	for _, sc := range scs {
 		if sc.Name == name {
 			return sc

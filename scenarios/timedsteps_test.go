@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"splitbrain/checker"
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // The steps a shrunk schedule is written in (package shrink) behave as the
@@ -29,7 +29,7 @@ steps:
   - wait: 50ms
   - pause: {client: c1, at: any, for: 100ms}
 `
-	sc, err := scenarios.Parse([]byte(src), "timed-steps.yaml")
+	sc, err := spec.Parse([]byte(src), "timed-steps.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ steps:
   - wait: 100ms
   - random: {faults: [clock, pause, partition, client-pause, kill, amnesia], interval: 150ms, duration: 40ms..120ms, for: 1500ms, max_clock: 1s}
 `
-	sc, err := scenarios.Parse([]byte(src), "unroll-matches.yaml")
+	sc, err := spec.Parse([]byte(src), "unroll-matches.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"splitbrain/scenarios/spec"
 
-	"splitbrain/scenarios"
+	"go.yaml.in/yaml/v3"
 )
 
 // fault is one fault of a candidate: a fault of the original run, perhaps
@@ -20,7 +20,7 @@ type fault struct {
 	// the fault across candidates.
 	id   int
 	at   time.Duration // from the start of the workload
-	step scenarios.Step
+	step spec.Step
 }
 
 func (f fault) end() time.Duration { return f.at + f.step.For.Min }
@@ -102,35 +102,35 @@ func (c *candidate) names() map[string]string {
 
 // describe says what a fault does and for how long, in the candidate's
 // names.
-func describe(st scenarios.Step, names map[string]string) string {
+func describe(st spec.Step, names map[string]string) string {
 	return fmt.Sprintf("%s for %v", action(st, names), st.For.Min)
 }
 
 // action says what a fault does.
-func action(st scenarios.Step, names map[string]string) string {
+func action(st spec.Step, names map[string]string) string {
 	client := names[st.Client]
 	var s string
 	switch st.Kind {
-	case scenarios.StepClock:
+	case spec.StepClock:
 		s = fmt.Sprintf("%s's clock jumps %s", st.Node, signed(st.Span.Min))
-	case scenarios.StepStrobe:
+	case spec.StepStrobe:
 		s = fmt.Sprintf("%s's clock strobes %s every %v", st.Node, signed(st.Span.Min), st.Period)
-	case scenarios.StepPause:
+	case spec.StepPause:
 		if st.Client != "" {
 			s = fmt.Sprintf("%s paused at %s", client, st.Point)
 		} else {
 			s = st.Node + " paused (SIGSTOP)"
 		}
-	case scenarios.StepKill:
+	case spec.StepKill:
 		s = st.Node + " killed"
 		if st.Amnesia {
 			s += " with its data lost"
 		}
-	case scenarios.StepStop:
+	case spec.StepStop:
 		s = st.Node + " stopped"
-	case scenarios.StepNet:
+	case spec.StepNet:
 		s = fmt.Sprintf("%s's links to %s: %s", client, strings.Join(st.Nodes, ","), st.Fault)
-	case scenarios.StepReplication:
+	case spec.StepReplication:
 		s = fmt.Sprintf("%s's replication link: %s", st.Node, st.Fault)
 	default:
 		s = string(st.Kind)
@@ -197,7 +197,7 @@ func (w *writer) file(c *candidate, description string, comments map[string]stri
 	var at time.Duration
 	for i, f := range c.faults {
 		if d := f.at - at; d > 0 {
-			n, err := scenarios.StepNode(scenarios.Step{Kind: scenarios.StepWait, Span: scenarios.Span{Min: d, Max: d}})
+			n, err := spec.StepNode(spec.Step{Kind: spec.StepWait, Span: spec.Span{Min: d, Max: d}})
 			if err != nil {
 				return nil, err
 			}
@@ -209,7 +209,7 @@ func (w *writer) file(c *candidate, description string, comments map[string]stri
 		if st.Client != "" {
 			st.Client = names[st.Client]
 		}
-		n, err := scenarios.StepNode(st)
+		n, err := spec.StepNode(st)
 		if err != nil {
 			return nil, fmt.Errorf("fault %d (%s): %w", i, describe(f.step, names), err)
 		}

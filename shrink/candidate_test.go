@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"splitbrain/scenarios/spec"
 
-	"splitbrain/scenarios"
+	"go.yaml.in/yaml/v3"
 )
 
 const runScenario = `name: pauses
@@ -43,9 +43,9 @@ func testWriter(t *testing.T) *writer {
 func TestCandidateFile(t *testing.T) {
 	w := testWriter(t)
 	c := &candidate{clients: []string{"c1", "c3"}, keys: 1, duration: 1800 * time.Millisecond, faults: []fault{
-		{id: 4, at: ms(250), step: scenarios.Step{Kind: scenarios.StepPause, Client: "c3", Point: "before-write", For: span(ms(844)), HasFor: true, Within: time.Second}},
-		{id: 5, at: ms(250), step: scenarios.Step{Kind: scenarios.StepPause, Node: "n2", For: span(ms(300)), HasFor: true}},
-		{id: 9, at: ms(1250), step: scenarios.Step{Kind: scenarios.StepStrobe, Node: "n4", Span: span(-ms(1802)), Period: ms(36), For: span(ms(761)), HasFor: true}},
+		{id: 4, at: ms(250), step: spec.Step{Kind: spec.StepPause, Client: "c3", Point: "before-write", For: span(ms(844)), HasFor: true, Within: time.Second}},
+		{id: 5, at: ms(250), step: spec.Step{Kind: spec.StepPause, Node: "n2", For: span(ms(300)), HasFor: true}},
+		{id: 9, at: ms(1250), step: spec.Step{Kind: spec.StepStrobe, Node: "n4", Span: span(-ms(1802)), Period: ms(36), For: span(ms(761)), HasFor: true}},
 	}}
 	comments := map[string]string{noteFault(4): "needed: without it, 0 of 1 replays violated", noteWait(9): "a wait of 500ms, 1 of 2", noteClients: "3 in the run"}
 	src, err := w.file(c, "Shrunk from a run.\n\nIt reproduces.\n", comments)
@@ -53,23 +53,23 @@ func TestCandidateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(src)
-	sc, err := scenarios.Parse(src, "pauses-shrunk.yaml")
+	sc, err := spec.Parse(src, "pauses-shrunk.yaml")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}
-	if sc.Name != "pauses-shrunk" || sc.Expect != scenarios.ExpectViolation || sc.Lock.Kind != "redsync" || len(sc.Locks) != 1 ||
+	if sc.Name != "pauses-shrunk" || sc.Expect != spec.ExpectViolation || sc.Lock.Kind != "redsync" || len(sc.Locks) != 1 ||
 		sc.Lock.TTL != ms(600) || sc.Persistence["n3"] != "aof-always" || sc.Description != "Shrunk from a run.\n\nIt reproduces." {
 		t.Errorf("read back as %+v\n%s", sc, text)
 	}
 	if len(sc.Clients) != 2 || sc.Workload.Keys != 1 || sc.Workload.Duration != 1800*time.Millisecond || sc.Workload.Kind != "counter" {
 		t.Errorf("workload %+v, clients %v", sc.Workload, sc.Clients)
 	}
-	want := []scenarios.Step{
-		{Kind: scenarios.StepWait, Span: span(ms(250))},
-		{Kind: scenarios.StepPause, Client: "c2", Point: "before-write", For: span(ms(844)), HasFor: true, Within: time.Second},
-		{Kind: scenarios.StepPause, Node: "n2", For: span(ms(300)), HasFor: true},
-		{Kind: scenarios.StepWait, Span: span(time.Second)},
-		{Kind: scenarios.StepStrobe, Node: "n4", Span: span(-ms(1802)), Period: ms(36), For: span(ms(761)), HasFor: true},
+	want := []spec.Step{
+		{Kind: spec.StepWait, Span: span(ms(250))},
+		{Kind: spec.StepPause, Client: "c2", Point: "before-write", For: span(ms(844)), HasFor: true, Within: time.Second},
+		{Kind: spec.StepPause, Node: "n2", For: span(ms(300)), HasFor: true},
+		{Kind: spec.StepWait, Span: span(time.Second)},
+		{Kind: spec.StepStrobe, Node: "n4", Span: span(-ms(1802)), Period: ms(36), For: span(ms(761)), HasFor: true},
 	}
 	if len(sc.Steps) != len(want) {
 		t.Fatalf("%d steps, want %d:\n%s", len(sc.Steps), len(want), text)
@@ -95,7 +95,7 @@ func TestCandidateFile(t *testing.T) {
 	}
 }
 
-func equalStep(a, b scenarios.Step) bool {
+func equalStep(a, b spec.Step) bool {
 	return a.Kind == b.Kind && a.Client == b.Client && a.Node == b.Node && a.Point == b.Point && a.Span == b.Span &&
 		a.Period == b.Period && a.For == b.For && a.HasFor == b.HasFor && a.Within == b.Within
 }
@@ -106,7 +106,7 @@ func TestCandidateFileWithoutFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scenarios.Parse(src, "s.yaml")
+	sc, err := spec.Parse(src, "s.yaml")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, src)
 	}

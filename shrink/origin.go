@@ -15,6 +15,7 @@ import (
 	"splitbrain/history"
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // origin is the run being shrunk: what it played and what it broke.
@@ -25,11 +26,11 @@ type origin struct {
 	// sc is the scenario as the run played it: its lock alone, its
 	// number of clients and its workload's duration (run's --lock,
 	// --clients and --time included).
-	sc *scenarios.Scenario
+	sc *spec.Scenario
 	// prop is the property to keep violating: the run's first invalid
 	// property that decides its verdict.
 	prop   string
-	faults []scenarios.TimedFault
+	faults []spec.TimedFault
 	// doc is the run's scenario.yaml as parsed: candidates are written
 	// from it, so that what they do not change (the cluster, the lock's
 	// parameters, the workload's kind) stays as the file had it.
@@ -74,7 +75,7 @@ func load(dir string) (*origin, error) {
 	if err != nil {
 		return nil, notShrinkable("%s has no %s, the scenario it played: %v", dir, scenarios.ScenarioFile, err)
 	}
-	sc, err := scenarios.Parse(src, path)
+	sc, err := spec.Parse(src, path)
 	if err != nil {
 		return nil, notShrinkable("%v", err)
 	}
@@ -102,11 +103,11 @@ func load(dir string) (*origin, error) {
 // played is sc as meta says it was played: one lock, that number of
 // clients, and the duration run's --time gave, if it gave one (the
 // command that re-runs the run names it).
-func played(sc *scenarios.Scenario, meta results.Meta) (*scenarios.Scenario, error) {
+func played(sc *spec.Scenario, meta results.Meta) (*spec.Scenario, error) {
 	if meta.Lock != "" {
 		sc = sc.PlayAgainst(meta.Lock)
 	}
-	var o scenarios.Overrides
+	var o spec.Overrides
 	if n := len(meta.Clients); n > 0 && n != len(sc.Clients) {
 		o.Clients = n
 	}

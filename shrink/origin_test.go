@@ -11,6 +11,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // runFolder makes a run folder as a run leaves it, without running:
@@ -20,7 +21,7 @@ func runFolder(t *testing.T, builtin string, verdict checker.Verdict, faults []c
 	t.Helper()
 	dir := t.TempDir()
 	if builtin != "" {
-		sc, err := scenarios.Load(builtin)
+		sc, err := spec.Load(builtin)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,11 +43,11 @@ func runFolder(t *testing.T, builtin string, verdict checker.Verdict, faults []c
 // records as its faults.
 func recorded(t *testing.T, builtin string, seed int64, clients int) []checker.FaultWindow {
 	t.Helper()
-	sc, err := scenarios.Load(builtin)
+	sc, err := spec.Load(builtin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sc.Override(scenarios.Overrides{Clients: clients}); err != nil {
+	if err := sc.Override(spec.Overrides{Clients: clients}); err != nil {
 		t.Fatal(err)
 	}
 	faults, _, err := sc.Unroll(seed)

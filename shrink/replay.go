@@ -11,6 +11,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // replayer plays candidates for real: each replay an ordinary run of the
@@ -90,7 +91,7 @@ func (r *replayer) replays(ctx context.Context, c *candidate, n, par, stopAt int
 	if err != nil {
 		return nil, 0, err
 	}
-	sc, err := scenarios.Parse(src, r.file)
+	sc, err := spec.Parse(src, r.file)
 	if err != nil {
 		return nil, 0, fmt.Errorf("a candidate's scenario does not read back: %w", err)
 	}
@@ -165,7 +166,7 @@ func (r *replayer) replays(ctx context.Context, c *candidate, n, par, stopAt int
 
 // one plays one replay and judges it: did it violate the property, and
 // when first.
-func (r *replayer) one(ctx context.Context, c *candidate, sc *scenarios.Scenario, i int) (replay, error) {
+func (r *replayer) one(ctx context.Context, c *candidate, sc *spec.Scenario, i int) (replay, error) {
 	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{
 		Seed:          r.o.meta.Seed,
 		Store:         r.store,

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // verdict is what the replays of one candidate showed.
@@ -301,7 +301,7 @@ func (s *search) shortenFaults(ctx context.Context) (bool, error) {
 		}
 		half := (d / 2).Round(time.Millisecond)
 		c := s.best.clone()
-		c.faults[i].step.For = scenarios.Span{Min: half, Max: half}
+		c.faults[i].step.For = spec.Span{Min: half, Max: half}
 		ok, err := s.try(ctx, c, fmt.Sprintf("%s for %v instead of %v", action(f.step, s.best.names()), half, d),
 			noteFor(f.id), fmt.Sprintf("for %v", half))
 		if err != nil {

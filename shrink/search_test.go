@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func span(d time.Duration) scenarios.Span { return scenarios.Span{Min: d, Max: d} }
+func span(d time.Duration) spec.Span { return spec.Span{Min: d, Max: d} }
 
 // tenFaults is a candidate like a random schedule's: ten clock jumps, one
 // every 500ms from 250ms, each 400ms long, three clients, two keys.
@@ -22,7 +22,7 @@ func tenFaults() *candidate {
 	c := &candidate{clients: []string{"c1", "c2", "c3"}, keys: 2, duration: 5500 * time.Millisecond}
 	for i := range 10 {
 		c.faults = append(c.faults, fault{id: i, at: ms(250 + 500*i),
-			step: scenarios.Step{Kind: scenarios.StepClock, Node: fmt.Sprintf("n%d", i%5+1), Span: span(time.Second), For: span(ms(400)), HasFor: true}})
+			step: spec.Step{Kind: spec.StepClock, Node: fmt.Sprintf("n%d", i%5+1), Span: span(time.Second), For: span(ms(400)), HasFor: true}})
 	}
 	return c
 }

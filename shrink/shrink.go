@@ -28,6 +28,7 @@ import (
 	"splitbrain/history"
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // Options configures a shrink.
@@ -507,7 +508,7 @@ func (sh *shrinker) write(c *candidate, status string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := scenarios.Parse(src, sh.file); err != nil {
+	if _, err := spec.Parse(src, sh.file); err != nil {
 		return fmt.Errorf("shrink: the shrunk scenario does not read back: %w", err)
 	}
 	tmp := sh.file + ".tmp"

@@ -13,6 +13,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 	"splitbrain/shrink"
 )
 
@@ -34,7 +35,7 @@ steps:
 // before its write (longer than the lease, as every drawn pause is) among
 // at least two other faults: a run of one loses an update, unless the
 // machine is so loaded that the client does not get there in time.
-func violatingSeeds(t *testing.T, sc *scenarios.Scenario, n int) (seeds []int64, faults int) {
+func violatingSeeds(t *testing.T, sc *spec.Scenario, n int) (seeds []int64, faults int) {
 	t.Helper()
 	for seed := int64(1); seed < 500 && len(seeds) < n; seed++ {
 		fs, _, err := sc.Unroll(seed)
@@ -42,7 +43,7 @@ func violatingSeeds(t *testing.T, sc *scenarios.Scenario, n int) (seeds []int64,
 			t.Fatal(err)
 		}
 		for _, f := range fs {
-			if f.Step.Kind == scenarios.StepPause && f.Step.Point == "before-write" && len(fs) >= 3 {
+			if f.Step.Kind == spec.StepPause && f.Step.Point == "before-write" && len(fs) >= 3 {
 				seeds = append(seeds, seed)
 				faults = len(fs)
 				break
@@ -55,7 +56,7 @@ func violatingSeeds(t *testing.T, sc *scenarios.Scenario, n int) (seeds []int64,
 	return seeds, faults
 }
 
-func run(t *testing.T, sc *scenarios.Scenario, seed int64, store, cache string) *scenarios.Outcome {
+func run(t *testing.T, sc *spec.Scenario, seed int64, store, cache string) *scenarios.Outcome {
 	t.Helper()
 	out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: seed, Store: store, CacheDir: cache})
 	if err != nil {
@@ -79,7 +80,7 @@ func invalidOn(res checker.Result, prop string) bool {
 // the run's report links it.
 func TestShrinkReproduces(t *testing.T) {
 	t.Parallel()
-	sc, err := scenarios.Parse([]byte(pauses), "shrink-me.yaml")
+	sc, err := spec.Parse([]byte(pauses), "shrink-me.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +128,11 @@ func TestShrinkReproduces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shrunk, err := scenarios.Parse(src, res.File)
+	shrunk, err := spec.Parse(src, res.File)
 	if err != nil {
 		t.Fatalf("the shrunk file does not read back: %v\n%s", err, src)
 	}
-	if shrunk.Expect != scenarios.ExpectViolation || !strings.Contains(shrunk.Description, "Shrunk by splitbrain shrink from the invalid run") ||
+	if shrunk.Expect != spec.ExpectViolation || !strings.Contains(shrunk.Description, "Shrunk by splitbrain shrink from the invalid run") ||
 		!strings.Contains(string(src), "needed; without it") {
 		t.Errorf("the shrunk file lacks its expectation, description or reasons:\n%s", src)
 	}
@@ -177,7 +178,7 @@ steps:
   - wait: 50ms
   - pause: {node: n3, for: 50ms}
 `
-	sc, err := scenarios.Parse([]byte(src), "calm.yaml")
+	sc, err := spec.Parse([]byte(src), "calm.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

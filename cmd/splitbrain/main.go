@@ -29,6 +29,7 @@ import (
 	"splitbrain/cluster"
 	"splitbrain/docker"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 const (
@@ -154,8 +155,8 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 	if len(args) > 0 {
 		return exitUsage, &usageError{fmt.Sprintf("list takes no arguments, got %q", strings.Join(args, " "))}
 	}
-	for _, name := range scenarios.Builtin() {
-		sc, err := scenarios.Load(name)
+	for _, name := range spec.Builtin() {
+		sc, err := spec.Load(name)
 		if err != nil {
 			return exitInternal, err
 		}
@@ -191,7 +192,7 @@ type runFlags struct {
 	parallel  int           // suite: plays side by side
 	shrink    bool          // run: shrink an invalid play
 	budget    time.Duration // run --shrink: the shrink's budget
-	overrides scenarios.Overrides
+	overrides spec.Overrides
 	// set are the override flags given, in order, for the rerun command.
 	set []string
 }
@@ -216,8 +217,8 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 		fs.BoolVar(&f.shrink, "shrink", false, "no value (or =true, =false)")
 		fs.DurationVar(&f.budget, "budget", 5*time.Minute, "a duration such as 5m (0: no bound)")
 	}
-	fs.StringVar(&f.overrides.Lock, "lock", "", "one of "+strings.Join(scenarios.LockKinds, ", "))
-	fs.IntVar(&f.overrides.Clients, "clients", 0, fmt.Sprintf("a whole number from 1 to %d", scenarios.MaxClients))
+	fs.StringVar(&f.overrides.Lock, "lock", "", "one of "+strings.Join(spec.LockKinds, ", "))
+	fs.IntVar(&f.overrides.Clients, "clients", 0, fmt.Sprintf("a whole number from 1 to %d", spec.MaxClients))
 	fs.DurationVar(&f.overrides.Duration, "time", 0, "a duration such as 10s or 1m30s")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -240,8 +241,8 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 	if f.budget < 0 {
 		return f, nil, 0, &usageError{fmt.Sprintf("--budget %v: want a duration of 0 (no bound) or more, such as 5m", f.budget)}
 	}
-	if f.backend != "" && !slices.Contains(scenarios.Backends, f.backend) {
-		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: want one of %s", f.backend, strings.Join(scenarios.Backends, ", "))}
+	if f.backend != "" && !slices.Contains(spec.Backends, f.backend) {
+		return f, nil, 0, &usageError{fmt.Sprintf("--backend %q: want one of %s", f.backend, strings.Join(spec.Backends, ", "))}
 	}
 	if f.store == "" {
 		return f, nil, 0, &usageError{"--store is empty; give a folder for the runs"}
@@ -257,7 +258,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if len(pos) != 1 {
 		return exitUsage, &usageError{fmt.Sprintf("run takes one scenario (a built-in name or a .yaml file), got %d; built-ins: %s",
-			len(pos), strings.Join(scenarios.Builtin(), ", "))}
+			len(pos), strings.Join(spec.Builtin(), ", "))}
 	}
 	sc, err := loadScenario(pos[0])
 	if err != nil {
@@ -321,8 +322,8 @@ func worstExit(codes []int) int {
 	return exitValid
 }
 
-func loadScenario(nameOrPath string) (*scenarios.Scenario, error) {
-	sc, err := scenarios.Load(nameOrPath)
+func loadScenario(nameOrPath string) (*spec.Scenario, error) {
+	sc, err := spec.Load(nameOrPath)
 	if err != nil {
 		return nil, &usageError{err.Error()}
 	}
@@ -333,7 +334,7 @@ func loadScenario(nameOrPath string) (*scenarios.Scenario, error) {
 // or only its progress, to stderr (JSON mode).
 // multi says the scenario is one of several plays (one per lock): the
 // rerun command then names its lock.
-func runOne(ctx context.Context, sc *scenarios.Scenario, seed int64, f runFlags, multi bool, stdout, stderr io.Writer) (*scenarios.Outcome, error) {
+func runOne(ctx context.Context, sc *spec.Scenario, seed int64, f runFlags, multi bool, stdout, stderr io.Writer) (*scenarios.Outcome, error) {
 	progress := stderr
 	if !f.json {
 		progress = stdout
@@ -376,7 +377,7 @@ type runSummary struct {
 	Reason     string          `json:"reason"`
 }
 
-func summarize(sc *scenarios.Scenario, seed int64, out *scenarios.Outcome) runSummary {
+func summarize(sc *spec.Scenario, seed int64, out *scenarios.Outcome) runSummary {
 	return runSummary{sc.Name, sc.Lock.Kind, seed, out.Dir, filepath.Join(out.Dir, "report.html"),
 		out.Result.Verdict, string(sc.Expect), out.AsExpected, out.Result.Reason}
 }
@@ -387,7 +388,7 @@ func writeJSON(w io.Writer, v any) {
 	_ = enc.Encode(v)
 }
 
-func printVerdict(w io.Writer, sc *scenarios.Scenario, out *scenarios.Outcome) {
+func printVerdict(w io.Writer, sc *spec.Scenario, out *scenarios.Outcome) {
 	res := out.Result
 	match := "as expected"
 	if !out.AsExpected {
@@ -402,7 +403,7 @@ func printVerdict(w io.Writer, sc *scenarios.Scenario, out *scenarios.Outcome) {
 	}
 }
 
-func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags, multi bool) string {
+func rerunCommand(sc *spec.Scenario, seed int64, f runFlags, multi bool) string {
 	name := sc.Name
 	if !strings.HasPrefix(sc.File, "builtin/") {
 		name = sc.File
@@ -416,7 +417,7 @@ func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags, multi bool) st
 	if f.store != "store" {
 		parts = append(parts, "--store", f.store)
 	}
-	if b := effectiveBackend(sc, f); b != scenarios.BackendLocal {
+	if b := effectiveBackend(sc, f); b != spec.BackendLocal {
 		parts = append(parts, "--backend", b)
 	}
 	return shellCommand(parts...)
@@ -424,14 +425,14 @@ func rerunCommand(sc *scenarios.Scenario, seed int64, f runFlags, multi bool) st
 
 // effectiveBackend is where sc's nodes run: --backend, else the file's
 // cluster.backend, else local.
-func effectiveBackend(sc *scenarios.Scenario, f runFlags) string {
+func effectiveBackend(sc *spec.Scenario, f runFlags) string {
 	switch {
 	case f.backend != "":
 		return f.backend
 	case sc.Backend != "":
 		return sc.Backend
 	}
-	return scenarios.BackendLocal
+	return spec.BackendLocal
 }
 
 // backendReady fails before anything of a run is made when the backend
@@ -442,7 +443,7 @@ func backendReady(ctx context.Context, backend string) error {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return cluster.ErrNoRedisServer
 	}
-	if backend != scenarios.BackendDocker {
+	if backend != spec.BackendDocker {
 		return nil
 	}
 	eng, err := docker.Connect(ctx)

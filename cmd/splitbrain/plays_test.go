@@ -11,6 +11,7 @@ import (
 
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // clockJumpTwoLocks is Kleppmann's clock jump played against our Redlock
@@ -139,12 +140,12 @@ func TestSuiteDense(t *testing.T) {
 	}
 	want := map[[2]string]string{} // cell → why n/a, or ""
 	for _, name := range stories {
-		sc, err := scenarios.Load(name)
+		sc, err := spec.Load(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, lock := range scenarios.LockKinds {
-			_, why := sc.Fit(lock)
+		for _, lock := range spec.LockKinds {
+			_, why := scenarios.Fit(sc, lock)
 			want[[2]string{name, lock}] = why
 		}
 		if !slices.Contains(m.Scenarios, name) {

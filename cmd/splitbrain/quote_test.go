@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // The rerun command is pasted into a shell: run through sh -c, it must
@@ -25,9 +25,9 @@ func TestRerunCommandRoundTripsThroughSh(t *testing.T) {
 	}
 	for _, path := range hostile {
 		t.Run(path, func(t *testing.T) {
-			sc := &scenarios.Scenario{Name: "clock-jump", File: path, Lock: scenarios.Lock{Kind: scenarios.LockRedsync}}
+			sc := &spec.Scenario{Name: "clock-jump", File: path, Lock: spec.Lock{Kind: spec.LockRedsync}}
 			store := filepath.Join(dir, "runs $(touch "+canary+") 'q'")
-			f := runFlags{store: store, backend: scenarios.BackendDocker}
+			f := runFlags{store: store, backend: spec.BackendDocker}
 			cmd := rerunCommand(sc, 42, f, true)
 			want := []string{"run", path, "--seed", "42", "--lock", "redsync", "--store", store, "--backend", "docker"}
 			got := shellArgs(t, cmd)
@@ -41,7 +41,7 @@ func TestRerunCommandRoundTripsThroughSh(t *testing.T) {
 	}
 	// What needs no quoting is left as typed: the common command stays
 	// readable.
-	sc := &scenarios.Scenario{Name: "clock-jump", File: "builtin/clock-jump.yaml", Lock: scenarios.Lock{Kind: scenarios.LockRedlock}}
+	sc := &spec.Scenario{Name: "clock-jump", File: "builtin/clock-jump.yaml", Lock: spec.Lock{Kind: spec.LockRedlock}}
 	if got, want := rerunCommand(sc, 7, runFlags{store: "store"}, false), "splitbrain run clock-jump --seed 7"; got != want {
 		t.Errorf("plain command %q, want %q", got, want)
 	}

@@ -17,6 +17,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 	"splitbrain/shrink"
 )
 
@@ -130,8 +131,8 @@ func (f shrinkFlags) check() error {
 		return &usageError{fmt.Sprintf("--min-rate %v: want a share more than 0 and at most 1, such as 0.9", f.minRate)}
 	case f.parallel < 1 || f.parallel > 64:
 		return &usageError{fmt.Sprintf("--parallel %d: want a whole number from 1 to 64", f.parallel)}
-	case f.backend != "" && !slices.Contains(scenarios.Backends, f.backend):
-		return &usageError{fmt.Sprintf("--backend %q: want one of %s", f.backend, strings.Join(scenarios.Backends, ", "))}
+	case f.backend != "" && !slices.Contains(spec.Backends, f.backend):
+		return &usageError{fmt.Sprintf("--backend %q: want one of %s", f.backend, strings.Join(spec.Backends, ", "))}
 	}
 	return nil
 }
@@ -142,7 +143,7 @@ func runShrink(ctx context.Context, dir string, f shrinkFlags, progress io.Write
 	// Replays need what the run needed: without it every replay would
 	// fail, which is not a violation that did not come back.
 	if meta, err := results.ReadMeta(dir); err == nil {
-		backend := cmp.Or(f.backend, meta.Backend, scenarios.BackendLocal)
+		backend := cmp.Or(f.backend, meta.Backend, spec.BackendLocal)
 		if err := backendReady(ctx, backend); err != nil {
 			return nil, exitInternal, err
 		}
@@ -192,7 +193,7 @@ func printShrink(w io.Writer, res *shrink.Result) {
 
 // shrinkPlay is run --shrink: a play that came out invalid is shrunk at
 // once; the run's exit code stays the play's.
-func shrinkPlay(ctx context.Context, out *scenarios.Outcome, sc *scenarios.Scenario, f runFlags, stdout, stderr io.Writer) {
+func shrinkPlay(ctx context.Context, out *scenarios.Outcome, sc *spec.Scenario, f runFlags, stdout, stderr io.Writer) {
 	progress := stdout
 	if f.json {
 		progress = stderr

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // pauseSchedule is a small random schedule of node pauses and client
@@ -31,7 +31,7 @@ steps:
 // loaded that the client does not get there in time.
 func beforeWriteSeeds(t *testing.T, file string) []string {
 	t.Helper()
-	sc, err := scenarios.Load(file)
+	sc, err := spec.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestRunShrink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc, err := scenarios.Parse(src, shrunk); err != nil || sc.Expect != scenarios.ExpectViolation {
+	if sc, err := spec.Parse(src, shrunk); err != nil || sc.Expect != spec.ExpectViolation {
 		t.Errorf("the shrunk file: %v\n%s", err, src)
 	}
 	e.checkClean()
@@ -190,7 +190,7 @@ func TestInterruptShrink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scenarios.Parse(src, shrunk)
+	sc, err := spec.Parse(src, shrunk)
 	if err != nil || !strings.Contains(sc.Description, "Interrupted after") {
 		t.Errorf("the file left by Ctrl-C: %v\n%s", err, src)
 	}

@@ -17,6 +17,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/results"
 	"splitbrain/scenarios"
+	"splitbrain/scenarios/spec"
 )
 
 // defaultParallel is how many plays a suite runs side by side unless
@@ -45,11 +46,11 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, &usageError{fmt.Sprintf("--parallel %d: want a whole number from 1 to 64", f.parallel)}
 	}
 	if len(pos) == 0 {
-		pos = scenarios.Builtin()
+		pos = spec.Builtin()
 	}
 	// Load and check every scenario first: a bad file or flag should not
 	// be found only after minutes of runs.
-	var scs []*scenarios.Scenario
+	var scs []*spec.Scenario
 	for _, p := range pos {
 		sc, err := loadScenario(p)
 		if err != nil {
@@ -67,12 +68,12 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 		if err := sc.Override(o); err != nil {
 			return exitUsage, &usageError{fmt.Sprintf("%s: %v", p, err)}
 		}
-		if slices.ContainsFunc(scs, func(o *scenarios.Scenario) bool { return o.Name == sc.Name }) {
+		if slices.ContainsFunc(scs, func(o *spec.Scenario) bool { return o.Name == sc.Name }) {
 			return exitUsage, &usageError{fmt.Sprintf("%s: a scenario named %s is in the suite already; each row needs its own name", p, sc.Name)}
 		}
 		scs = append(scs, sc)
 	}
-	locks := scenarios.LockKinds
+	locks := spec.LockKinds
 	if f.overrides.Lock != "" {
 		locks = []string{f.overrides.Lock}
 	}
@@ -88,7 +89,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 		if c.NA != "" {
 			continue
 		}
-		if ok, why := c.Scenario.FitBackend(effectiveBackend(c.Scenario, f)); !ok {
+		if ok, why := scenarios.FitBackend(c.Scenario, effectiveBackend(c.Scenario, f)); !ok {
 			cells[i].NA = why
 		}
 	}
@@ -131,7 +132,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	opts := scenarios.SuiteOptions{
 		Seed: seed, Runs: f.runs, Parallel: f.parallel,
 		Run:     scenarios.RunOptions{Store: f.store, Backend: f.backend, ProgressEvery: -1},
-		Command: func(sc *scenarios.Scenario, s int64) string { return rerunCommand(sc, s, f, true) },
+		Command: func(sc *spec.Scenario, s int64) string { return rerunCommand(sc, s, f, true) },
 		Done: func(pr scenarios.PlayResult) {
 			printMu.Lock()
 			defer printMu.Unlock()
@@ -141,7 +142,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	if f.parallel == 1 {
 		// One at a time: each play's steps as they happen, as run prints them.
 		opts.Run.ProgressEvery = 0
-		opts.Progress = func(sc *scenarios.Scenario, s int64) io.Writer {
+		opts.Progress = func(sc *spec.Scenario, s int64) io.Writer {
 			fmt.Fprintf(progress, "\nsplitbrain: scenario %s against %s, seed %d\n", sc.Name, sc.Lock.Kind, s)
 			return progress
 		}
@@ -412,7 +413,7 @@ func cmdMatrix(args []string, stdout io.Writer) (int, error) {
 	slices.Sort(dirs)
 	dirs = slices.Compact(dirs)
 	runs, readErr := scenarios.ReadRuns(dirs)
-	m := scenarios.AssembleMatrix(runs, nil, slices.Clone(scenarios.LockKinds))
+	m := scenarios.AssembleMatrix(runs, nil, slices.Clone(spec.LockKinds))
 	m.Title = "splitbrain matrix"
 	m.Command = shellCommand(append([]string{"splitbrain", "matrix"}, args...)...)
 	seeds := map[int64]bool{}

@@ -1,4 +1,4 @@
-package scenarios
+package spec
 
 import (
 	"fmt"
@@ -82,9 +82,9 @@ func (p *parser) workload(s *workloadSpec, hasSteps bool) Workload {
 	return w
 }
 
-// keys names the lock keys of a generated workload: the lock's key, or
+// Keys names the lock keys of a generated workload: the lock's key, or
 // key-1..key-N for several.
-func (sc *Scenario) keys() []string {
+func (sc *Scenario) Keys() []string {
 	if sc.Workload.Keys <= 1 {
 		return []string{sc.Lock.Key}
 	}

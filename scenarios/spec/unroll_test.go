@@ -1,4 +1,4 @@
-package scenarios
+package spec
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func TestUnrollRandomSchedule(t *testing.T) {
 	}
 	spec := sc.Steps[1].Schedule
 	spec.Points = fault.ResourcePoints
-	ops, err := fault.Plan(spec, sc.Clients, sc.nodeNames(), rand.New(rand.NewPCG(1, streamNemesis)))
+	ops, err := fault.Plan(spec, sc.Clients, sc.nodeNames(), rand.New(rand.NewPCG(1, StreamNemesis)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,10 +78,10 @@ func TestOpSteps(t *testing.T) {
 		want   []Step
 	}{
 		{"partition", fault.Op{Kind: fault.RandomPartition, For: ms(300), Shape: "halves",
-			Links: clientLinks([]string{"c1"}, []string{"n1", "n2"})[:2:2]}, 0,
+			Links: fault.Isolate([]string{"c1"}, []string{"n1", "n2"})[:2:2]}, 0,
 			[]Step{{Kind: StepNet, Client: "c1", Nodes: []string{"n1", "n2"}, Fault: "drop", Direction: "both", For: d, HasFor: true}}},
 		{"grudge over two clients", fault.Op{Kind: fault.RandomPartition, For: ms(300), Shape: "random",
-			Links: append(clientLinks([]string{"c2"}, []string{"n3"}), clientLinks([]string{"c1"}, []string{"n1"})...)}, 0,
+			Links: append(fault.Isolate([]string{"c2"}, []string{"n3"}), fault.Isolate([]string{"c1"}, []string{"n1"})...)}, 0,
 			[]Step{{Kind: StepNet, Client: "c2", Nodes: []string{"n3"}, Fault: "drop", Direction: "both", For: d, HasFor: true},
 				{Kind: StepNet, Client: "c1", Nodes: []string{"n1"}, Fault: "drop", Direction: "both", For: d, HasFor: true}}},
 		{"jumps", fault.Op{Kind: fault.RandomClock, For: ms(300), Nodes: []string{"n1", "n3"}, Offsets: []time.Duration{ms(500), -ms(700)}}, 0,

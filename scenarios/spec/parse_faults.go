@@ -1,4 +1,4 @@
-package scenarios
+package spec
 
 import (
 	"fmt"
@@ -8,36 +8,41 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"splitbrain/cluster"
 	"splitbrain/fault"
 )
 
 // This file parses the cluster's fault-related settings and the fault
 // steps; run_faults.go runs them.
 
-var persistModes = []string{string(cluster.PersistNone), string(cluster.PersistAOFEverysec), string(cluster.PersistAOFAlways)}
+// PersistModes are the modes cluster.persistence takes, cluster.Persistence's
+// names (the runner converts them; a test in scenarios checks that the two
+// lists agree): the parser knows them without importing the servers.
+var PersistModes = []string{PersistNone, "aof-everysec", "aof-always"}
+
+// PersistNone, the default mode, keeps nothing across a restart.
+const PersistNone = "none"
 
 // persistence parses cluster.persistence: one mode for every node, or a
 // mapping of node names (and "default") to modes.
-func (p *parser) persistence(n *yaml.Node, nodes int) map[string]cluster.Persistence {
-	out := map[string]cluster.Persistence{}
-	all := func(mode cluster.Persistence) {
+func (p *parser) persistence(n *yaml.Node, nodes int) map[string]string {
+	out := map[string]string{}
+	all := func(mode string) {
 		for i := 1; i <= nodes; i++ {
 			out[fmt.Sprintf("n%d", i)] = mode
 		}
 	}
 	switch n.Kind {
 	case 0:
-		all(cluster.PersistNone)
+		all(PersistNone)
 	case yaml.ScalarNode:
-		all(cluster.Persistence(p.enum(n, "cluster.persistence", string(cluster.PersistNone), persistModes...)))
+		all(p.enum(n, "cluster.persistence", PersistNone, PersistModes...))
 	case yaml.MappingNode:
-		all(cluster.PersistNone)
+		all(PersistNone)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			field := "cluster.persistence." + k.Value
 			if k.Value == "default" {
-				mode := cluster.Persistence(p.enum(v, field, string(cluster.PersistNone), persistModes...))
+				mode := p.enum(v, field, PersistNone, PersistModes...)
 				for name := range out {
 					if !p.namedIn(n, name) {
 						out[name] = mode
@@ -46,12 +51,12 @@ func (p *parser) persistence(n *yaml.Node, nodes int) map[string]cluster.Persist
 				continue
 			}
 			if p.parseNode(k, field) != "" && p.nodes[k.Value] {
-				out[k.Value] = cluster.Persistence(p.enum(v, field, string(cluster.PersistNone), persistModes...))
+				out[k.Value] = p.enum(v, field, PersistNone, PersistModes...)
 			}
 		}
 	default:
 		p.fail(n, "cluster.persistence", "want a mode (%s) or a mapping of nodes to modes such as {default: none, n3: aof-always}",
-			strings.Join(persistModes, ", "))
+			strings.Join(PersistModes, ", "))
 	}
 	return out
 }
@@ -416,9 +421,9 @@ func (p *parser) linkNodes(n *yaml.Node, field string) []string {
 	var out []string
 	for _, v := range n.Content {
 		switch {
-		case v.Value == storageNode && p.storage:
-			out = append(out, storageNode)
-		case v.Value == storageNode:
+		case v.Value == StorageNode && p.storage:
+			out = append(out, StorageNode)
+		case v.Value == StorageNode:
 			p.fail(v, field, "no storage node: only the counter, bank and set workloads have one")
 		default:
 			out = append(out, p.parseNode(v, field))

@@ -1,6 +1,10 @@
-// Package scenarios loads scenario files (YAML), checks them, and runs
-// them: cluster, clients, nemesis, steps, checker and report, in order.
-package scenarios
+// Package spec reads scenario files (YAML) and checks them: the cluster,
+// the lock, the workload, the scripted steps and random schedules, and
+// what each play is expected to show, every error naming the file, line
+// and field. It imports nothing that runs servers, proxies or clients,
+// so that the parser and its fuzzing stay small; package scenarios plays
+// what it reads.
+package spec
 
 import (
 	"bytes"
@@ -19,7 +23,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"splitbrain/cluster"
 	"splitbrain/fault"
 )
 
@@ -59,7 +62,7 @@ type Scenario struct {
 	// user path), for messages.
 	File string
 	// Persistence is each lock node's (n1..nN) persistence.
-	Persistence map[string]cluster.Persistence
+	Persistence map[string]string
 	// Replicas names the nodes that get asynchronous replicas; nK's are
 	// rK, rKb, ... (ReplicasOf), ReplicaCount of them (absent: one).
 	Replicas     []string
@@ -108,6 +111,32 @@ var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, L
 // fileLockKinds are the kinds a scenario file may name: LockKinds and
 // LockDriver.
 var fileLockKinds = append(slices.Clone(LockKinds), LockDriver)
+
+// Consensus reports whether lock kind k is a lock on a consensus system.
+func Consensus(k string) bool {
+	return k == LockZooKeeper || k == LockEtcd || k == LockEtcdV3Lock
+}
+
+// Backend names, as --backend takes them and results.Meta records them.
+const (
+	BackendLocal  = "local"
+	BackendDocker = "docker"
+)
+
+// Backends are the names RunOptions.Backend accepts.
+var Backends = []string{BackendLocal, BackendDocker}
+
+// Random streams derived from the seed, one per consumer, so that adding a
+// draw to one never shifts the draws of another.
+const (
+	StreamNemesis  = 1
+	StreamWorkload = 2
+)
+
+// StorageNode names the storage in the network nemesis: each client reaches
+// it through its own proxy, as it reaches the lock nodes, so that faults on
+// the client↔storage links can be injected like any other.
+const StorageNode = "storage"
 
 // OneDeployment reports whether lock kind k runs on one Redis deployment
 // (n1, with whatever replicas it has) rather than over every node.
@@ -314,7 +343,7 @@ var sections = map[string]struct{ name, fields string }{
 	"workloadSpec": {"workload", "clients, kind, keys, duration, think, fencing"},
 }
 
-var unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type scenarios\.(\w+)`)
+var unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type spec\.(\w+)`)
 var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
 
 // Parse reads a scenario from data; file names it in errors.

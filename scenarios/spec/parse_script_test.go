@@ -1,4 +1,4 @@
-package scenarios
+package spec
 
 import (
 	"fmt"
@@ -199,36 +199,3 @@ func TestParseNewFieldsErrors(t *testing.T) {
 		})
 	}
 }
-
-// Every built-in that scripts its acquires says what each must do against
-// every lock it fits: a
-// scripted counterexample judged after an acquire went the other way would
-// be judged on a story that did not happen.
-func TestBuiltinScriptedAcquiresExpect(t *testing.T) {
-	for _, name := range Builtin() {
-		sc, err := Load(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, st := range sc.Steps {
-			for _, k := range LockKinds {
-				if ok, _ := sc.Fit(k); ok && st.Kind == StepAcquire && st.ExpectOf(k) == "" {
-					t.Errorf("%s: step %d (acquire %s) has no expect for %s", name, i+1, st.Client, k)
-				}
-			}
-		}
-	}
-}
-
-func TestExpectErrorNamesTheStep(t *testing.T) {
-	e := &ExpectError{Step: 5, Kind: StepAcquire, Client: "c2", Want: OutcomeAcquired, Got: OutcomeRefused,
-		Cause: errString("redlock: lock \"lock\" not acquired\nn1: timeout")}
-	want := `step 5 (acquire c2): expected acquired, was refused: redlock: lock "lock" not acquired`
-	if e.Error() != want {
-		t.Errorf("got %q, want %q", e.Error(), want)
-	}
-}
-
-type errString string
-
-func (e errString) Error() string { return string(e) }

@@ -1,4 +1,4 @@
-package scenarios
+package spec
 
 import (
 	"errors"
@@ -57,8 +57,8 @@ func (sc *Scenario) Unroll(seed int64) ([]TimedFault, time.Duration, error) {
 	if !sc.Workload.Generated() {
 		return nil, 0, fmt.Errorf("%s: %w: its workload is scripted (steps drive the clients); only a generated workload (workload.kind %s) can be", sc.File, ErrNotUnrollable, generatorKinds)
 	}
-	nem := rand.New(rand.NewPCG(uint64(seed), streamNemesis))
-	wl := rand.New(rand.NewPCG(uint64(seed), streamWorkload))
+	nem := rand.New(rand.NewPCG(uint64(seed), StreamNemesis))
+	wl := rand.New(rand.NewPCG(uint64(seed), StreamWorkload))
 	var out []TimedFault
 	var t time.Duration
 	for i, st := range sc.Steps {
@@ -120,7 +120,7 @@ func (sc *Scenario) unrollFault(st Step, nem *rand.Rand) ([]TimedFault, error) {
 		if st.Fault == "delay" {
 			st.Delay = fixed(st.Delay.Draw(nem).Truncate(time.Millisecond))
 		}
-		links := clientLinks([]string{st.Client}, st.Nodes)
+		links := fault.Isolate([]string{st.Client}, st.Nodes)
 		if st.Kind == StepReplication {
 			links = []history.Link{{Client: ReplicaName(st.Node), Node: st.Node}}
 		}
@@ -145,7 +145,7 @@ func (sc *Scenario) unrollFault(st Step, nem *rand.Rand) ([]TimedFault, error) {
 			return one(history.Fault{Kind: fault.KindPause, Nodes: []string{st.Node}})
 		}
 		if st.Point == "random" {
-			points := sc.pausePoints()
+			points := sc.PausePoints()
 			st.Point = string(points[nem.IntN(len(points))])
 		}
 		// A client pause draws its duration whether or not for: was
@@ -216,7 +216,7 @@ func cutSteps(links []history.Link, d time.Duration, line int, rec history.Fault
 // each of its faults as steps; it returns them and when the schedule ends.
 func (sc *Scenario) unrollSchedule(st Step, start time.Duration, where string, nem *rand.Rand) ([]TimedFault, time.Duration, error) {
 	spec := st.Schedule
-	spec.Points = sc.pausePoints()
+	spec.Points = sc.PausePoints()
 	ops, err := fault.Plan(spec, sc.Clients, sc.nodeNames(), nem)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", where, err)
@@ -298,9 +298,9 @@ func (sc *Scenario) nodeNames() []string {
 	return out
 }
 
-// pausePoints are where sc's clients can be paused: the lock's hook
+// PausePoints are where sc's clients can be paused: the lock's hook
 // points, and before the write when the workload writes the storage.
-func (sc *Scenario) pausePoints() []fault.Point {
+func (sc *Scenario) PausePoints() []fault.Point {
 	if sc.Workload.HasResource() {
 		return fault.ResourcePoints
 	}

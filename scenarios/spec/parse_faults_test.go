@@ -1,4 +1,4 @@
-package scenarios
+package spec
 
 import (
 	"reflect"
@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"splitbrain/cluster"
 	"splitbrain/fault"
 )
 
@@ -94,7 +93,7 @@ func TestParseClusterFaultSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]cluster.Persistence{"n1": "aof-everysec", "n2": "aof-everysec", "n3": "aof-always", "n4": "aof-everysec", "n5": "aof-everysec"}
+	want := map[string]string{"n1": "aof-everysec", "n2": "aof-everysec", "n3": "aof-always", "n4": "aof-everysec", "n5": "aof-everysec"}
 	if !reflect.DeepEqual(sc.Persistence, want) || !reflect.DeepEqual(sc.Replicas, []string{"n1"}) {
 		t.Errorf("persistence %v, replicas %v", sc.Persistence, sc.Replicas)
 	}
@@ -115,14 +114,14 @@ func TestParseClusterFaultSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Persistence["n2"] != cluster.PersistAOFAlways || sc.Replicas != nil {
+	if sc.Persistence["n2"] != "aof-always" || sc.Replicas != nil {
 		t.Errorf("persistence %v, replicas %v", sc.Persistence, sc.Replicas)
 	}
 	sc, err = Parse([]byte(good), "f.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Persistence["n1"] != cluster.PersistNone {
+	if sc.Persistence["n1"] != PersistNone {
 		t.Errorf("default persistence %v", sc.Persistence)
 	}
 }

@@ -1,4 +1,4 @@
-package scenarios
+package spec
 
 import (
 	"strings"
@@ -66,8 +66,8 @@ func TestPerLockExpectations(t *testing.T) {
 	if e, ok := sc.ExpectFor(LockNaive); ok {
 		t.Errorf("naive: %q, want no expectation", e)
 	}
-	if ok, why := sc.Fit(LockNaive); ok || why != "the story makes no claim about naive: a race the story does not pin" {
-		t.Errorf("Fit(naive) = %v, %q", ok, why)
+	if why := sc.NotFor[LockNaive]; why != "a race the story does not pin" {
+		t.Errorf("NotFor[naive] = %q, want the story's reason", why)
 	}
 	if e, ok := sc.ExpectFor(LockRedsync); !ok || e != ExpectViolation {
 		t.Errorf("redsync: %q, %v; want the default", e, ok)
