@@ -24,8 +24,9 @@ import (
 // the executable out.
 //
 // A program built with -race sleeps a second before it exits (GORACE's
-// atexit_sleep_ms, for late race reports), which made each of the command
-// tests' 150 runs of the binary a second longer: Build sets
+// atexit_sleep_ms, for late race reports), which made each run of the
+// binary in the command tests a second longer (TestCommandHelp's 29 runs
+// took 51 s): Build sets
 // GORACE=atexit_sleep_ms=0 in this process's environment, which the
 // programs the test starts inherit, unless GORACE is already set.
 func Build(out, pkg string) error {
