@@ -14,6 +14,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/results"
+	"splitbrain/scenarios/spec"
 )
 
 const checkUsage = `Usage: splitbrain check RUN_DIR [--timeout 30s] [--json]
@@ -90,7 +91,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if fi, err := os.Stat(path); err != nil {
 		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %v", dir, err)}
 	} else if !fi.Mode().IsRegular() {
-		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %s is a %s, not a file", dir, path, kindOf(fi))}
+		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %s is a %s, not a file", dir, path, spec.FileKind(fi.Mode()))}
 	}
 
 	events, err := history.ReadFile(path)
@@ -181,22 +182,4 @@ func checkMeta(dir string) (results.Meta, error) {
 		Scenario: filepath.Base(filepath.Dir(abs)),
 		Command:  shellCommand("splitbrain", "check", dir),
 	}, err
-}
-
-// kindOf names what a path is, for messages.
-func kindOf(fi os.FileInfo) string {
-	switch m := fi.Mode(); {
-	case m.IsDir():
-		return "folder"
-	case m&os.ModeSymlink != 0:
-		return "symbolic link"
-	case m&os.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	case m&os.ModeDevice != 0:
-		return "device"
-	default:
-		return "special file"
-	}
 }

@@ -60,7 +60,7 @@ func readFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("a %s, not a regular file; give a scenario .yaml file or a built-in name", fileKind(fi.Mode()))}
+		return nil, &Error{File: path, Msg: fmt.Sprintf("a %s, not a regular file; give a scenario .yaml file or a built-in name", FileKind(fi.Mode()))}
 	}
 	tooLarge := func(size int64) error {
 		return &Error{File: path, Msg: fmt.Sprintf("%d bytes, more than the %d KiB a scenario file may have", size, MaxFileSize>>10)}
@@ -80,8 +80,9 @@ func readFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// fileKind names what a file that is not a regular file is, for messages.
-func fileKind(m os.FileMode) string {
+// FileKind names what a file that is not a regular file is, for messages
+// (the run-folder checks of splitbrain check say it the same way).
+func FileKind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "folder"
