@@ -599,42 +599,6 @@ func (n *Process) close(ctx context.Context) error {
 	return errors.Join(err, n.Release())
 }
 
-// ErrNoFreePort means the loopback interface had no port left for a node.
-var ErrNoFreePort = errors.New("no free loopback port")
-
-// portRangeFile is the kernel's ephemeral port range, from which every
-// node's port (and every client connection's local port) is drawn.
-const portRangeFile = "/proc/sys/net/ipv4/ip_local_port_range"
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			// bind(port 0) fails this way only when every port of the
-			// range is taken: say which range, and what would help.
-			return 0, fmt.Errorf("%w: every port of the ephemeral range %s is in use "+
-				"(too many open connections on this machine); close some, or widen it with "+
-				"sysctl net.ipv4.ip_local_port_range: %w", ErrNoFreePort, portRange(), err)
-		}
-		return 0, fmt.Errorf("%w: %w", ErrNoFreePort, err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// portRange is the ephemeral port range as "lo-hi", or "(unknown)".
-func portRange() string {
-	b, err := os.ReadFile(portRangeFile)
-	if err != nil {
-		return "(unknown)"
-	}
-	lo, hi, ok := strings.Cut(strings.TrimSpace(string(b)), "\t")
-	if !ok {
-		return strings.TrimSpace(string(b))
-	}
-	return strings.TrimSpace(lo) + "-" + strings.TrimSpace(hi)
-}
-
 func withoutEnv(env []string, names ...string) []string {
 	out := env[:0:0]
 next:

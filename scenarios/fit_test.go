@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"splitbrain/history"
 	"splitbrain/scenarios/spec"
@@ -239,4 +240,56 @@ func TestSidesLinksCutOnlyBetweenSides(t *testing.T) {
 func fitStory(expect string) string {
 	return "name: t\nexpect: " + expect + "\ncluster: {nodes: 3}\nlock: {kind: [redlock, fenced-simple, redsync], ttl: 1s}\n" +
 		"workload: {clients: 2}\nsteps:\n  - acquire: {client: c1}\n"
+}
+
+// A suite starts its longest plays first: ensembles and Sentinel cost
+// their start on top of the story's own time, a generated workload runs
+// its duration or the waits beside it, whichever is longer.
+func TestEstimateAndPlayOrder(t *testing.T) {
+	t.Parallel()
+	est := func(story, lock string) time.Duration {
+		t.Helper()
+		sc, err := spec.Load(story)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Estimate(sc.PlayAgainst(lock))
+	}
+	for _, tc := range []struct {
+		story, lock string
+		want        time.Duration
+	}{
+		{"clock-jump", spec.LockRedlock, time.Second},                        // wait: 1s
+		{"restart-delayed", spec.LockRedlock, 3500 * time.Millisecond},       // 2500ms + 1s
+		{"random-kill-counter", spec.LockRedlock, 5500 * time.Millisecond},   // workload 5.5s > 250ms + 5s
+		{"consensus-lease-expires-waiting", spec.LockEtcd, 12 * time.Second}, // workload 10s, + 2s for the ensemble
+		{"sentinel-failover", spec.LockSingle, 4200 * time.Millisecond},      // until promoted 1s + 200ms, + 3s for Sentinel
+	} {
+		if got := est(tc.story, tc.lock); got != tc.want {
+			t.Errorf("Estimate(%s against %s) = %v, want %v", tc.story, tc.lock, got, tc.want)
+		}
+	}
+
+	var scs []*spec.Scenario
+	for _, n := range []string{"clock-jump", "random-kill-counter", "consensus-lease-expires-waiting", "clock-jump-control"} {
+		sc, err := spec.Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scs = append(scs, sc)
+	}
+	cells := Cells(scs, []string{spec.LockRedlock, spec.LockEtcd})
+	var got []string
+	for _, i := range PlayOrder(cells) {
+		got = append(got, cells[i].Scenario.Name+"/"+cells[i].Lock)
+	}
+	want := []string{
+		"consensus-lease-expires-waiting/etcd", // 12s
+		"random-kill-counter/redlock",          // 5.5s
+		"clock-jump/redlock",                   // 1s, before the control by the cells' order
+		"clock-jump-control/redlock",           // 1s
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("play order %v, want %v (n/a cells left out)", got, want)
+	}
 }

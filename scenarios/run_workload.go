@@ -81,12 +81,17 @@ func (r *runner) connectStorage() error {
 
 func (r *runner) workloadConfig() workload.Config {
 	w := r.sc.Workload
+	var backoff func(*rand.Rand) time.Duration
+	if w.Backoff != nil {
+		backoff = w.Backoff.Draw
+	}
 	return workload.Config{
 		Kind:     workload.Kind(w.Kind),
 		Keys:     r.sc.Keys(),
 		TTL:      r.sc.Lock.TTL,
 		Duration: w.Duration,
 		Think:    w.Think.Draw,
+		Backoff:  backoff,
 		Extend:   r.sc.Lock.Extend,
 	}
 }
@@ -106,8 +111,12 @@ func (r *runner) playGenerated(ctx context.Context) error {
 	if w.Fencing {
 		fencing = "on"
 	}
-	r.logf("workload %s: %d client(s) on %d key(s) for %v, think %v, fencing %s",
-		w.Kind, len(r.sc.Clients), len(cfg.Keys), w.Duration, w.Think, fencing)
+	backoff := spec.Span{Min: workload.BackoffMin, Max: workload.BackoffMax}
+	if w.Backoff != nil {
+		backoff = *w.Backoff
+	}
+	r.logf("workload %s: %d client(s) on %d key(s) for %v, think %v, backoff %s, fencing %s",
+		w.Kind, len(r.sc.Clients), len(cfg.Keys), w.Duration, w.Think, backoff, fencing)
 	workers := make([]workload.Worker, len(r.sc.Clients))
 	for i, name := range r.sc.Clients {
 		workers[i] = workload.Worker{

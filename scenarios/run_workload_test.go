@@ -45,7 +45,13 @@ func TestWorkloadSectionErrors(t *testing.T) {
 		{"client steps with a generator", generated + "steps:\n  - wait: 1s\n  - acquire: {client: c1}\n",
 			[]string{"f.yaml:8", "steps[1].acquire", "not allowed with workload.kind counter"}},
 		{"unknown workload field", strings.Replace(generated, "kind: counter", "kind: counter, writers: 3", 1),
-			[]string{"f.yaml:5", "writers", "clients, kind, keys, duration, think, fencing"}},
+			[]string{"f.yaml:5", "writers", "clients, kind, keys, duration, think, backoff, fencing"}},
+		{"bad backoff", strings.Replace(generated, "kind: counter", "kind: counter, backoff: 50ms..10ms", 1),
+			[]string{"f.yaml:5", "workload.backoff", `"50ms..10ms"`, "3s..6s"}},
+		{"negative backoff", strings.Replace(generated, "kind: counter", "kind: counter, backoff: -1ms", 1),
+			[]string{"f.yaml:5", "workload.backoff", `"-1ms"`}},
+		{"backoff with steps", strings.Replace(generated, "kind: counter", "backoff: 10ms", 1) + "steps:\n  - wait: 1s\n",
+			[]string{"f.yaml:5", "workload.backoff", "only for a generated workload"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := spec.Parse([]byte(tc.yaml), "f.yaml")
@@ -67,17 +73,19 @@ func TestWorkloadSectionParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := sc.Workload
-	if w.Kind != "counter" || w.Keys != 1 || w.Duration != 10*time.Second || w.Fencing || w.Think.Max != 10*time.Millisecond || len(sc.Steps) != 0 {
+	if w.Kind != "counter" || w.Keys != 1 || w.Duration != 10*time.Second || w.Fencing || w.Think.Max != 10*time.Millisecond ||
+		w.Backoff != nil || len(sc.Steps) != 0 {
 		t.Errorf("defaults: %+v, %d steps", w, len(sc.Steps))
 	}
 	sc, err = spec.Parse([]byte(strings.Replace(generated, "kind: counter",
-		"kind: set, keys: 3, duration: 2s, think: 1s..2s, fencing: on", 1)+"steps:\n  - cut: {client: c1, nodes: [n3]}\n  - heal: all\n"), "f.yaml")
+		"kind: set, keys: 3, duration: 2s, think: 1s..2s, backoff: 0s..30ms, fencing: on", 1)+"steps:\n  - cut: {client: c1, nodes: [n3]}\n  - heal: all\n"), "f.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w = sc.Workload
 	if w.Kind != "set" || w.Keys != 3 || w.Duration != 2*time.Second || !w.Fencing ||
-		w.Think != (spec.Span{Min: time.Second, Max: 2 * time.Second}) || len(sc.Steps) != 2 {
+		w.Think != (spec.Span{Min: time.Second, Max: 2 * time.Second}) ||
+		w.Backoff == nil || *w.Backoff != (spec.Span{Max: 30 * time.Millisecond}) || len(sc.Steps) != 2 {
 		t.Errorf("parsed %+v, %d steps", w, len(sc.Steps))
 	}
 	if sc, err := spec.Load("clock-jump"); err != nil || sc.Workload.Kind != spec.WorkloadSteps {

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"splitbrain/scenarios/spec"
 )
@@ -79,6 +82,15 @@ type SuiteOptions struct {
 	Progress func(sc *spec.Scenario, seed int64) io.Writer
 	// Done is called as each play ends, one call at a time.
 	Done func(PlayResult)
+	// Gate, when set, is asked before each play starts: it returns when
+	// the machine can carry one more beside the running() in flight.
+	Gate Gate
+}
+
+// Gate holds back a suite's next play (loadgate.Gate does, while the
+// CPUs are busy).
+type Gate interface {
+	Wait(ctx context.Context, running func() int) error
 }
 
 // PlayResult is one play of a cell.
@@ -97,19 +109,20 @@ var ErrNoRunFolder = errors.New("a play made no run folder")
 
 // RunSuite plays every cell that fits, opts.Runs times each, opts.Parallel
 // at a time, first every cell's first run, then every cell's second, so
-// that a suite cut short has a matrix as wide as possible. When ctx ends
+// that a suite cut short has a matrix as wide as possible; within a round
+// the longest plays first (Estimate), so that the suite does not wait on
+// a long play started last while the others are done. When ctx ends
 // (Ctrl-C) no new play starts; the plays in flight stop, heal, clean up
 // and write their reports (Run does), and RunSuite returns what was
 // played. The error is ErrNoRunFolder (wrapped) when a play made nothing.
 func RunSuite(ctx context.Context, cells []Cell, opts SuiteOptions) ([]PlayResult, error) {
 	runs, par := max(opts.Runs, 1), max(opts.Parallel, 1)
 	type job struct{ cell, run int }
+	round := PlayOrder(cells)
 	var jobs []job
 	for run := range runs {
-		for i, c := range cells {
-			if c.NA == "" {
-				jobs = append(jobs, job{i, run})
-			}
+		for _, i := range round {
+			jobs = append(jobs, job{i, run})
 		}
 	}
 	// A fatal error stops the feeding, not the plays in flight: they
@@ -122,12 +135,18 @@ func RunSuite(ctx context.Context, cells []Cell, opts SuiteOptions) ([]PlayResul
 		fatal error
 		wg    sync.WaitGroup
 		next  = make(chan job)
+		// in flight, for the gate
+		running atomic.Int64
 	)
+	inFlight := func() int { return int(running.Load()) }
 	for range par {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range next {
+				if opts.Gate != nil && opts.Gate.Wait(feedCtx, inFlight) != nil {
+					continue // stopped: no new play
+				}
 				c := cells[j.cell]
 				seed := PlaySeed(opts.Seed, j.run)
 				ro := opts.Run
@@ -139,7 +158,9 @@ func RunSuite(ctx context.Context, cells []Cell, opts SuiteOptions) ([]PlayResul
 				if opts.Progress != nil {
 					ro.Progress = opts.Progress(c.Scenario, seed)
 				}
+				running.Add(1)
 				o, err := Run(ctx, c.Scenario, ro)
+				running.Add(-1)
 				pr := PlayResult{Cell: j.cell, Run: j.run, Seed: seed, Outcome: o, Err: err}
 				mu.Lock()
 				out = append(out, pr)
@@ -172,6 +193,52 @@ feed:
 		return a.Cell - b.Cell
 	})
 	return out, fatal
+}
+
+// PlayOrder is the order in which a suite starts the cells that fit
+// (indices into cells): the longest plays first by Estimate, ties in the
+// cells' order.
+func PlayOrder(cells []Cell) []int {
+	var order []int
+	for i, c := range cells {
+		if c.NA == "" {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(Estimate(cells[b].Scenario), Estimate(cells[a].Scenario))
+	})
+	return order
+}
+
+// Estimate is roughly how long a play of sc takes, for ordering a suite's
+// plays longest first: a generated workload's duration or the scripted
+// waits, whichever is longer, plus what an ensemble or Sentinel costs to
+// start and settle. Only the order matters; conditions and fault times
+// are guesses.
+func Estimate(sc *spec.Scenario) time.Duration {
+	var waits time.Duration
+	for _, st := range sc.Steps {
+		switch {
+		case st.Kind == spec.StepWait && st.Until == "":
+			waits += st.Span.Max
+		case st.Kind == spec.StepWait:
+			waits += time.Second
+		case st.Kind == spec.StepRandom:
+			waits += st.Schedule.Total
+		}
+	}
+	d := waits
+	if sc.Workload.Generated() {
+		d = max(d, sc.Workload.Duration)
+	}
+	switch {
+	case spec.Consensus(sc.Lock.Kind):
+		d += 2 * time.Second
+	case sc.Sentinel != nil:
+		d += 3 * time.Second
+	}
+	return d
 }
 
 // Family is the fault family a story belongs to, the matrix's row groups.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +143,40 @@ func TestClientRecordsTheLeaseOfEachOperation(t *testing.T) {
 	want := []string{"c1:v-k", "c1:v-k", "c1.1:v-k", "init:"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("invokes name leases %q, want %q", got, want)
+	}
+}
+
+// A refused client waits the drawn backoff before its next attempt: over
+// a run of 300 ms with a backoff of 100 ms it makes at most four
+// attempts, each wait drawn from its own stream.
+func TestRunWaitsTheBackoff(t *testing.T) {
+	var buf bytes.Buffer
+	rec := history.NewRecorder(&buf, time.Now())
+	c := NewClient("c1", &fakeLock{acquireErr: ErrNotAcquired}, rec)
+	draws := 0
+	cfg := Config{Kind: Mutex, Keys: []string{"k"}, TTL: time.Second, Duration: 300 * time.Millisecond,
+		Think: func(*rand.Rand) time.Duration { return time.Millisecond },
+		Backoff: func(*rand.Rand) time.Duration {
+			draws++
+			return 100 * time.Millisecond
+		}}
+	if err := Run(t.Context(), cfg, []Worker{{Client: c, Rand: rand.New(rand.NewPCG(1, 2))}}); err != nil {
+		t.Fatal(err)
+	}
+	events, err := history.Parse(&buf, "mem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts := 0
+	for _, e := range events {
+		if e.Type == history.Invoke && e.F == history.Acquire {
+			attempts++
+		}
+	}
+	if attempts < 1 || attempts > 4 {
+		t.Errorf("%d attempts in 300 ms with a 100 ms backoff, want 1 to 4", attempts)
+	}
+	if draws != attempts {
+		t.Errorf("%d backoffs drawn for %d refused attempts, want one each", draws, attempts)
 	}
 }

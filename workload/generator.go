@@ -26,6 +26,10 @@ type Config struct {
 	// read and the write (mutex: the whole hold). A think time longer than
 	// the TTL outlives the lease: Kleppmann's pause, without a nemesis.
 	Think func(*rand.Rand) time.Duration
+	// Backoff draws the wait after a refused acquire; nil means 2–10 ms.
+	// It paces the clients that wait for the lock, and so the rate of
+	// the whole run: most attempts of contending clients are refused.
+	Backoff func(*rand.Rand) time.Duration
 	// Accounts is the number of bank accounts; 0 means 3.
 	Accounts int
 	// Extend makes every critical section extend its lease by TTL once,
@@ -69,12 +73,20 @@ func (w *Worker) beforeWrite(ctx context.Context) {
 	}
 }
 
-// backoff bounds the pause after a lost acquire, so contending clients do
-// not spin on the lock nodes.
+// BackoffMin and BackoffMax bound the pause after a lost acquire unless
+// Config.Backoff draws it, so contending clients do not spin on the lock
+// nodes.
 const (
-	backoffMin = 2 * time.Millisecond
-	backoffMax = 10 * time.Millisecond
+	BackoffMin = 2 * time.Millisecond
+	BackoffMax = 10 * time.Millisecond
 )
+
+func (cfg Config) backoff(r *rand.Rand) time.Duration {
+	if cfg.Backoff != nil {
+		return cfg.Backoff(r)
+	}
+	return BackoffMin + time.Duration(r.Int64N(int64(BackoffMax-BackoffMin)))
+}
 
 // Setup writes the initial state of every key's resource.
 func Setup(ctx context.Context, rec Recorder, st *Storage, cfg Config) error {
@@ -146,7 +158,7 @@ func (w *Worker) loop(ctx, stop context.Context, cfg Config, until time.Time, id
 	for stop.Err() == nil && time.Now().Before(until) {
 		key := cfg.Keys[w.Rand.IntN(len(cfg.Keys))]
 		if err := w.Client.Acquire(ctx, key, cfg.TTL); err != nil {
-			Sleep(stop, backoffMin+time.Duration(w.Rand.Int64N(int64(backoffMax-backoffMin))))
+			Sleep(stop, cfg.backoff(w.Rand))
 			continue
 		}
 		think := cfg.Think(w.Rand)

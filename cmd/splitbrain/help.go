@@ -75,8 +75,12 @@ Flags:
   --runs N        plays per cell (default 1), on seeds derived from --seed:
                   run 0 plays the seed itself, each play's seed is printed
                   and re-runs it alone (splitbrain run S --lock K --seed X)
-  --parallel P    plays side by side, each with its own nodes, proxies,
-                  ports and run folder (default: 2 per core, at most 4)
+  --parallel P    plays side by side at most, each with its own nodes,
+                  proxies, ports and run folder (default: 8 per core, at
+                  most 32); a play starts only while the CPUs are less
+                  than 80 % busy (one per core starts whatever the load),
+                  so that a busy machine does not stretch the stories'
+                  timing
 ` + runFlagsHelp + `
 Examples:
   splitbrain suite --store nightly                   the built-in suite and its matrix

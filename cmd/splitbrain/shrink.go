@@ -88,7 +88,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 	fs.IntVar(&f.replays, "replays", 3, "a whole number from 1 to 100")
 	fs.IntVar(&f.confirm, "confirm", 10, "a whole number from 1 to 1000")
 	fs.Float64Var(&f.minRate, "min-rate", 0.9, "a share such as 0.9, more than 0 and at most 1")
-	fs.IntVar(&f.parallel, "parallel", defaultParallel(), "a whole number from 1 to 64")
+	fs.IntVar(&f.parallel, "parallel", defaultShrinkParallel(), "a whole number from 1 to 64")
 	fs.StringVar(&f.backend, "backend", "", "local or docker")
 	fs.BoolVar(&f.json, "json", false, "no value (or =true, =false)")
 	pos, err := parseInterleaved(fs, args)
@@ -209,7 +209,7 @@ func shrinkPlay(ctx context.Context, out *scenarios.Outcome, sc *spec.Scenario, 
 		return
 	}
 	fmt.Fprintf(progress, "\nsplitbrain: shrinking %s\n", out.Dir)
-	sf := shrinkFlags{budget: f.budget, replays: 3, confirm: 10, minRate: 0.9, parallel: defaultParallel(), backend: f.backend}
+	sf := shrinkFlags{budget: f.budget, replays: 3, confirm: 10, minRate: 0.9, parallel: defaultShrinkParallel(), backend: f.backend}
 	res, _, err := runShrink(ctx, out.Dir, sf, progress)
 	if err != nil {
 		fmt.Fprintf(stderr, "splitbrain: %v\n", err)

@@ -25,6 +25,10 @@ type Workload struct {
 	// between its read and its write (mutex: the whole hold), drawn from
 	// the run's seed.
 	Think Span
+	// Backoff is how long a client waits after a refused acquire before
+	// it tries again, drawn from the run's seed; nil leaves it to the
+	// workload (2–10 ms).
+	Backoff *Span
 	// Fencing makes the storage reject writes with stale tokens.
 	Fencing bool
 }
@@ -65,6 +69,11 @@ func (p *parser) workload(s *workloadSpec, hasSteps bool) Workload {
 	if s.Think.Kind != 0 && only(&s.Think, "workload.think") {
 		if sp, ok := p.span(&s.Think, "workload.think", false); ok {
 			w.Think = sp
+		}
+	}
+	if s.Backoff.Kind != 0 && only(&s.Backoff, "workload.backoff") {
+		if sp, ok := p.span(&s.Backoff, "workload.backoff", false); ok {
+			w.Backoff = &sp
 		}
 	}
 	if s.Fencing.Kind != 0 && only(&s.Fencing, "workload.fencing") {

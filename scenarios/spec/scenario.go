@@ -332,6 +332,7 @@ type workloadSpec struct {
 	Keys     yaml.Node `yaml:"keys"`
 	Duration yaml.Node `yaml:"duration"`
 	Think    yaml.Node `yaml:"think"`
+	Backoff  yaml.Node `yaml:"backoff"`
 	Fencing  yaml.Node `yaml:"fencing"`
 }
 
@@ -340,7 +341,7 @@ var sections = map[string]struct{ name, fields string }{
 	"fileSpec":     {"the top level", "name, description, expect, cluster, lock, workload, steps"},
 	"clusterSpec":  {"cluster", "nodes, persistence, replicas, backend, sentinel"},
 	"lockSpec":     {"lock", "kind, ttl, key, node_timeout, retries, extend, command"},
-	"workloadSpec": {"workload", "clients, kind, keys, duration, think, fencing"},
+	"workloadSpec": {"workload", "clients, kind, keys, duration, think, backoff, fencing"},
 }
 
 var unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type spec\.(\w+)`)

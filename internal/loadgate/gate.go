@@ -1,0 +1,185 @@
+// Package loadgate holds back new work while the machine's CPUs are busy.
+//
+// A suite plays many stories side by side. They mostly wait — on TTLs,
+// faults, think times — so many fit on a few cores; but a story's timing
+// margins (a 150 ms node timeout, a lease extended 1 s before it ends)
+// stretch once the CPUs are saturated, and then verdicts change. How many
+// plays a machine carries depends on which plays run (a ZooKeeper
+// ensemble costs more than five idle Redis nodes) and on what else the
+// machine does, so a fixed number is either slow or unsafe. The gate
+// admits a new play only while the CPUs, measured over the last moment,
+// are below a bound.
+package loadgate
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Gate admits work one at a time while the CPUs are not too busy.
+type Gate struct {
+	busy    float64       // admit while the load is below this fraction
+	floor   int           // always admit while fewer than this many run
+	spacing time.Duration // at least this long between admissions
+	read    func() (Sample, error)
+
+	mu       sync.Mutex
+	last     Sample
+	load     float64 // smoothed busy fraction, -1 before two samples
+	admitted time.Time
+}
+
+// Sample is a reading of the CPU time counters, in any unit.
+type Sample struct {
+	Busy, Total uint64
+}
+
+// Options configure a Gate.
+type Options struct {
+	// Busy is the fraction of all CPU time in use (0..1) at or above
+	// which new work waits.
+	Busy float64
+	// Floor is how much work may run whatever the load: below it Wait
+	// returns at once (the machine may be busy with something else; the
+	// work must still progress).
+	Floor int
+	// Spacing is the least time between two admissions, so that the load
+	// a start causes shows before the next start is decided.
+	Spacing time.Duration
+	// Read reads the CPU counters; nil reads /proc/stat.
+	Read func() (Sample, error)
+}
+
+// New returns a gate. Busy must be in (0, 1].
+func New(o Options) (*Gate, error) {
+	if o.Busy <= 0 || o.Busy > 1 {
+		return nil, fmt.Errorf("loadgate: busy bound %v: want a fraction in (0, 1]", o.Busy)
+	}
+	read := o.Read
+	if read == nil {
+		read = ReadProcStat
+	}
+	g := &Gate{busy: o.Busy, floor: o.Floor, spacing: o.Spacing, read: read, load: -1}
+	if s, err := read(); err == nil {
+		g.last = s
+	}
+	return g, nil
+}
+
+// poll is how often a waiting caller looks at the load again.
+const poll = 100 * time.Millisecond
+
+// Wait returns once running() — how much work runs now — is below the
+// floor, or once the CPUs are below the busy bound and the spacing since
+// the last admission has passed; or with ctx's error when ctx ends first.
+// Callers are admitted one at a time. When the counters cannot be read,
+// the load counts as low: the gate then only spaces the starts.
+func (g *Gate) Wait(ctx context.Context, running func() int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		g.sample()
+		now := time.Now()
+		if running() < g.floor || (g.load < g.busy && now.Sub(g.admitted) >= g.spacing) {
+			g.admitted = now
+			return nil
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Load is the smoothed busy fraction last measured, or -1 before there
+// were two readings to compare.
+func (g *Gate) Load() float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.load
+}
+
+// sample reads the counters and folds the busy fraction since the last
+// reading into the load. Readings closer together than poll/2 are too
+// coarse (the kernel counts in ticks) and are skipped.
+func (g *Gate) sample() {
+	s, err := g.read()
+	if err != nil || s.Total <= g.last.Total {
+		return
+	}
+	dt, db := s.Total-g.last.Total, s.Busy-min(s.Busy, g.last.Busy)
+	if g.last.Total != 0 && dt < minTicks {
+		return
+	}
+	first := g.last.Total == 0
+	g.last = s
+	if first {
+		return
+	}
+	f := min(float64(db)/float64(dt), 1)
+	if g.load < 0 {
+		g.load = f
+		return
+	}
+	// Half the weight on the last moment: a burst of starts shows at
+	// once, a single busy tick does not hold the gate for long.
+	g.load = (g.load + f) / 2
+}
+
+// minTicks is the least CPU time, in the kernel's ticks (USER_HZ, 100 a
+// second per CPU), between two readings that are compared.
+const minTicks = 10
+
+// ReadProcStat reads the first line of /proc/stat: the time all CPUs
+// spent busy and in all, in USER_HZ ticks. Idle and iowait count as idle;
+// guest time is already in user and nice.
+func ReadProcStat() (Sample, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return Sample{}, err
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil {
+		return Sample{}, fmt.Errorf("/proc/stat: %w", err)
+	}
+	return ParseCPULine(line)
+}
+
+// ParseCPULine parses the "cpu" line of /proc/stat.
+func ParseCPULine(line string) (Sample, error) {
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return Sample{}, fmt.Errorf("/proc/stat: first line %q: want \"cpu\" and its counters", strings.TrimSpace(line))
+	}
+	var s Sample
+	// user nice system idle iowait irq softirq steal guest guest_nice:
+	// guest and guest_nice are counted in user and nice already.
+	for i, v := range f[1:min(len(f), 9)] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return Sample{}, fmt.Errorf("/proc/stat: counter %d of %q: %w", i+1, strings.TrimSpace(line), err)
+		}
+		s.Total += n
+		if i != 3 && i != 4 { // idle, iowait
+			s.Busy += n
+		}
+	}
+	if s.Total == 0 {
+		return Sample{}, errors.New("/proc/stat: every CPU counter is zero")
+	}
+	return s, nil
+}
