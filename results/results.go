@@ -83,6 +83,20 @@ type Record struct {
 // nil). A failed visualization does not stop the report from being written;
 // its error is returned with the others.
 func Write(dir string, meta Meta, events []history.Event, res checker.Result) error {
+	err := WriteRun(dir, meta, events, res)
+	// A run folder made by NewRunDir sits in a store whose index lists it;
+	// refresh the index so the new verdict shows at once.
+	if store, ok := storeOf(dir); ok {
+		err = errors.Join(err, WriteIndex(store))
+	}
+	return err
+}
+
+// WriteRun is Write without the store's index, for a caller that writes
+// many runs into one store and refreshes its index itself (a suite): the
+// index lists every run of the store, and rebuilding it after each of
+// thousands of plays cost more than the plays' own reports.
+func WriteRun(dir string, meta Meta, events []history.Event, res checker.Result) error {
 	var errs []error
 	hasPorcupine := false
 	if res.Verdict == checker.Invalid && res.HasVisualization() {
@@ -124,13 +138,6 @@ func Write(dir string, meta Meta, events []history.Event, res checker.Result) er
 	sum.Windows = windows(res, events)
 	if err := writeJSON(dir, ResultFile, sum); err != nil {
 		errs = append(errs, err)
-	}
-	// A run folder made by NewRunDir sits in a store whose index lists it;
-	// refresh the index so the new verdict shows at once.
-	if store, ok := storeOf(dir); ok {
-		if err := WriteIndex(store); err != nil {
-			errs = append(errs, err)
-		}
 	}
 	return errors.Join(errs...)
 }

@@ -50,6 +50,9 @@ type RunOptions struct {
 	// Backend is where the nodes run: "local" or "docker"; empty means the
 	// scenario file's cluster.backend, and local if it names none.
 	Backend string
+	// NoIndex leaves the store's index alone: the caller refreshes it
+	// (a suite does, now and then and at its end).
+	NoIndex bool
 }
 
 // Outcome is what a run found and where it left its files.
@@ -189,7 +192,11 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		Backend:     backendName(backend),
 		Belief:      Belief(sc.Lock.Kind),
 	}
-	writeErr := results.Write(dir, meta, events, res)
+	write := results.Write
+	if opts.NoIndex {
+		write = results.WriteRun
+	}
+	writeErr := write(dir, meta, events, res)
 	out := &Outcome{Dir: dir, Result: res, AsExpected: checker.Met(meta.Expect, res)}
 	return out, errors.Join(runErr, cleanErr, writeErr)
 }

@@ -32,6 +32,10 @@ func defaultParallel() int {
 	return min(max(8*runtime.NumCPU(), 1), 32)
 }
 
+// indexEvery is how often a suite refreshes the store's index while it
+// plays.
+const indexEvery = 10 * time.Second
+
 // defaultShrinkParallel is how many replays of a candidate shrink runs
 // side by side unless --parallel says otherwise: shrink has no gate, and
 // its replays must keep the timing of the run they reproduce.
@@ -156,14 +160,25 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	started := time.Now()
 	var printMu sync.Mutex
+	// The store's index lists every run in it: rebuilt after each play it
+	// cost more than the plays' reports (a suite of 2 000 plays rebuilt
+	// an index of up to 2 000 rows 2 000 times). Now and then is enough
+	// for someone watching, and once at the end.
+	indexed := started
 	opts := scenarios.SuiteOptions{
 		Seed: seed, Runs: f.runs, Parallel: f.parallel, Gate: gate,
-		Run:     scenarios.RunOptions{Store: f.store, Backend: f.backend, ProgressEvery: -1},
+		Run:     scenarios.RunOptions{Store: f.store, Backend: f.backend, ProgressEvery: -1, NoIndex: true},
 		Command: func(sc *spec.Scenario, s int64) string { return rerunCommand(sc, s, f, true) },
 		Done: func(pr scenarios.PlayResult) {
 			printMu.Lock()
 			defer printMu.Unlock()
 			printPlay(progress, cells[pr.Cell], pr, f.parallel > 1)
+			if time.Since(indexed) >= indexEvery {
+				indexed = time.Now()
+				if err := results.WriteIndex(f.store); err != nil {
+					fmt.Fprintf(stderr, "splitbrain: the store's index: %v\n", err)
+				}
+			}
 		},
 	}
 	if f.parallel == 1 {
@@ -210,8 +225,11 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitInternal, err
 	}
 	if err := results.WriteMatrix(store, m); err != nil {
-		return exitInternal, errors.Join(err, readErr)
+		return exitInternal, errors.Join(err, readErr, results.WriteIndex(f.store))
 	}
+	// The index lists every run and the matrix: rebuilt once more now
+	// that both are written.
+	readErr = errors.Join(readErr, results.WriteIndex(f.store))
 	// Read back what was written: the tallies are WriteMatrix's.
 	if back, err := results.ReadMatrix(store); err == nil {
 		m = back

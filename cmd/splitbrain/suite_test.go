@@ -3,6 +3,7 @@ package main_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,6 +80,20 @@ func TestSuiteWritesTheMatrix(t *testing.T) {
 		if c.Scenario == "wrong-expectation" && (c.FirstFailing == "" || !strings.Contains(string(page), c.FirstFailing)) {
 			t.Errorf("matrix.html does not link to the failing play %q", c.FirstFailing)
 		}
+	}
+	// The plays leave the store's index to the suite, which writes it at
+	// its end: every play and the matrix are in it.
+	idx, err := results.ReadIndex(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, r := range idx.Runs {
+		listed = append(listed, r.Scenario+" "+r.Verdict)
+	}
+	slices.Sort(listed)
+	if want := []string{"clock-jump-control valid", "wrong-expectation invalid"}; !slices.Equal(listed, want) || !slices.Contains(idx.Matrices, results.MatrixFile) {
+		t.Errorf("index lists %v and matrices %v, want %v and %s", listed, idx.Matrices, want, results.MatrixFile)
 	}
 	e.checkClean()
 }
