@@ -292,4 +292,31 @@ func TestEstimateAndPlayOrder(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("play order %v, want %v (n/a cells left out)", got, want)
 	}
+
+	// Ensemble plays are spread: one, then two others, longest first in
+	// each kind.
+	scs = scs[:0]
+	for _, n := range []string{"consensus-kill-restart", "consensus-lease-expires-waiting", "random-kill-counter", "clock-jump"} {
+		sc, err := spec.Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scs = append(scs, sc)
+	}
+	cells = Cells(scs, []string{spec.LockRedlock, spec.LockRedsync, spec.LockEtcd})
+	got = got[:0]
+	for _, i := range PlayOrder(cells) {
+		got = append(got, cells[i].Scenario.Name+"/"+cells[i].Lock)
+	}
+	want = []string{
+		"consensus-kill-restart/etcd", // 12s, before the other 12s by the cells' order
+		"random-kill-counter/redlock", // 5.5s
+		"random-kill-counter/redsync",
+		"consensus-lease-expires-waiting/etcd", // 12s, but after two others
+		"clock-jump/redlock",
+		"clock-jump/redsync",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("play order %v, want %v (n/a cells left out)", got, want)
+	}
 }

@@ -197,17 +197,34 @@ feed:
 
 // PlayOrder is the order in which a suite starts the cells that fit
 // (indices into cells): the longest plays first by Estimate, ties in the
-// cells' order.
+// cells' order — but a play that starts an ensemble (three JVMs or etcd
+// members: a second of CPU or more) only after every two others, so that
+// the long ensemble stories, which come first, do not all start at once
+// and saturate the CPUs while their servers come up.
 func PlayOrder(cells []Cell) []int {
-	var order []int
+	var heavy, light []int
 	for i, c := range cells {
-		if c.NA == "" {
-			order = append(order, i)
+		switch {
+		case c.NA != "":
+		case spec.Consensus(c.Lock):
+			heavy = append(heavy, i)
+		default:
+			light = append(light, i)
 		}
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
+	longest := func(a, b int) int {
 		return cmp.Compare(Estimate(cells[b].Scenario), Estimate(cells[a].Scenario))
-	})
+	}
+	slices.SortStableFunc(heavy, longest)
+	slices.SortStableFunc(light, longest)
+	order := make([]int, 0, len(heavy)+len(light))
+	for len(heavy) > 0 || len(light) > 0 {
+		if len(heavy) > 0 {
+			order, heavy = append(order, heavy[0]), heavy[1:]
+		}
+		n := min(2, len(light))
+		order, light = append(order, light[:n]...), light[n:]
+	}
 	return order
 }
 

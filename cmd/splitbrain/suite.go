@@ -29,7 +29,7 @@ import (
 // each play only while the CPUs have room. The bound only caps the
 // nodes, proxies and ports in use at once.
 func defaultParallel() int {
-	return min(max(8*runtime.NumCPU(), 1), 32)
+	return min(max(12*runtime.NumCPU(), 1), 48)
 }
 
 // indexEvery is how often a suite refreshes the store's index while it

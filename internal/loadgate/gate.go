@@ -134,9 +134,10 @@ func (g *Gate) sample() {
 		g.load = f
 		return
 	}
-	// Half the weight on the last moment: a burst of starts shows at
-	// once, a single busy tick does not hold the gate for long.
-	g.load = (g.load + f) / 2
+	// A third of the weight on the last moment (a time constant of about
+	// a quarter second): a burst of starts shows within a few readings,
+	// and one quiet moment inside a busy second does not open the gate.
+	g.load += (f - g.load) / 3
 }
 
 // minTicks is the least CPU time, in the kernel's ticks (USER_HZ, 100 a
