@@ -36,6 +36,32 @@ func defaultParallel() int {
 // plays.
 const indexEvery = 10 * time.Second
 
+// refreshIndex rebuilds store's index every period until the returned
+// stop is called, which waits for a rebuild under way. A failed rebuild
+// is reported on w; the next may succeed.
+func refreshIndex(store string, period time.Duration, w io.Writer) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := results.WriteIndex(store); err != nil {
+					fmt.Fprintf(w, "splitbrain: the store's index: %v\n", err)
+				}
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
 // defaultShrinkParallel is how many replays of a candidate shrink runs
 // side by side unless --parallel says otherwise: shrink has no gate, and
 // its replays must keep the timing of the run they reproduce.
@@ -163,8 +189,10 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	// The store's index lists every run in it: rebuilt after each play it
 	// cost more than the plays' reports (a suite of 2 000 plays rebuilt
 	// an index of up to 2 000 rows 2 000 times). Now and then is enough
-	// for someone watching, and once at the end.
-	indexed := started
+	// for someone watching, and once at the end; on a goroutine of its
+	// own, since a rebuild of thousands of runs takes a few hundred
+	// milliseconds, in which no ending play should wait.
+	stopIndexing := refreshIndex(f.store, indexEvery, stderr)
 	opts := scenarios.SuiteOptions{
 		Seed: seed, Runs: f.runs, Parallel: f.parallel, Gate: gate,
 		Run:     scenarios.RunOptions{Store: f.store, Backend: f.backend, ProgressEvery: -1, NoIndex: true},
@@ -173,12 +201,6 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 			printMu.Lock()
 			defer printMu.Unlock()
 			printPlay(progress, cells[pr.Cell], pr, f.parallel > 1)
-			if time.Since(indexed) >= indexEvery {
-				indexed = time.Now()
-				if err := results.WriteIndex(f.store); err != nil {
-					fmt.Fprintf(stderr, "splitbrain: the store's index: %v\n", err)
-				}
-			}
 		},
 	}
 	if f.parallel == 1 {
@@ -191,6 +213,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	prs, suiteErr := scenarios.RunSuite(ctx, cells, opts)
 	wall := time.Since(started)
+	stopIndexing()
 
 	var dirs []string
 	for _, pr := range prs {
