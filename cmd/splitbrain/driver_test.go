@@ -49,6 +49,13 @@ func TestDriverCheck(t *testing.T) {
 		{name: "grants everything", args: []string{"sh", "-c", fakeReady +
 			`while read req; do id=$(echo "$req" | sed 's/.*"id":\([0-9]*\).*/\1/'); echo "{\"op\":\"reply\",\"id\":$id,\"result\":\"ok\",\"value\":\"v$id\",\"validity_ms\":900}"; done`}, code: 1,
 			want: []string{"FAIL  refusal: c2 was granted the key c1 holds: the lock is not exclusive", "FAIL  release of a lost lease", "FAIL  unknown outcome: granted while every node was stopped"}},
+		// Both sides of the validity bound (the TTL, 1s, and a tenth for
+		// the drivers' clocks): a driver's own figure decides, not how
+		// long its reply waited to be read.
+		{name: "validity within the bound", args: []string{"sh", "-c", fakeReady + grantWith(1050)}, code: 1,
+			want: []string{"ok    acquire: granted, value \"v1\", validity 1.05"}},
+		{name: "validity past the bound", args: []string{"sh", "-c", fakeReady + grantWith(5000)}, code: 1,
+			want: []string{"FAIL  acquire: granted, value \"v1\", BAD validity 5s, more than the TTL 1s asked for"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,6 +74,12 @@ func TestDriverCheck(t *testing.T) {
 			e.checkClean()
 		})
 	}
+}
+
+// grantWith is a shell driver that grants every request with the validity
+// given, in milliseconds.
+func grantWith(validityMS int) string {
+	return fmt.Sprintf(`while read req; do id=$(echo "$req" | sed 's/.*"id":\([0-9]*\).*/\1/'); echo "{\"op\":\"reply\",\"id\":$id,\"result\":\"ok\",\"value\":\"v$id\",\"validity_ms\":%d}"; done`, validityMS)
 }
 
 func TestDriverCheckUsage(t *testing.T) {

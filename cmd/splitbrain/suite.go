@@ -174,7 +174,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	for i := range seeds {
 		seeds[i] = scenarios.PlaySeed(seed, i)
 	}
-	fmt.Fprintf(progress, "splitbrain suite: %d stories × %d locks = %d cells (%d played, %d n/a), %d run(s) each, %d side by side, seed %d\n",
+	fmt.Fprintf(progress, "splitbrain suite: %d stories × %d locks = %d cells (%d played, %d n/a), %d run(s) each, up to %d side by side, seed %d\n",
 		len(scs), len(locks), len(cells), played, na, f.runs, f.parallel, seed)
 	if f.runs > 1 {
 		fmt.Fprintf(progress, "play seeds by run: %s (any play re-runs alone: splitbrain run SCENARIO --lock LOCK --seed S)\n", joinSeeds(seeds))
@@ -299,7 +299,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	if m.Partial != "" {
 		fmt.Fprintf(stdout, "PARTIAL: %s\n", m.Partial)
 	}
-	fmt.Fprintf(stdout, "%d of %d plays met their expectation (%d cells played, %d n/a, %d flaky; %d stories, seed %d, %d run(s) per cell, %d side by side, %v)\n",
+	fmt.Fprintf(stdout, "%d of %d plays met their expectation (%d cells played, %d n/a, %d flaky; %d stories, seed %d, %d run(s) per cell, up to %d side by side, %v)\n",
 		met, plays, played, na, flaky, len(scs), seed, f.runs, f.parallel, wall.Round(time.Second))
 	fmt.Fprintf(stdout, "safety matrix: %s\n", matrixPath)
 	return code, errors.Join(suiteErr, readErr)
