@@ -467,8 +467,12 @@ func (n *Process) waitReady(ctx context.Context, p *process) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
+	// A Redis server answers within milliseconds; a JVM or an etcd member
+	// takes seconds to elect a leader, and every probe is a connection it
+	// must accept and answer (ZooKeeper logs each): at a steady 10 ms,
+	// three members took 400 probes to start. The wait grows by half each
+	// time, to a tenth of a second.
+	wait := readyFirstProbe
 	conn := n.Conn()
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
@@ -485,15 +489,26 @@ func (n *Process) waitReady(ctx context.Context, p *process) error {
 			return fmt.Errorf("%w: %s answers as pid %d, not as this node's pid %d",
 				errPortTaken, n.addrLocked(), pid, p.cmd.Process.Pid)
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-p.done:
+			t.Stop()
 			return fmt.Errorf("%s exited at start: %v", n.Kind().Binary, p.err)
 		case <-ctx.Done():
+			t.Stop()
 			return fmt.Errorf("not ready: %w (last error: %v)", ctx.Err(), err)
-		case <-tick.C:
+		case <-t.C:
 		}
+		wait = min(wait*3/2, readyLastProbe)
 	}
 }
+
+// readyFirstProbe and readyLastProbe bound the wait between two readiness
+// probes of a starting node.
+const (
+	readyFirstProbe = 10 * time.Millisecond
+	readyLastProbe  = 100 * time.Millisecond
+)
 
 func (n *Process) config() string { return n.Kind().Config(n.serverConfig()) }
 
