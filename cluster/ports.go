@@ -26,8 +26,8 @@ const portRangeFile = "/proc/sys/net/ipv4/ip_local_port_range"
 // side, each opening hundreds of connections, that happened (a sentinel
 // exited at start: port taken). Ports below the ephemeral range are never
 // handed out by the kernel; only a process binding one by number can take
-// it. So nodes' ports come from there, from the lowest unprivileged
-// ports the project leaves to other services (10000) up to the range.
+// it. So nodes' ports come from there: from 10000 (the ports below are
+// left to the services people run) up to the range.
 const lowestNodePort = 10000
 
 // portPool hands out node ports from [lo, hi], round robin from a random
