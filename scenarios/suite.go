@@ -203,18 +203,19 @@ feed:
 // and saturate the CPUs while their servers come up.
 func PlayOrder(cells []Cell) []int {
 	var heavy, light []int
+	est := make([]time.Duration, len(cells))
 	for i, c := range cells {
 		switch {
 		case c.NA != "":
+			continue
 		case spec.Consensus(c.Lock):
 			heavy = append(heavy, i)
 		default:
 			light = append(light, i)
 		}
+		est[i] = Estimate(c.Scenario)
 	}
-	longest := func(a, b int) int {
-		return cmp.Compare(Estimate(cells[b].Scenario), Estimate(cells[a].Scenario))
-	}
+	longest := func(a, b int) int { return cmp.Compare(est[b], est[a]) }
 	slices.SortStableFunc(heavy, longest)
 	slices.SortStableFunc(light, longest)
 	order := make([]int, 0, len(heavy)+len(light))

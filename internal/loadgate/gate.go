@@ -113,8 +113,9 @@ func (g *Gate) Load() float64 {
 }
 
 // sample reads the counters and folds the busy fraction since the last
-// reading into the load. Readings closer together than poll/2 are too
-// coarse (the kernel counts in ticks) and are skipped.
+// reading into the load. A reading less than minTicks after the last is
+// too coarse (the kernel counts in ticks) and is skipped: the next one
+// then spans both.
 func (g *Gate) sample() {
 	s, err := g.read()
 	if err != nil || s.Total <= g.last.Total {
