@@ -113,6 +113,28 @@ func (p *portPool) take(listen func(int) (int, error)) (int, error) {
 		"range with sysctl net.ipv4.ip_local_port_range: %w", ErrNoFreePort, p.lo, p.hi, p.eph, last)
 }
 
+// NoLocalPort explains a failed connection (err) as the ephemeral range
+// running out when it did: the dial had no local port (EADDRNOTAVAIL), or
+// a listen on port 0 fails now. The second covers a connection through a
+// proxy whose own dial onwards found no port: the client sees only a
+// closed connection. Other errors, and nil, come back as they are.
+func NoLocalPort(err error) error { return noLocalPort(err, listenLoopback) }
+
+func noLocalPort(err error, listen func(int) (int, error)) error {
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, syscall.EADDRNOTAVAIL) {
+		if _, lerr := listen(0); !errors.Is(lerr, syscall.EADDRINUSE) {
+			return err
+		}
+	}
+	_, _, desc := ephemeralRange()
+	return fmt.Errorf("%w: no local port for a connection: every port of the ephemeral range %s is in use "+
+		"(too many open connections and proxies on this machine); close some, or widen it with "+
+		"sysctl net.ipv4.ip_local_port_range: %w", ErrNoFreePort, desc, err)
+}
+
 // ephemeralRange reads the kernel's ephemeral port range; when it cannot,
 // it assumes Linux's default.
 func ephemeralRange() (lo, hi int, desc string) {

@@ -1,7 +1,10 @@
 package cluster
 
 import (
+	"context"
 	"errors"
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -45,6 +48,45 @@ func fakeListen(taken map[int]bool, ephemeral int, calls *[]int) func(int) (int,
 			return 0, syscall.EADDRINUSE
 		}
 		return port, nil
+	}
+}
+
+// A connection the kernel had no local port for is explained; any other
+// error is left as it is.
+func TestNoLocalPort(t *testing.T) {
+	var calls []int
+	free := fakeListen(nil, 45000, &calls)  // a listen on port 0 succeeds
+	exhausted := fakeListen(nil, 0, &calls) // it fails: EADDRINUSE
+	noPort := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EADDRNOTAVAIL)}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	for _, tc := range []struct {
+		name      string
+		err       error
+		listen    func(int) (int, error)
+		explained bool
+	}{
+		{"the dial had no local port", noPort, free, true},
+		{"a proxy's dial onwards had none: the range is full now", context.DeadlineExceeded, exhausted, true},
+		{"refused, ports left", refused, free, false},
+		{"timed out, ports left", context.DeadlineExceeded, free, false},
+		{"no error", nil, exhausted, false},
+	} {
+		got := noLocalPort(tc.err, tc.listen)
+		if !tc.explained {
+			if got != tc.err {
+				t.Errorf("%s: %v, want %v unchanged", tc.name, got, tc.err)
+			}
+			continue
+		}
+		if !errors.Is(got, ErrNoFreePort) || !errors.Is(got, tc.err) {
+			t.Errorf("%s: %v, want ErrNoFreePort wrapping %v", tc.name, got, tc.err)
+			continue
+		}
+		for _, w := range []string{"no local port for a connection", "ephemeral range", "ip_local_port_range"} {
+			if !strings.Contains(got.Error(), w) {
+				t.Errorf("%s: %q lacks %q", tc.name, got, w)
+			}
+		}
 	}
 }
 

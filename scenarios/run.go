@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -317,16 +318,20 @@ func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password stri
 // untilConnected runs connect until it succeeds, every 50 ms for up to
 // 10 s: a lock client's options fail at their first timeout, as the lock
 // wants, but setting up is not the lock's business, and on a machine busy
-// compiling one dial can take longer than that.
+// compiling one dial can take longer than that. A dial the kernel had no
+// local port for is not retried: it says so (cluster.NoLocalPort).
 func untilConnected(connect func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := connect(ctx)
 	for err != nil && ctx.Err() == nil {
+		if errors.Is(err, syscall.EADDRNOTAVAIL) {
+			return cluster.NoLocalPort(err)
+		}
 		workload.Sleep(ctx, 50*time.Millisecond)
 		err = connect(ctx)
 	}
-	return err
+	return cluster.NoLocalPort(err)
 }
 
 func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error {
