@@ -36,6 +36,9 @@ type Net struct {
 	proxies  map[history.Link]*toxiproxy.Proxy
 	closed   bool
 	toxicSeq int
+	// atClose are run once the proxies have stopped: what toxics must
+	// end that toxiproxy does not end itself.
+	atClose []func()
 }
 
 // NewNet starts a proxy on a free loopback port for every client × node.
@@ -283,6 +286,21 @@ func (n *Net) Close() {
 	for _, p := range n.proxies {
 		p.Stop()
 	}
+	for _, f := range n.atClose {
+		f()
+	}
+	n.atClose = nil
+}
+
+// onClose runs f when the Net closes, or at once if it has.
+func (n *Net) onClose(f func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		f()
+		return
+	}
+	n.atClose = append(n.atClose, f)
 }
 
 func (n *Net) nextToxicID() int {

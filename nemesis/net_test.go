@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -275,6 +276,105 @@ func TestDelayHoldsThenDelivers(t *testing.T) {
 	}
 	if _, err := nem.Start(ctx, nemesis.Delay{Net: links, Links: link, By: 2 * time.Hour}); err == nil {
 		t.Error("a 2-hour delay was accepted")
+	}
+}
+
+// A delay's heal never waits on the connections it holds bytes for. A
+// client that gave up on a held reply hangs up; the replies held for it
+// then have nowhere to go. Removing toxiproxy's latency toxic at the heal
+// waited 5 s for each of them while the proxy took no new connection (a
+// heal of 20 s to 2 minutes under load); releasing ours does not.
+func TestDelayHealDoesNotWaitOnHungUpClients(t *testing.T) {
+	cl, links, nem, _ := setup(t, 1, "c1")
+	ctx := context.Background()
+	pw := cl.Password()
+	addr, err := links.Addr("c1", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := []history.Link{{Client: "c1", Node: "n1"}}
+	id, err := nem.Start(ctx, nemesis.Delay{Net: links, Links: link, Direction: fault.ToClient, By: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nine replies held for a client that hangs up: each request is sent
+	// once the last has surely been answered, so each reply is a chunk
+	// of its own in the proxy.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range append([]string{"AUTH " + pw}, slices.Repeat([]string{"PING"}, 8)...) {
+		if _, err := conn.Write([]byte(req + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	_ = conn.Close()
+	time.Sleep(100 * time.Millisecond) // the hang-up reaches the proxy
+
+	healed := make(chan error, 1)
+	go func() { healed <- nem.Stop(ctx, id) }()
+	select {
+	case err := <-healed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		// Far above a release (milliseconds), below the removal's 5 s
+		// for each of the seven replies left without a writer.
+		t.Fatal("the heal still waits after 20 s")
+	}
+	// The proxy takes new connections, and the link passes undelayed.
+	c := linkClient(t, links, pw, "c1", "n1")
+	pctx, cancel := within(5 * time.Second)
+	defer cancel()
+	if err := c.Ping(pctx).Err(); err != nil {
+		t.Fatalf("PING after the heal: %v", err)
+	}
+}
+
+// A toxic added after a delay interrupts it (toxiproxy moves the chain's
+// channels); the byte the delay held at that moment is neither lost nor
+// freed early: it lands when the first delay is released.
+func TestDelayKeepsWhatItHoldsWhenAnotherFaultFollows(t *testing.T) {
+	cl, links, nem, _ := setup(t, 1, "c1")
+	ctx := context.Background()
+	n1 := cl.Processes()[0]
+	c := linkClient(t, links, cl.Password(), "c1", "n1")
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	link := []history.Link{{Client: "c1", Node: "n1"}}
+	first, err := nem.Start(ctx, nemesis.Delay{Net: links, Links: link, Direction: fault.ToNode, By: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := within(200 * time.Millisecond)
+	err = c.Set(sctx, "held", "v", 0).Err()
+	cancel()
+	if !isTimeout(err) {
+		t.Fatalf("SET over a 1-minute delay: %v, want a timeout", err)
+	}
+	second, err := nem.Start(ctx, nemesis.Delay{Net: links, Links: link, Direction: fault.ToNode, By: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if exists(t, n1, "held") {
+		t.Fatal("the held write landed when a second delay was added")
+	}
+	if err := nem.Stop(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the held write delivered at the first delay's heal", func() error {
+		if !exists(t, n1, "held") {
+			return errors.New("not there")
+		}
+		return nil
+	})
+	if err := nem.Stop(ctx, second); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -47,7 +47,10 @@ var registerOnce sync.Once
 
 // registerToxics adds the project's own toxics to toxiproxy's registry.
 func registerToxics() {
-	registerOnce.Do(func() { toxics.Register(refuseToxicType, new(refuseToxic)) })
+	registerOnce.Do(func() {
+		toxics.Register(refuseToxicType, new(refuseToxic))
+		toxics.Register(delayToxicType, new(delayToxic))
+	})
 }
 
 // refuseToxic closes every connection that starts after it was armed and
