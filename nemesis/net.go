@@ -41,6 +41,17 @@ type Net struct {
 	atClose []func()
 }
 
+var registerOnce sync.Once
+
+// registerToxics adds the project's own toxics to toxiproxy's registry
+// (refuse.go, delay.go).
+func registerToxics() {
+	registerOnce.Do(func() {
+		toxics.Register(refuseToxicType, new(refuseToxic))
+		toxics.Register(delayToxicType, new(delayToxic))
+	})
+}
+
 // NewNet starts a proxy on a free loopback port for every client × node.
 func NewNet(clients []string, nodes []Endpoint) (_ *Net, err error) {
 	registerToxics()

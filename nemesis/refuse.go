@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	"github.com/Shopify/toxiproxy/v2/toxics"
@@ -42,16 +41,6 @@ func (r Refuse) Inject(ctx context.Context) (Heal, error) {
 
 // refuseToxicType is the name of refuseToxic in toxiproxy's registry.
 const refuseToxicType = "splitbrain_refuse"
-
-var registerOnce sync.Once
-
-// registerToxics adds the project's own toxics to toxiproxy's registry.
-func registerToxics() {
-	registerOnce.Do(func() {
-		toxics.Register(refuseToxicType, new(refuseToxic))
-		toxics.Register(delayToxicType, new(delayToxic))
-	})
-}
 
 // refuseToxic closes every connection that starts after it was armed and
 // passes the others through. toxiproxy makes a toxic's per-connection state
