@@ -202,10 +202,10 @@ func (c *checker) validity(l *workload.Lease, before, after time.Time) string {
 	if l.Deadline.IsZero() {
 		return "no validity_ms: the belief lasts until the release"
 	}
-	v := l.Deadline.Sub(before)
+	v, least := l.Deadline.Sub(before), l.Deadline.Sub(after)
 	switch {
-	case l.Deadline.Sub(after) > c.cfg.TTL+c.cfg.TTL/10:
-		return fmt.Sprintf("BAD validity %v, more than the TTL %v asked for", l.Deadline.Sub(after).Round(time.Millisecond), c.cfg.TTL)
+	case least > c.cfg.TTL+c.cfg.TTL/10:
+		return fmt.Sprintf("BAD validity %v, more than the TTL %v asked for", least.Round(time.Millisecond), c.cfg.TTL)
 	case v <= 0:
 		return fmt.Sprintf("BAD validity %v: the lease came back expired", v.Round(time.Millisecond))
 	}
@@ -252,14 +252,13 @@ func (c *checker) run(ctx context.Context) {
 	before = time.Now()
 	ext, err := l1.Extend(ctx, lease, ttl)
 	after = time.Now()
-	switch {
-	case err != nil:
+	if err != nil {
 		c.fail("extend", "c1's extension of its live lease was not granted: %v", err)
 		ext = lease
-	case strings.HasPrefix(c.validity(ext, before, after), "BAD"):
-		c.fail("extend", "%s", c.validity(ext, before, after))
-	default:
-		c.ok("extend", "extended, %s", c.validity(ext, before, after))
+	} else if v := c.validity(ext, before, after); strings.HasPrefix(v, "BAD") {
+		c.fail("extend", "%s", v)
+	} else {
+		c.ok("extend", "extended, %s", v)
 	}
 
 	if err := l1.Release(ctx, ext); err != nil {
