@@ -87,7 +87,8 @@ func quoteConf(s string) string {
 
 // RedisConn is the harness's connection to a Redis node: a go-redis client
 // that fails fast (no retries, one-second timeouts), so that a probe of a
-// node that is down or frozen says so at once.
+// node that is down or frozen says so at once. Its buffers are 4 KiB, not
+// go-redis's 32 KiB: INFO is the largest reply it reads.
 type RedisConn struct {
 	*redis.Client
 }
@@ -99,6 +100,7 @@ func DialRedis(addr, password string) *RedisConn {
 		Password:    password,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
 		MaxRetries: -1, PoolSize: 2,
+		ReadBufferSize: 4 << 10, WriteBufferSize: 4 << 10, PipelineReadBufferSize: 4 << 10, PipelineWriteBufferSize: 4 << 10,
 	})}
 }
 

@@ -448,3 +448,60 @@ func TestNetCloseLeavesNoProxy(t *testing.T) {
 		t.Error("AddLink after Close succeeded")
 	}
 }
+
+// A direct net hands out the nodes' own addresses, and every link fault
+// asked of it fails as a *DirectLinkError: one that did nothing would let a
+// story pass that never had its fault.
+func TestDirectNetRefusesLinkFaults(t *testing.T) {
+	t.Parallel()
+	nodes := []nemesis.Endpoint{{Name: "n1", Addr: "127.0.0.1:7001"}, {Name: "n2", Addr: "127.0.0.1:7002"}}
+	links, err := nemesis.NewDirectNet([]string{"c1", "c2"}, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer links.Close()
+	if a, err := links.Addr("c2", "n2"); err != nil || a != "127.0.0.1:7002" {
+		t.Errorf("Addr(c2, n2) = %q, %v; want the node's own address", a, err)
+	}
+	if a, err := links.AddLink("r1", nemesis.Endpoint{Name: "n1", Addr: "127.0.0.1:7001"}); err != nil || a != "127.0.0.1:7001" {
+		t.Errorf("AddLink(r1, n1) = %q, %v; want the node's own address", a, err)
+	}
+	if _, err := links.AddLink("c1", nodes[0]); err == nil {
+		t.Error("a link given twice was accepted")
+	}
+	var unknown *nemesis.UnknownLinkError
+	if _, err := links.Addr("c3", "n1"); !errors.As(err, &unknown) {
+		t.Errorf("Addr of an unknown link: %v, want an UnknownLinkError", err)
+	}
+	if got := len(links.Links()); got != 5 {
+		t.Errorf("Links() lists %d links, want 5 (a partition drawn over them must fail, not cut nothing)", got)
+	}
+	l := history.Link{Client: "c1", Node: "n1"}
+	ls := []history.Link{l}
+	ctx, cancel := within(5 * time.Second)
+	defer cancel()
+	for _, f := range []nemesis.Fault{
+		nemesis.Cut{Net: links, Links: ls},
+		nemesis.Reset{Net: links, Links: ls},
+		nemesis.Refuse{Net: links, Links: ls},
+		nemesis.Delay{Net: links, Links: ls, By: time.Second},
+		nemesis.Partition{Net: links, Links: links.Links()},
+	} {
+		heal, err := f.Inject(ctx)
+		var direct *nemesis.DirectLinkError
+		if !errors.As(err, &direct) {
+			t.Errorf("%T on a direct link: %v, want a DirectLinkError", f, err)
+		}
+		if heal != nil {
+			t.Errorf("%T on a direct link returned a heal", f)
+		}
+	}
+	var direct *nemesis.DirectLinkError
+	if err := links.Retarget(ctx, l, "127.0.0.1:7003"); !errors.As(err, &direct) {
+		t.Errorf("Retarget of a direct link: %v, want a DirectLinkError", err)
+	}
+	links.Close()
+	if _, err := links.Addr("c1", "n1"); err == nil {
+		t.Error("Addr after Close succeeded")
+	}
+}

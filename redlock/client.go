@@ -34,21 +34,31 @@ import (
 //   - CLIENT SETINFO and maintenance notifications are off: they add round
 //     trips to every new connection (eating validity right after a node
 //     restarts) and are of no use with independent masters.
+//   - Buffers are 4 KiB: lock commands and replies are a few hundred
+//     bytes, and go-redis's 32 KiB (128 KiB for pipelines) per connection
+//     are zeroed at every dial, which a client under faults does often.
 func ClientOptions(addr, password string) *redis.Options {
 	return &redis.Options{
-		Addr:                  addr,
-		Password:              password,
-		MaxRetries:            -1,
-		ContextTimeoutEnabled: true,
-		DialTimeout:           time.Second,
-		DialerRetries:         1,
-		ReadTimeout:           time.Second,
-		WriteTimeout:          time.Second,
-		PoolSize:              4,
-		PoolTimeout:           time.Second,
-		DisableIdentity:       true,
+		Addr:                    addr,
+		Password:                password,
+		MaxRetries:              -1,
+		ContextTimeoutEnabled:   true,
+		DialTimeout:             time.Second,
+		DialerRetries:           1,
+		ReadTimeout:             time.Second,
+		WriteTimeout:            time.Second,
+		PoolSize:                4,
+		PoolTimeout:             time.Second,
+		DisableIdentity:         true,
+		ReadBufferSize:          connBuffer,
+		WriteBufferSize:         connBuffer,
+		PipelineReadBufferSize:  connBuffer,
+		PipelineWriteBufferSize: connBuffer,
 		MaintNotificationsConfig: &maintnotifications.Config{
 			Mode: maintnotifications.ModeDisabled,
 		},
 	}
 }
+
+// connBuffer is the size of each connection's read and write buffers.
+const connBuffer = 4 << 10

@@ -150,13 +150,17 @@ func (r *runner) consensusConfig(cfg *cluster.Config) error {
 		return nil
 	}
 	cfg.Kind = ServerKind(k)
-	net, err := nemesis.NewNet(nil, nil)
+	newNet := nemesis.NewNet
+	if !touchesLinks(r.sc) {
+		newNet = nemesis.NewDirectNet
+	}
+	net, err := newNet(nil, nil)
 	if err != nil {
 		return err
 	}
 	r.net = net
-	if !cfg.Kind.Supports(cluster.FaultPeerLink) {
-		return nil
+	if !cfg.Kind.Supports(cluster.FaultPeerLink) || net.Direct() {
+		return nil // the members dial each other themselves
 	}
 	cfg.PeerRoutes = func(members []cluster.Member) (map[string]map[string]string, error) {
 		routes := map[string]map[string]string{}

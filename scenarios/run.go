@@ -369,14 +369,20 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error
 	if storage != nil {
 		links = append(append([]nemesis.Endpoint(nil), eps...), *storage)
 	}
-	if r.net != nil {
+	switch {
+	case r.net != nil:
 		// Made before the nodes, for the links between them.
 		err = r.addClientLinks(links)
-	} else {
+	case touchesLinks(sc):
 		r.net, err = nemesis.NewNet(sc.Clients, links)
+	default:
+		r.net, err = nemesis.NewDirectNet(sc.Clients, links)
 	}
 	if err != nil {
 		return err
+	}
+	if r.net.Direct() {
+		r.logf("no fault of this story touches a link: everyone dials the nodes directly, without proxies")
 	}
 	r.nem = nemesis.New(r.rec)
 	if err := r.setUpFaults(ctx); err != nil {

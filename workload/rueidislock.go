@@ -94,6 +94,11 @@ func NewRueidislock(o RueidislockOptions) (*Rueidislock, error) {
 		ForceSingleClient: true,
 		DisableRetry:      true,
 		DialCtxFn:         dialWrapped(o.Route, o.Wrap),
+		// rueidis's 0.5 MiB each way per connection are for bulk traffic;
+		// a lock's commands are a few hundred bytes, and the buffers are
+		// zeroed at every dial. Their size changes nothing in the lock.
+		ReadBufferEachConn:  16 << 10,
+		WriteBufferEachConn: 16 << 10,
 	}
 	where := o.Addr
 	if len(o.Sentinels) > 0 {
