@@ -143,7 +143,8 @@ func peerName(s string) string {
 
 // consensusConfig sets up cfg for a consensus lock: the lock's kind of
 // server, and, for a kind whose peer links the shim can route, a proxy on
-// every link between two members, made before any member starts.
+// every link between two members, made before any member starts; none
+// when no fault of the story touches a link (touchesLinks).
 func (r *runner) consensusConfig(cfg *cluster.Config) error {
 	k := r.sc.Lock.Kind
 	if !spec.Consensus(k) {

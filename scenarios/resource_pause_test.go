@@ -77,6 +77,20 @@ func TestPauseInCriticalSectionOnEveryResource(t *testing.T) {
 						t.Fatalf("%s has no pause of c1 to move to %s", name, at)
 					}
 					out := runScenario(t, context.Background(), sc, 1)
+					// After-acquire, c1 reads only once it resumes, so the
+					// harm needs c2's write to land in c1's 400 ms between
+					// its read and its write; c2 writes once a cycle of
+					// 400 ms plus its round trips, which a loaded machine
+					// stretches past that window now and then (CI, once in
+					// bank). Before-write is certain: c1 read before its
+					// pause. So up to three plays, on seeds 1 to 3.
+					for seed := int64(2); !fenced && at == "after-acquire" && seed <= 3; seed++ {
+						if _, _, _, lost := tc.check(out.Result); lost > 0 {
+							break
+						}
+						t.Logf("seed %d: nothing lost; playing seed %d", seed-1, seed)
+						out = runScenario(t, context.Background(), sc, seed)
+					}
 					res := out.Result
 					found, v, reason, lost := tc.check(res)
 					if !found {

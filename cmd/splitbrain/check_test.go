@@ -177,7 +177,10 @@ func TestCheckRefusesMarkupInAProcessName(t *testing.T) {
 // A history check cannot use is refused at once with 254: one that is not
 // a regular file (a FIFO would wait for a writer, a device never ends) or
 // one larger than any run writes (read whole, it would take the machine's
-// memory). The large one is sparse: its size costs no disk.
+// memory). The large one is sparse: its size costs no disk. A command that
+// waited instead is killed after a minute and fails on its exit code; the
+// time it took is not asserted, as a loaded machine takes seconds to start
+// any process (CI once: 8.6 s).
 func TestCheckRefusesHistoriesItCannotUse(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -205,9 +208,9 @@ func TestCheckRefusesHistoriesItCannotUse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			res := e.runFor(10*time.Second, "check", tc.dir)
-			if res.code != 254 || time.Since(start) > 5*time.Second {
-				t.Errorf("exit %d after %v, want 254 at once", res.code, time.Since(start).Round(time.Millisecond))
+			res := e.runFor(time.Minute, "check", tc.dir)
+			if res.code != 254 {
+				t.Errorf("exit %d after %v, want 254", res.code, time.Since(start).Round(time.Millisecond))
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(res.stderr, w) {

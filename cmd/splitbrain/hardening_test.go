@@ -297,7 +297,10 @@ func TestHangupStopsLikeCtrlC(t *testing.T) {
 // regular file (a device never ends, a FIFO waits for a writer), a file
 // or a part of one too large to be a scenario, a duration longer than any
 // run. The child runs under an address-space limit, so that a regression
-// fails here instead of taking the machine's memory.
+// fails here instead of taking the machine's memory, and is killed after a
+// minute, so that one that waits fails on its exit code; the time it took
+// is logged, not asserted (a loaded machine takes seconds to start any
+// process: CI once took 13 s).
 func TestUnboundedInput(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -350,7 +353,7 @@ func TestUnboundedInput(t *testing.T) {
 			e := newEnv(t)
 			store := filepath.Join(t.TempDir(), "runs")
 			start := time.Now()
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 			cmd := e.command(ctx)
 			cmd.Path = "/bin/sh"
@@ -366,9 +369,6 @@ func TestUnboundedInput(t *testing.T) {
 			t.Logf("exit %d after %v; stderr:\n%.2000s", cmd.ProcessState.ExitCode(), took.Round(time.Millisecond), stderr.String())
 			if code := cmd.ProcessState.ExitCode(); code != 254 {
 				t.Errorf("exit code %d, want 254", code)
-			}
-			if took > 5*time.Second {
-				t.Errorf("took %v, want an answer at once", took)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(stderr.String(), w) {
