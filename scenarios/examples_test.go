@@ -15,7 +15,10 @@ const examplesDir = "../examples"
 
 // Every scenario file in examples/ parses, runs to the end (no harness
 // error, no step that did not go as scripted, so no unknown verdict) and
-// meets its expect.
+// meets its expect. A play whose steps did not go as scripted (on a loaded
+// machine a reply slower than the node timeout can refuse a step; CI once
+// refused backward-clock-extend's extension) is played again, up to three
+// times: an unknown verdict is never a wrong one, and three in a row fail.
 func TestExamples(t *testing.T) {
 	t.Parallel()
 	var files []string
@@ -37,6 +40,10 @@ func TestExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := runScenario(t, context.Background(), sc, 1)
+			for try := 2; try <= 3 && out.Result.Verdict == checker.Unknown; try++ {
+				t.Logf("play %d: verdict unknown (%s); playing again", try-1, out.Result.Reason)
+				out = runScenario(t, context.Background(), sc, 1)
+			}
 			res := out.Result
 			if res.Verdict == checker.Unknown {
 				t.Fatalf("verdict unknown: %s", res.Reason)

@@ -105,7 +105,9 @@ func TestRunDockerBackend(t *testing.T) {
 	eng := testDocker(t)
 	e := newEnv(t)
 	store := filepath.Join(t.TempDir(), "runs")
-	res := e.run("run", "clock-jump", "--backend", "docker", "--seed", "7", "--store", store)
+	// Minutes, not e.run's 45 s: starting five containers alone took 38 s
+	// on a loaded machine.
+	res := e.runFor(3*time.Minute, "run", "clock-jump", "--backend", "docker", "--seed", "7", "--store", store)
 	if res.code != 1 {
 		t.Errorf("exit code %d, want 1 (invalid)", res.code)
 	}
@@ -189,7 +191,7 @@ func TestKilledDockerHarnessIsReaped(t *testing.T) {
 	}
 	t.Logf("the killed run left %v", left)
 
-	res := e.run("run", "clock-jump-control", "--backend", "docker", "--store", filepath.Join(t.TempDir(), "runs"))
+	res := e.runFor(3*time.Minute, "run", "clock-jump-control", "--backend", "docker", "--store", filepath.Join(t.TempDir(), "runs"))
 	if res.code != 0 {
 		t.Errorf("exit code %d of the run after the crash, want 0", res.code)
 	}

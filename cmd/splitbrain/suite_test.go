@@ -16,13 +16,13 @@ import (
 const wrongExpectation = `name: wrong-expectation
 expect: safe
 cluster: {nodes: 5}
-lock: {kind: redlock, ttl: 2s, node_timeout: 250ms}
+lock: {kind: redlock, ttl: 5s, node_timeout: 250ms, retries: 3}
 workload: {clients: 2}
 steps:
   - cut: {client: c1, nodes: [n4, n5]}
   - acquire: {client: c1}
   - heal: links
-  - clock: {node: n3, jump: 5s}
+  - clock: {node: n3, jump: 8s}
   - cut: {client: c2, nodes: [n1, n2]}
   - acquire: {client: c2}
   - heal: links
