@@ -9,8 +9,8 @@ import (
 // client (or a replica, a sentinel) and a node, so that its run needs a
 // proxy on every link (nemesis.NewNet). A run whose faults are all of
 // nodes, clocks and clients dials its nodes directly instead
-// (nemesis.NewDirectNet): the proxies are most of such a run's own CPU and
-// change nothing in it. The steps that cannot touch a link are listed one
+// (nemesis.NewDirectNet): proxies were a tenth to a sixth of such a
+// run's CPU, servers included, and change nothing in it. The steps that cannot touch a link are listed one
 // by one, so that a step kind added later keeps its proxies until someone
 // decides otherwise; and a link fault that does reach a direct net fails
 // the run (nemesis.DirectLinkError), it is never a fault that did nothing.

@@ -98,7 +98,7 @@ func TestWorkloadSectionParses(t *testing.T) {
 // set up and read back, and everything checks.
 func TestGeneratedWorkloadRun(t *testing.T) {
 	t.Parallel()
-	sc, err := spec.Parse([]byte(strings.Replace(generated, "kind: counter", "kind: counter, duration: 1s, think: 1ms..5ms", 1)+
+	sc, err := spec.Parse([]byte(strings.Replace(generated, "kind: counter", "kind: counter, duration: 2s, think: 1ms..5ms", 1)+
 		"steps:\n  - cut: {client: c1, nodes: [n3]}\n  - wait: 300ms\n  - heal: links\n"), "gen.yaml")
 	if err != nil {
 		t.Fatal(err)
