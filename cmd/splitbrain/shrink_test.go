@@ -57,12 +57,15 @@ func beforeWriteSeeds(t *testing.T, file string) []string {
 func TestShrinkBadArguments(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	// A valid run to refuse: TTL and workload long enough that a loaded
+	// machine still grants something (CI: with 300 ms of each, no acquire
+	// succeeded and the run was unknown).
 	calm := filepath.Join(t.TempDir(), "calm.yaml")
 	writeFile(t, calm, `name: calm
 expect: any
 cluster: {nodes: 3}
-lock: {kind: redlock, ttl: 300ms}
-workload: {kind: counter, clients: 2, duration: 300ms}
+lock: {kind: redlock, ttl: 2s}
+workload: {kind: counter, clients: 2, duration: 1s}
 steps:
   - wait: 50ms
 `)
