@@ -167,8 +167,9 @@ func TestShrinkReproduces(t *testing.T) {
 // A run whose violation does not come back in any replay of its faults
 // gets ErrNoReproduction and no file. Made here from a valid run whose
 // result.json is made to say it lost an update. Its TTL and workload are
-// long enough that a loaded machine still grants (with 300 ms of each, a
-// CI run of the same story granted nothing and came out unknown).
+// long enough that a loaded machine still grants (with 300 ms of each,
+// its twin in cmd/splitbrain's tests granted nothing on CI and came out
+// unknown).
 func TestShrinkWithoutReproduction(t *testing.T) {
 	t.Parallel()
 	const src = `name: calm
