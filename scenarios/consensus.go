@@ -151,11 +151,7 @@ func (r *runner) consensusConfig(cfg *cluster.Config) error {
 		return nil
 	}
 	cfg.Kind = ServerKind(k)
-	newNet := nemesis.NewNet
-	if !touchesLinks(r.sc) {
-		newNet = nemesis.NewDirectNet
-	}
-	net, err := newNet(nil, nil)
+	net, err := newNet(r.sc)(nil, nil)
 	if err != nil {
 		return err
 	}

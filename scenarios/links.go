@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"splitbrain/fault"
+	"splitbrain/nemesis"
 	"splitbrain/scenarios/spec"
 )
 
@@ -9,11 +10,12 @@ import (
 // client (or a replica, a sentinel) and a node, so that its run needs a
 // proxy on every link (nemesis.NewNet). A run whose faults are all of
 // nodes, clocks and clients dials its nodes directly instead
-// (nemesis.NewDirectNet): proxies were a tenth to a sixth of such a
-// run's CPU, servers included, and change nothing in it. The steps that cannot touch a link are listed one
-// by one, so that a step kind added later keeps its proxies until someone
-// decides otherwise; and a link fault that does reach a direct net fails
-// the run (nemesis.DirectLinkError), it is never a fault that did nothing.
+// (nemesis.NewDirectNet): proxies were a tenth to a sixth of such a run's
+// CPU, servers included, and change nothing in it. The steps that cannot
+// touch a link are listed one by one, so that a step kind added later
+// keeps its proxies until someone decides otherwise; and a link fault
+// that does reach a direct net fails the run (nemesis.DirectLinkError),
+// it is never a fault that did nothing.
 func touchesLinks(sc *spec.Scenario) bool {
 	if sc.Sentinel != nil {
 		return true
@@ -36,4 +38,13 @@ func touchesLinks(sc *spec.Scenario) bool {
 		}
 	}
 	return false
+}
+
+// newNet is the constructor of sc's links: proxies where a fault of sc can
+// touch a link, direct links where none can (touchesLinks).
+func newNet(sc *spec.Scenario) func(clients []string, nodes []nemesis.Endpoint) (*nemesis.Net, error) {
+	if touchesLinks(sc) {
+		return nemesis.NewNet
+	}
+	return nemesis.NewDirectNet
 }

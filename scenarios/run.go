@@ -369,14 +369,11 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error
 	if storage != nil {
 		links = append(append([]nemesis.Endpoint(nil), eps...), *storage)
 	}
-	switch {
-	case r.net != nil:
+	if r.net != nil {
 		// Made before the nodes, for the links between them.
 		err = r.addClientLinks(links)
-	case touchesLinks(sc):
-		r.net, err = nemesis.NewNet(sc.Clients, links)
-	default:
-		r.net, err = nemesis.NewDirectNet(sc.Clients, links)
+	} else {
+		r.net, err = newNet(sc)(sc.Clients, links)
 	}
 	if err != nil {
 		return err
