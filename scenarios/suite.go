@@ -197,10 +197,13 @@ feed:
 
 // PlayOrder is the order in which a suite starts the cells that fit
 // (indices into cells): the longest plays first by Estimate, ties in the
-// cells' order — but a play that starts an ensemble (three JVMs or etcd
-// members: a second of CPU or more) only after every two others, so that
-// the long ensemble stories, which come first, do not all start at once
-// and saturate the CPUs while their servers come up.
+// cells' order — but the plays that start an ensemble (three JVMs or etcd
+// members: a second of CPU or more) spread evenly among the others, the
+// longest of each kind first. Put together at the front of a round they
+// would saturate the CPUs while their servers come up, and leave the rest
+// of the round to the cheap plays, so many that the cap on plays side by
+// side binds with the CPUs a third idle: with --runs 10 the load swung
+// between the two every round (62-90 % busy, BENCHMARKS.md).
 func PlayOrder(cells []Cell) []int {
 	var heavy, light []int
 	est := make([]time.Duration, len(cells))
@@ -218,13 +221,18 @@ func PlayOrder(cells []Cell) []int {
 	longest := func(a, b int) int { return cmp.Compare(est[b], est[a]) }
 	slices.SortStableFunc(heavy, longest)
 	slices.SortStableFunc(light, longest)
-	order := make([]int, 0, len(heavy)+len(light))
-	for len(heavy) > 0 || len(light) > 0 {
-		if len(heavy) > 0 {
-			order, heavy = append(order, heavy[0]), heavy[1:]
+	n, h := len(heavy)+len(light), len(heavy)
+	order := make([]int, 0, n)
+	// The k-th ensemble play (from 0) goes at the first position p with
+	// k/h <= p/n: the first one first, the others n/h apart.
+	placed := 0
+	for p := range n {
+		if placed < h && placed*n <= p*h {
+			order = append(order, heavy[placed])
+			placed++
+			continue
 		}
-		n := min(2, len(light))
-		order, light = append(order, light[:n]...), light[n:]
+		order, light = append(order, light[0]), light[1:]
 	}
 	return order
 }
