@@ -68,6 +68,10 @@ type Kind struct {
 	// the run's password where the server has none in its config (etcd's
 	// users, ZooKeeper's ACLs).
 	Secure func(ctx context.Context, addrs []string, password string) error
+	// ClassArchive: Binary is a JVM whose local starts share one
+	// class-data archive in the cache dir (classArchive); Args must end
+	// with the main class and the config file.
+	ClassArchive bool
 }
 
 // Member is one member of an ensemble as its peers know it.

@@ -21,7 +21,8 @@ type Local struct {
 	cfg      Config // resolved
 	password string
 	shim     string
-	live     *liveRun // also the run's private state folder
+	live     *liveRun      // also the run's private state folder
+	archive  *classArchive // the JVM's classes, for a kind with ClassArchive
 	nodes    []*Process
 
 	extraMu sync.Mutex
@@ -68,6 +69,9 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 		password: RandomHex(16),
 		shim:     shim,
 		live:     live,
+	}
+	if cfg.Kind.ClassArchive {
+		c.archive = newClassArchive(cfg.CacheDir, cfg.Binary, cfg.Kind, cfg.Logf)
 	}
 	defer func() {
 		if err != nil {
@@ -273,6 +277,7 @@ func (c *Local) Close(ctx context.Context) error {
 			wg.Go(func() { errs[i] = n.close(ctx) })
 		}
 		wg.Wait()
+		c.archive.finish(ctx)
 		errs = append(errs, c.live.remove())
 		c.closeErr = errors.Join(errs...)
 	})
@@ -312,9 +317,10 @@ var _ interface {
 } = (*Process)(nil)
 
 type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	err  error         // Wait's result, set before done closes
+	cmd   *exec.Cmd
+	done  chan struct{} // closed when the process has exited
+	err   error         // Wait's result, set before done closes
+	dumps bool          // dumps the class archive at exit (classArchive)
 }
 
 // Addr is the node's host:port on loopback.
@@ -410,7 +416,12 @@ func (n *Process) spawn(ctx context.Context) error {
 		}
 	}
 
-	cmd := exec.Command(n.binary, k.Args(conf)...)
+	var args []string
+	dumps := false
+	if k == c.cfg.Kind {
+		args, dumps = c.archive.args()
+	}
+	cmd := exec.Command(n.binary, append(args, k.Args(conf)...)...)
 	cmd.Dir = n.dataDir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(withoutEnv(os.Environ(), "LD_PRELOAD", ClockEnv, RunEnv, RouteEnv),
@@ -428,7 +439,10 @@ func (n *Process) spawn(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("node %s: starting %s: %w", n.Name(), n.binary, err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &process{cmd: cmd, done: make(chan struct{}), dumps: dumps}
+	if dumps {
+		c.archive.started(p)
+	}
 	n.paused = false
 	go func() {
 		p.err = cmd.Wait()
@@ -602,10 +616,19 @@ func (n *Process) killLocked(ctx context.Context) error {
 // waits seconds for it: 7 s of every etcd play's teardown before.
 const closeGrace = time.Second
 
+// dumpGrace is closeGrace for the member that dumps the class archive at
+// exit: a fraction of a second on an idle machine, longer on a busy one,
+// and a dump cut short is thrown away.
+const dumpGrace = 10 * time.Second
+
 func (n *Process) close(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	gctx, cancel := context.WithTimeout(ctx, closeGrace)
+	grace := closeGrace
+	if n.proc != nil && n.proc.dumps {
+		grace = dumpGrace
+	}
+	gctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	err := n.stopLocked(gctx)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {

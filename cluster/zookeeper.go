@@ -100,6 +100,7 @@ var ZooKeeper = &Kind{
 	},
 	ReadyTimeout: 60 * time.Second,
 	Secure:       secureZooKeeper,
+	ClassArchive: true,
 	Persistence:  []Persistence{PersistNone},
 	PeerPorts:    2,
 	Faults:       []Fault{FaultLink, FaultPeerLink, FaultPause, FaultKill, FaultStop, FaultWipe, FaultClock},
