@@ -76,9 +76,9 @@ Flags:
                   run 0 plays the seed itself, each play's seed is printed
                   and re-runs it alone (splitbrain run S --lock K --seed X)
   --parallel P    plays side by side at most, each with its own nodes,
-                  proxies, ports and run folder (default: 12 per core, at
+                  proxies, ports and run folder (default: 16 per core, at
                   most 48); a play starts only while the CPUs are less
-                  than 80 % busy (one per core starts whatever the load),
+                  than 88 % busy (one per core starts whatever the load),
                   so that a busy machine does not stretch the stories'
                   timing
 ` + runFlagsHelp + `
