@@ -69,8 +69,8 @@ type Kind struct {
 	// users, ZooKeeper's ACLs).
 	Secure func(ctx context.Context, addrs []string, password string) error
 	// ClassArchive: Binary is a JVM whose local starts share one
-	// class-data archive in the cache dir (classArchive); Args must end
-	// with the main class and the config file.
+	// class-data archive in the cache dir (classArchive); Args give the
+	// JVM's options (-cp among them) before its main class.
 	ClassArchive bool
 }
 
