@@ -342,6 +342,7 @@ func printPlay(w io.Writer, c scenarios.Cell, pr scenarios.PlayResult, oneLine b
 	if a.Resource != "" {
 		res = ", resource " + string(a.Resource)
 	}
+	res += otherAnswers(pr.Outcome.Result)
 	fmt.Fprintf(w, "%-30s %-16s seed %-20d %-7s (lock %s%s; expected %s: %s)  %s\n",
 		c.Scenario.Name, c.Lock, pr.Seed, strings.ToUpper(string(pr.Outcome.Result.Verdict)), a.Lock, res,
 		c.Scenario.Expect, mark, filepath.Join(pr.Outcome.Dir, results.ReportFile))
@@ -351,6 +352,23 @@ func printPlay(w io.Writer, c scenarios.Cell, pr scenarios.PlayResult, oneLine b
 		msg, _, _ := strings.Cut(pr.Err.Error(), "\n")
 		fmt.Fprintf(w, "  error: %s\n", msg)
 	}
+}
+
+// otherAnswers names the deciding properties that were not valid besides the
+// lock's promise and the resource — the critical section (P2) above all — so
+// that "INVALID (lock valid; ...)" never stands without its reason.
+func otherAnswers(res checker.Result) string {
+	var b strings.Builder
+	for _, p := range res.Properties {
+		switch p.Name {
+		case checker.PropLeaseLock, checker.PropCounter, checker.PropBank, checker.PropSet, checker.PropFencing:
+			continue
+		}
+		if p.Decides && p.Verdict != checker.Valid {
+			fmt.Fprintf(&b, ", %s %s", p.Name, p.Verdict)
+		}
+	}
+	return b.String()
 }
 
 // printMatrix prints the safety matrix: rows by fault family, a column per
