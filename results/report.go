@@ -37,6 +37,9 @@ var pageFuncs = template.FuncMap{
 	"yLabelX": func(left float64) float64 { return left - 8 },
 	// plotRight is the right edge of a chart's plot.
 	"plotRight": func(left, plot float64) float64 { return left + plot },
+	// shapes writes a chart's shapes, which carry data-a/data-b (run
+	// time, ns) so that report.js can re-place them when the view zooms.
+	"shapes": shapesHTML,
 }
 
 func parsePage(name string) *template.Template {

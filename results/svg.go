@@ -4,6 +4,7 @@ package results
 // ticks, the frame and the shapes the page's script re-places on zoom.
 
 import (
+	"html/template"
 	"math"
 	"strconv"
 	"strings"
@@ -172,4 +173,104 @@ func cssIdent(s string) string {
 		return "other"
 	}
 	return b.String()
+}
+
+// shapeEscaper escapes text as html/template does in the attributes and
+// elements a shape writes (its htmlReplacementTable), so that a shape
+// written here reads exactly as one the template would have written.
+var shapeEscaper = strings.NewReplacer(
+	"\x00", "\uFFFD", `"`, "&#34;", "&", "&amp;", "'", "&#39;", "+", "&#43;", "<", "&lt;", ">", "&gt;")
+
+// shapesHTML writes shapes as SVG markup, one element and a newline each.
+// A report draws one shape per operation; written by html/template, with a
+// reflective call for every attribute, they were most of the time a
+// report took to render, and rendering reports a tenth of a suite's
+// harness (BENCHMARKS.md).
+func shapesHTML(shapes []shape) template.HTML {
+	var b strings.Builder
+	num := func(x float64) { b.WriteString(strconv.FormatFloat(x, 'f', 1, 64)) }
+	str := func(s string) { shapeEscaper.WriteString(&b, s) }
+	title := func(s string) {
+		if s != "" {
+			b.WriteString("<title>")
+			str(s)
+			b.WriteString("</title>")
+		}
+	}
+	for _, s := range shapes {
+		switch s.Kind {
+		case "rect":
+			b.WriteString(`<rect class="`)
+			str(s.Class)
+			b.WriteString(` z" x="`)
+			num(s.X)
+			b.WriteString(`" y="`)
+			num(s.Y)
+			b.WriteString(`" width="`)
+			num(s.W)
+			b.WriteString(`" height="`)
+			num(s.H)
+			b.WriteString(`" data-a="`)
+			b.WriteString(strconv.FormatInt(s.A, 10))
+			b.WriteString(`" data-b="`)
+			b.WriteString(strconv.FormatInt(s.B, 10))
+			b.WriteString(`">`)
+			title(s.Title)
+			b.WriteString("</rect>\n")
+		case "mark":
+			b.WriteString(`<g class="`)
+			str(s.Class)
+			b.WriteString(` z" transform="translate(`)
+			num(s.X)
+			b.WriteString(`,0)" data-a="`)
+			b.WriteString(strconv.FormatInt(s.A, 10))
+			b.WriteString(`">`)
+			title(s.Title)
+			b.WriteString(`<line x1="0" x2="0" y1="`)
+			num(s.Y)
+			b.WriteString(`" y2="`)
+			num(s.Y2())
+			b.WriteString(`"/>`)
+			if s.Label != "" {
+				b.WriteString(`<text x="`)
+				num(s.LX)
+				b.WriteString(`" y="`)
+				num(s.LY)
+				b.WriteString(`">`)
+				str(s.Label)
+				b.WriteString("</text>")
+			}
+			b.WriteString("</g>\n")
+		case "text":
+			b.WriteString(`<text class="`)
+			str(s.Class)
+			b.WriteString(` z" x="`)
+			num(s.X)
+			b.WriteString(`" y="`)
+			num(s.Y)
+			b.WriteString(`" data-a="`)
+			b.WriteString(strconv.FormatInt(s.A, 10))
+			b.WriteString(`" data-dx="`)
+			num(s.DX)
+			b.WriteString(`">`)
+			str(s.Label)
+			b.WriteString("</text>\n")
+		case "circle":
+			b.WriteString(`<circle class="`)
+			str(s.Class)
+			b.WriteString(` z" cx="`)
+			num(s.X)
+			b.WriteString(`" cy="`)
+			num(s.Y)
+			b.WriteString(`" r="`)
+			num(s.W)
+			b.WriteString(`" data-a="`)
+			b.WriteString(strconv.FormatInt(s.A, 10))
+			b.WriteString(`">`)
+			title(s.Title)
+			b.WriteString("</circle>\n")
+		}
+	}
+	// Every string from the run above went through shapeEscaper.
+	return template.HTML(b.String())
 }
