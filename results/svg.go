@@ -188,86 +188,75 @@ var shapeEscaper = strings.NewReplacer(
 // harness (BENCHMARKS.md).
 func shapesHTML(shapes []shape) template.HTML {
 	var b strings.Builder
-	num := func(x float64) { b.WriteString(strconv.FormatFloat(x, 'f', 1, 64)) }
 	str := func(s string) { shapeEscaper.WriteString(&b, s) }
-	title := func(s string) {
-		if s != "" {
+	// open starts an element of the given class and z, the class of what
+	// report.js re-places on zoom; num and integer add an attribute.
+	open := func(tag, class string) {
+		b.WriteString("<" + tag + ` class="`)
+		str(class)
+		b.WriteString(` z"`)
+	}
+	num := func(name string, x float64) {
+		b.WriteString(" " + name + `="` + strconv.FormatFloat(x, 'f', 1, 64) + `"`)
+	}
+	integer := func(name string, n int64) {
+		b.WriteString(" " + name + `="` + strconv.FormatInt(n, 10) + `"`)
+	}
+	// body closes the start tag and writes the title, if there is one.
+	body := func(title string) {
+		b.WriteString(">")
+		if title != "" {
 			b.WriteString("<title>")
-			str(s)
+			str(title)
 			b.WriteString("</title>")
 		}
 	}
 	for _, s := range shapes {
 		switch s.Kind {
 		case "rect":
-			b.WriteString(`<rect class="`)
-			str(s.Class)
-			b.WriteString(` z" x="`)
-			num(s.X)
-			b.WriteString(`" y="`)
-			num(s.Y)
-			b.WriteString(`" width="`)
-			num(s.W)
-			b.WriteString(`" height="`)
-			num(s.H)
-			b.WriteString(`" data-a="`)
-			b.WriteString(strconv.FormatInt(s.A, 10))
-			b.WriteString(`" data-b="`)
-			b.WriteString(strconv.FormatInt(s.B, 10))
-			b.WriteString(`">`)
-			title(s.Title)
+			open("rect", s.Class)
+			num("x", s.X)
+			num("y", s.Y)
+			num("width", s.W)
+			num("height", s.H)
+			integer("data-a", s.A)
+			integer("data-b", s.B)
+			body(s.Title)
 			b.WriteString("</rect>\n")
 		case "mark":
-			b.WriteString(`<g class="`)
-			str(s.Class)
-			b.WriteString(` z" transform="translate(`)
-			num(s.X)
-			b.WriteString(`,0)" data-a="`)
-			b.WriteString(strconv.FormatInt(s.A, 10))
-			b.WriteString(`">`)
-			title(s.Title)
-			b.WriteString(`<line x1="0" x2="0" y1="`)
-			num(s.Y)
-			b.WriteString(`" y2="`)
-			num(s.Y2())
-			b.WriteString(`"/>`)
+			open("g", s.Class)
+			b.WriteString(` transform="translate(` + strconv.FormatFloat(s.X, 'f', 1, 64) + `,0)"`)
+			integer("data-a", s.A)
+			body(s.Title)
+			b.WriteString(`<line x1="0" x2="0"`)
+			num("y1", s.Y)
+			num("y2", s.Y2())
+			b.WriteString("/>")
 			if s.Label != "" {
-				b.WriteString(`<text x="`)
-				num(s.LX)
-				b.WriteString(`" y="`)
-				num(s.LY)
-				b.WriteString(`">`)
+				b.WriteString("<text")
+				num("x", s.LX)
+				num("y", s.LY)
+				body("")
 				str(s.Label)
 				b.WriteString("</text>")
 			}
 			b.WriteString("</g>\n")
 		case "text":
-			b.WriteString(`<text class="`)
-			str(s.Class)
-			b.WriteString(` z" x="`)
-			num(s.X)
-			b.WriteString(`" y="`)
-			num(s.Y)
-			b.WriteString(`" data-a="`)
-			b.WriteString(strconv.FormatInt(s.A, 10))
-			b.WriteString(`" data-dx="`)
-			num(s.DX)
-			b.WriteString(`">`)
+			open("text", s.Class)
+			num("x", s.X)
+			num("y", s.Y)
+			integer("data-a", s.A)
+			num("data-dx", s.DX)
+			body("")
 			str(s.Label)
 			b.WriteString("</text>\n")
 		case "circle":
-			b.WriteString(`<circle class="`)
-			str(s.Class)
-			b.WriteString(` z" cx="`)
-			num(s.X)
-			b.WriteString(`" cy="`)
-			num(s.Y)
-			b.WriteString(`" r="`)
-			num(s.W)
-			b.WriteString(`" data-a="`)
-			b.WriteString(strconv.FormatInt(s.A, 10))
-			b.WriteString(`">`)
-			title(s.Title)
+			open("circle", s.Class)
+			num("cx", s.X)
+			num("cy", s.Y)
+			num("r", s.W)
+			integer("data-a", s.A)
+			body(s.Title)
 			b.WriteString("</circle>\n")
 		}
 	}
