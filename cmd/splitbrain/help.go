@@ -78,7 +78,7 @@ Flags:
   --parallel P    plays side by side at most, each with its own nodes,
                   proxies, ports and run folder (default: 16 per core, at
                   most 48); a play starts only while the CPUs are less
-                  than 88 % busy (one per core starts whatever the load),
+                  than 94 % busy (one per core starts whatever the load),
                   so that a busy machine does not stretch the stories'
                   timing
 ` + runFlagsHelp + `

@@ -71,11 +71,13 @@ func defaultShrinkParallel() int {
 
 // gateBusy is the share of the machine's CPU time in use at or above which
 // a suite starts no new play. On the project's 2-core machine (2026-11-27,
-// BENCHMARKS.md) `suite --runs 10` kept all 2 170 verdicts at 88 %, the
-// CPUs then 89 % busy on average, and took no more CPU per play than at
-// 80 % (1 070 CPU-s against 1 077): the plays' timing held, and at 80 % a
-// quarter of the time went unused.
-const gateBusy = 0.88
+// BENCHMARKS.md "A fifth machine") `suite --runs 10` kept all 2 170
+// verdicts in each of three runs at 94 %, the CPUs 90-91 % busy on average
+// against 87-89 % at 88 %, and took no more CPU per play (895-1 022 CPU-s
+// against 975-1 043 at 88 %, on a host whose speed drifted by a quarter):
+// the plays' timing held, and the suite took 507-571 s against 572-606.
+// Below 88 % a tenth of the time or more went unused.
+const gateBusy = 0.94
 
 // suiteGate holds each play of a suite back until the CPUs have room:
 // below gateBusy, and 100 ms after the previous start, so that what a
