@@ -157,6 +157,16 @@ func (a *classArchive) started(p *process) {
 	a.dumper = p
 }
 
+// dumpedBy reports whether p is the process that dumps the archive.
+func (a *classArchive) dumpedBy(p *process) bool {
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.dumper == p
+}
+
 // finish, once the run's members have exited, keeps the dump as the
 // archive if it is whole, and gives up the claim either way.
 func (a *classArchive) finish(ctx context.Context) {

@@ -317,10 +317,9 @@ var _ interface {
 } = (*Process)(nil)
 
 type process struct {
-	cmd   *exec.Cmd
-	done  chan struct{} // closed when the process has exited
-	err   error         // Wait's result, set before done closes
-	dumps bool          // dumps the class archive at exit (classArchive)
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // Wait's result, set before done closes
 }
 
 // Addr is the node's host:port on loopback.
@@ -439,7 +438,7 @@ func (n *Process) spawn(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("node %s: starting %s: %w", n.Name(), n.binary, err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{}), dumps: dumps}
+	p := &process{cmd: cmd, done: make(chan struct{})}
 	if dumps {
 		c.archive.started(p)
 	}
@@ -625,7 +624,7 @@ func (n *Process) close(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	grace := closeGrace
-	if n.proc != nil && n.proc.dumps {
+	if n.proc != nil && n.cluster.archive.dumpedBy(n.proc) {
 		grace = dumpGrace
 	}
 	gctx, cancel := context.WithTimeout(ctx, grace)
