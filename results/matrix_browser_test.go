@@ -11,6 +11,7 @@ import (
 	"splitbrain/results"
 	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
+	"splitbrain/suite"
 )
 
 // TestMatrixInBrowser plays a real suite — three stories against every
@@ -38,9 +39,9 @@ func TestMatrixInBrowser(t *testing.T) {
 		scs = append(scs, sc)
 	}
 	store := t.TempDir()
-	cells := scenarios.Cells(scs, spec.LockKinds)
+	cells := suite.Cells(scs, spec.LockKinds)
 	const seed = 5
-	plays, err := scenarios.RunSuite(ctx, cells, scenarios.SuiteOptions{Seed: seed, Runs: 1, Parallel: 4,
+	plays, err := suite.Play(ctx, cells, suite.PlayOptions{Seed: seed, Runs: 1, Parallel: 4,
 		Run: scenarios.RunOptions{Store: store, CacheDir: t.TempDir(), ProgressEvery: -1}})
 	if err != nil {
 		t.Fatal(err)
@@ -49,11 +50,11 @@ func TestMatrixInBrowser(t *testing.T) {
 	for _, p := range plays {
 		dirs = append(dirs, p.Outcome.Dir)
 	}
-	runs, err := scenarios.ReadRuns(dirs)
+	runs, err := suite.ReadRuns(dirs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := scenarios.AssembleMatrix(runs, scs, spec.LockKinds)
+	m := suite.Assemble(runs, scs, spec.LockKinds)
 	m.Title, m.Seed, m.Seeds, m.Runs = "splitbrain suite", seed, []int64{seed}, 1
 	m.Command = "splitbrain suite " + strings.Join(names, " ") + " --seed 5"
 	if err := results.WriteMatrix(store, m); err != nil {

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -41,7 +42,7 @@ func started[B cluster.Backend](b B, err error) (cluster.Backend, error) {
 // either. So only a backend that does not exist is refused here, before a
 // suite starts anything.
 func FitBackend(sc *spec.Scenario, name string) (bool, string) {
-	if _, ok := backends[backendName(name)]; !ok {
+	if _, ok := backends[Backend(name, "")]; !ok {
 		return false, fmt.Sprintf("backend %q: want one of %v", name, spec.Backends)
 	}
 	return true, ""
@@ -50,17 +51,17 @@ func FitBackend(sc *spec.Scenario, name string) (bool, string) {
 // startBackend starts cfg's nodes on the backend called name in starts;
 // empty means local.
 func startBackend(ctx context.Context, starts map[string]startFunc, name string, cfg cluster.Config) (cluster.Backend, error) {
-	start, ok := starts[backendName(name)]
+	start, ok := starts[Backend(name, "")]
 	if !ok {
 		return nil, fmt.Errorf("backend %q: want one of %v", name, spec.Backends)
 	}
 	return start(ctx, cfg)
 }
 
-// backendName is the name a run records for RunOptions.Backend.
-func backendName(name string) string {
-	if name == "" {
-		return spec.BackendLocal
-	}
-	return name
+// Backend is where a play's nodes run: the caller's choice (--backend,
+// RunOptions.Backend, shrink's), else the scenario file's cluster.backend
+// (or the recorded run's backend), else local. It is the name a run
+// records.
+func Backend(flag, file string) string {
+	return cmp.Or(flag, file, spec.BackendLocal)
 }

@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"splitbrain/history"
 	"splitbrain/scenarios/spec"
@@ -82,66 +81,6 @@ func TestFit(t *testing.T) {
 	}
 	if ok, _ := Fit(sc, spec.LockRedsync); !ok {
 		t.Error("redsync, which the story names, does not fit")
-	}
-}
-
-func TestCellsAndFamilies(t *testing.T) {
-	t.Parallel()
-	var scs []*spec.Scenario
-	for _, n := range []string{"clock-jump", "clock-jump-control", "failover", "restart-delayed", "pause-critical-section-fenced", "pause-critical-section", "delayed-write", "random-kill-set"} {
-		sc, err := spec.Load(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scs = append(scs, sc)
-	}
-	fams := FamiliesOf(scs)
-	for name, want := range map[string]Family{
-		"clock-jump": FamilyClock, "clock-jump-control": FamilyClock, // the control joins its story
-		"failover": FamilyFailover, "restart-delayed": FamilyRestart,
-		"pause-critical-section": FamilyPause, "pause-critical-section-fenced": FamilyPause,
-		"delayed-write": FamilyDelay, "random-kill-set": FamilyRandom,
-	} {
-		if fams[name] != want {
-			t.Errorf("%s: family %q, want %q", name, fams[name], want)
-		}
-	}
-	cells := Cells(scs, spec.LockKinds)
-	if len(cells) != len(scs)*len(spec.LockKinds) {
-		t.Fatalf("%d cells, want %d", len(cells), len(scs)*len(spec.LockKinds))
-	}
-	for _, c := range cells {
-		if c.Scenario.Lock.Kind != c.Lock || len(c.Scenario.Locks) != 1 {
-			t.Errorf("%s/%s plays %s %v", c.Scenario.Name, c.Lock, c.Scenario.Lock.Kind, c.Scenario.Locks)
-		}
-		// The consensus locks hand out tokens too, but a story of five
-		// Redis masters is not theirs.
-		if c.Scenario.Name == "pause-critical-section-fenced" && (spec.Fenced(c.Lock) && !spec.Consensus(c.Lock)) != (c.NA == "") {
-			t.Errorf("%s/%s: n/a %q", c.Scenario.Name, c.Lock, c.NA)
-		}
-	}
-}
-
-// The first run plays the suite's seed itself; the others are distinct,
-// non-negative, the same for every lock and scenario, and a function of
-// the suite's seed and the run alone.
-func TestPlaySeed(t *testing.T) {
-	t.Parallel()
-	if PlaySeed(5, 0) != 5 {
-		t.Errorf("run 0 of seed 5 plays %d", PlaySeed(5, 0))
-	}
-	seen := map[int64]bool{}
-	for _, seed := range []int64{0, 1, 5, 6, 1 << 62} {
-		for run := range 50 {
-			s := PlaySeed(seed, run)
-			if s < 0 || (run > 0 && seen[s]) {
-				t.Fatalf("PlaySeed(%d, %d) = %d: negative or seen before", seed, run, s)
-			}
-			seen[s] = true
-			if PlaySeed(seed, run) != s {
-				t.Fatal("not a function of its arguments")
-			}
-		}
 	}
 }
 
@@ -240,85 +179,4 @@ func TestSidesLinksCutOnlyBetweenSides(t *testing.T) {
 func fitStory(expect string) string {
 	return "name: t\nexpect: " + expect + "\ncluster: {nodes: 3}\nlock: {kind: [redlock, fenced-simple, redsync], ttl: 1s}\n" +
 		"workload: {clients: 2}\nsteps:\n  - acquire: {client: c1}\n"
-}
-
-// A suite starts its longest plays first: ensembles and Sentinel cost
-// their start on top of the story's own time, a generated workload runs
-// its duration or the waits beside it, whichever is longer.
-func TestEstimateAndPlayOrder(t *testing.T) {
-	t.Parallel()
-	est := func(story, lock string) time.Duration {
-		t.Helper()
-		sc, err := spec.Load(story)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Estimate(sc.PlayAgainst(lock))
-	}
-	for _, tc := range []struct {
-		story, lock string
-		want        time.Duration
-	}{
-		{"clock-jump", spec.LockRedlock, time.Second},                        // wait: 1s
-		{"restart-delayed", spec.LockRedlock, 3500 * time.Millisecond},       // 2500ms + 1s
-		{"random-kill-counter", spec.LockRedlock, 5500 * time.Millisecond},   // workload 5.5s > 250ms + 5s
-		{"consensus-lease-expires-waiting", spec.LockEtcd, 12 * time.Second}, // workload 10s, + 2s for the ensemble
-		{"sentinel-failover", spec.LockSingle, 4200 * time.Millisecond},      // until promoted 1s + 200ms, + 3s for Sentinel
-	} {
-		if got := est(tc.story, tc.lock); got != tc.want {
-			t.Errorf("Estimate(%s against %s) = %v, want %v", tc.story, tc.lock, got, tc.want)
-		}
-	}
-
-	var scs []*spec.Scenario
-	for _, n := range []string{"clock-jump", "random-kill-counter", "consensus-lease-expires-waiting", "clock-jump-control"} {
-		sc, err := spec.Load(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scs = append(scs, sc)
-	}
-	cells := Cells(scs, []string{spec.LockRedlock, spec.LockEtcd})
-	var got []string
-	for _, i := range PlayOrder(cells) {
-		got = append(got, cells[i].Scenario.Name+"/"+cells[i].Lock)
-	}
-	want := []string{
-		"consensus-lease-expires-waiting/etcd", // 12s
-		"random-kill-counter/redlock",          // 5.5s
-		"clock-jump/redlock",                   // 1s, before the control by the cells' order
-		"clock-jump-control/redlock",           // 1s
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("play order %v, want %v (n/a cells left out)", got, want)
-	}
-
-	// Ensemble plays are spread evenly among the others (here 2 among 8:
-	// the first first, the second at 8/2), longest first in each kind.
-	scs = scs[:0]
-	for _, n := range []string{"consensus-kill-restart", "consensus-lease-expires-waiting", "random-kill-counter", "clock-jump"} {
-		sc, err := spec.Load(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scs = append(scs, sc)
-	}
-	cells = Cells(scs, []string{spec.LockRedlock, spec.LockRedsync, spec.LockNaive, spec.LockEtcd})
-	got = got[:0]
-	for _, i := range PlayOrder(cells) {
-		got = append(got, cells[i].Scenario.Name+"/"+cells[i].Lock)
-	}
-	want = []string{
-		"consensus-kill-restart/etcd", // 12s, before the other 12s by the cells' order
-		"random-kill-counter/redlock", // 5.5s
-		"random-kill-counter/redsync",
-		"random-kill-counter/naive",
-		"consensus-lease-expires-waiting/etcd", // 12s, but halfway
-		"clock-jump/redlock",
-		"clock-jump/redsync",
-		"clock-jump/naive",
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("play order %v, want %v (n/a cells left out)", got, want)
-	}
 }

@@ -114,11 +114,8 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		defer logMu.Unlock()
 		_, _ = fmt.Fprintf(hlog, "%7.3fs  %s\n", time.Duration(rec.Now()).Seconds(), fmt.Sprintf(format, args...))
 	}
-	backend := opts.Backend
-	if backend == "" {
-		backend = sc.Backend
-	}
-	hlogf("scenario %s (%s), lock %s, backend %s, seed %d", sc.Name, sc.File, sc.Lock.Kind, backendName(backend), opts.Seed)
+	backend := Backend(opts.Backend, sc.Backend)
+	hlogf("scenario %s (%s), lock %s, backend %s, seed %d", sc.Name, sc.File, sc.Lock.Kind, backend, opts.Seed)
 
 	r := &runner{sc: sc, rec: rec, logf: logf, seed: opts.Seed, progressEvery: opts.ProgressEvery,
 		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), spec.StreamNemesis)),
@@ -190,7 +187,7 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		Duration:    time.Since(started),
 		Expect:      string(sc.Expect),
 		Command:     cmd,
-		Backend:     backendName(backend),
+		Backend:     backend,
 		Belief:      Belief(sc.Lock.Kind),
 	}
 	write := results.Write
@@ -360,7 +357,7 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error
 	if cfg.Kind != nil {
 		server = cfg.Kind.Name
 	}
-	r.logf("started %d %s nodes (%s): %s", len(eps), server, backendName(backend), r.nodeList())
+	r.logf("started %d %s nodes (%s): %s", len(eps), server, backend, r.nodeList())
 	storage, err := r.startStorage(ctx, dir, cacheDir)
 	if err != nil {
 		return err

@@ -148,9 +148,7 @@ func Shrink(ctx context.Context, dir string, opts Options) (*Result, error) {
 	if opts.MinRate <= 0 || opts.MinRate > 1 {
 		opts.MinRate = 0.9
 	}
-	if opts.Backend == "" {
-		opts.Backend = o.meta.Backend
-	}
+	opts.Backend = scenarios.Backend(opts.Backend, o.meta.Backend)
 	out := filepath.Join(o.dir, Dir)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("shrink: %w", err)

@@ -30,6 +30,7 @@ import (
 	"splitbrain/docker"
 	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
+	"splitbrain/suite"
 )
 
 const (
@@ -211,7 +212,7 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 	if name == "suite" {
 		fs.BoolVar(&f.all, "all", false, "no value (or =true, =false)")
 		fs.IntVar(&f.runs, "runs", 1, "a whole number from 1 to 1000")
-		fs.IntVar(&f.parallel, "parallel", defaultParallel(), "a whole number from 1 to 64")
+		fs.IntVar(&f.parallel, "parallel", suite.DefaultParallel(), "a whole number from 1 to 64")
 	}
 	if name == "run" {
 		fs.BoolVar(&f.shrink, "shrink", false, "no value (or =true, =false)")
@@ -339,7 +340,7 @@ func runOne(ctx context.Context, sc *spec.Scenario, seed int64, f runFlags, mult
 	if !f.json {
 		progress = stdout
 	}
-	backend := effectiveBackend(sc, f)
+	backend := scenarios.Backend(f.backend, sc.Backend)
 	if err := backendReady(ctx, backend); err != nil {
 		return nil, err
 	}
@@ -417,22 +418,10 @@ func rerunCommand(sc *spec.Scenario, seed int64, f runFlags, multi bool) string 
 	if f.store != "store" {
 		parts = append(parts, "--store", f.store)
 	}
-	if b := effectiveBackend(sc, f); b != spec.BackendLocal {
+	if b := scenarios.Backend(f.backend, sc.Backend); b != spec.BackendLocal {
 		parts = append(parts, "--backend", b)
 	}
 	return shellCommand(parts...)
-}
-
-// effectiveBackend is where sc's nodes run: --backend, else the file's
-// cluster.backend, else local.
-func effectiveBackend(sc *spec.Scenario, f runFlags) string {
-	switch {
-	case f.backend != "":
-		return f.backend
-	case sc.Backend != "":
-		return sc.Backend
-	}
-	return spec.BackendLocal
 }
 
 // backendReady fails before anything of a run is made when the backend

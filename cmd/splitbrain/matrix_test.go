@@ -13,7 +13,7 @@ import (
 	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/suite"
 )
 
 // faultSchedule is the run's faults as the history recorded them, in
@@ -55,7 +55,7 @@ func TestSuiteRunsReplayAloneAndMatrixFromFolders(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit code %d, want 0", res.code)
 	}
-	s1 := scenarios.PlaySeed(3, 1)
+	s1 := suite.PlaySeed(3, 1)
 	if !strings.Contains(res.stdout, "play seeds by run: 3, "+strconv.FormatInt(s1, 10)) {
 		t.Errorf("the derived seeds are not printed")
 	}
@@ -113,7 +113,7 @@ func TestSuiteRunsReplayAloneAndMatrixFromFolders(t *testing.T) {
 		}
 		cells[c.Lock] = c
 	}
-	if r := cells["redlock"]; r.Runs != 3 || r.Family != string(scenarios.FamilyRandom) || r.Expect != "any" {
+	if r := cells["redlock"]; r.Runs != 3 || r.Family != string(suite.FamilyRandom) || r.Expect != "any" {
 		t.Errorf("redlock cell from the folders %+v, want 3 plays (the suite's 2 and the lone one) of family random, expect any", r)
 	}
 	if s, ok := cells["single"]; !ok || s.Runs != 0 || s.NA != "" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -143,7 +143,7 @@ func runShrink(ctx context.Context, dir string, f shrinkFlags, progress io.Write
 	// Replays need what the run needed: without it every replay would
 	// fail, which is not a violation that did not come back.
 	if meta, err := results.ReadMeta(dir); err == nil {
-		backend := cmp.Or(f.backend, meta.Backend, spec.BackendLocal)
+		backend := scenarios.Backend(f.backend, meta.Backend)
 		if err := backendReady(ctx, backend); err != nil {
 			return nil, exitInternal, err
 		}
@@ -216,4 +216,11 @@ func shrinkPlay(ctx context.Context, out *scenarios.Outcome, sc *spec.Scenario, 
 		return
 	}
 	printShrink(progress, res)
+}
+
+// defaultShrinkParallel is how many replays of a candidate shrink runs
+// side by side unless --parallel says otherwise: shrink has no gate, and
+// its replays must keep the timing of the run they reproduce.
+func defaultShrinkParallel() int {
+	return min(max(2*runtime.NumCPU(), 1), 4)
 }

@@ -1,4 +1,10 @@
-package scenarios
+// Package suite plays a suite — every story against every lock kind it
+// fits, each several times, side by side as the CPUs allow — and
+// assembles the safety matrix from the run folders it leaves: the plan of
+// plays (Cells, PlaySeed, PlayOrder), the playing (Play, Run) and the
+// matrix (ReadRuns, Assemble, Rebuild). The matrix's tally and page are
+// results'; the command line is cmd/splitbrain's.
+package suite
 
 import (
 	"cmp"
@@ -12,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 )
 
@@ -37,7 +44,7 @@ func Cells(scs []*spec.Scenario, locks []string) []Cell {
 	for _, sc := range scs {
 		for _, k := range locks {
 			c := Cell{Scenario: sc.PlayAgainst(k), Lock: k}
-			if ok, why := Fit(sc, k); !ok {
+			if ok, why := scenarios.Fit(sc, k); !ok {
 				c.NA = why
 			}
 			out = append(out, c)
@@ -64,8 +71,8 @@ func PlaySeed(seed int64, run int) int64 {
 	return int64(z >> 1)
 }
 
-// SuiteOptions configures RunSuite.
-type SuiteOptions struct {
+// PlayOptions configures Play.
+type PlayOptions struct {
 	// Seed is the suite's seed; each play's is PlaySeed(Seed, run).
 	Seed int64
 	// Runs is how many times each cell is played (at least 1).
@@ -74,7 +81,7 @@ type SuiteOptions struct {
 	Parallel int
 	// Run is the template of each play's options; Seed, Command and
 	// Progress are set per play.
-	Run RunOptions
+	Run scenarios.RunOptions
 	// Command returns the command that re-runs one play alone.
 	Command func(sc *spec.Scenario, seed int64) string
 	// Progress returns where one play's step lines go; nil discards them
@@ -95,10 +102,10 @@ type Gate interface {
 
 // PlayResult is one play of a cell.
 type PlayResult struct {
-	Cell    int // index into the cells given to RunSuite
+	Cell    int // index into the cells given to Play
 	Run     int // 0 .. Runs-1
 	Seed    int64
-	Outcome *Outcome // nil when no run folder was made
+	Outcome *scenarios.Outcome // nil when no run folder was made
 	Err     error
 }
 
@@ -107,15 +114,15 @@ type PlayResult struct {
 // the suite stops.
 var ErrNoRunFolder = errors.New("a play made no run folder")
 
-// RunSuite plays every cell that fits, opts.Runs times each, opts.Parallel
+// Play plays every cell that fits, opts.Runs times each, opts.Parallel
 // at a time, first every cell's first run, then every cell's second, so
 // that a suite cut short has a matrix as wide as possible; within a round
 // the longest plays first (Estimate), so that the suite does not wait on
 // a long play started last while the others are done. When ctx ends
 // (Ctrl-C) no new play starts; the plays in flight stop, heal, clean up
-// and write their reports (Run does), and RunSuite returns what was
+// and write their reports (scenarios.Run does), and Play returns what was
 // played. The error is ErrNoRunFolder (wrapped) when a play made nothing.
-func RunSuite(ctx context.Context, cells []Cell, opts SuiteOptions) ([]PlayResult, error) {
+func Play(ctx context.Context, cells []Cell, opts PlayOptions) ([]PlayResult, error) {
 	runs, par := max(opts.Runs, 1), max(opts.Parallel, 1)
 	type job struct{ cell, run int }
 	round := PlayOrder(cells)
@@ -159,7 +166,7 @@ func RunSuite(ctx context.Context, cells []Cell, opts SuiteOptions) ([]PlayResul
 					ro.Progress = opts.Progress(c.Scenario, seed)
 				}
 				running.Add(1)
-				o, err := Run(ctx, c.Scenario, ro)
+				o, err := scenarios.Run(ctx, c.Scenario, ro)
 				running.Add(-1)
 				pr := PlayResult{Cell: j.cell, Run: j.run, Seed: seed, Outcome: o, Err: err}
 				mu.Lock()

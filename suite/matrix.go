@@ -1,13 +1,15 @@
-package scenarios
+package suite
 
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"splitbrain/results"
+	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 )
 
@@ -38,11 +40,11 @@ func ReadRuns(dirs []string) ([]PlayedRun, error) {
 	return out, errors.Join(errs...)
 }
 
-// AssembleMatrix builds the matrix from run folders alone: each play's
+// Assemble builds the matrix from run folders alone: each play's
 // record says its scenario, lock, seed, expectation and answers; the
 // scenarios (scs, or those parsed from the folders' scenario.yaml) say
 // each story's family and which locks it does not fit.
-func AssembleMatrix(runs []PlayedRun, scs []*spec.Scenario, locks []string) results.Matrix {
+func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) results.Matrix {
 	locks = slices.Clone(locks)
 	byName := map[string]*spec.Scenario{}
 	var order []string
@@ -59,7 +61,7 @@ func AssembleMatrix(runs []PlayedRun, scs []*spec.Scenario, locks []string) resu
 	for _, r := range runs {
 		name := r.Rec.Meta.Scenario
 		if byName[name] == nil {
-			if sc, err := spec.Load(filepath.Join(r.Dir, ScenarioFile)); err == nil && sc.Name == name {
+			if sc, err := spec.Load(filepath.Join(r.Dir, scenarios.ScenarioFile)); err == nil && sc.Name == name {
 				add(sc)
 			} else if sc, err := spec.Load(name); err == nil && sc.Name == name {
 				// A run folder from before plays kept their scenario file.
@@ -120,7 +122,7 @@ func AssembleMatrix(runs []PlayedRun, scs []*spec.Scenario, locks []string) resu
 			if sc != nil {
 				e, _ := sc.ExpectFor(l)
 				c.Expect = string(e)
-				if ok, why := Fit(sc, l); !ok && len(ps) == 0 {
+				if ok, why := scenarios.Fit(sc, l); !ok && len(ps) == 0 {
 					c.NA = why
 				}
 			}
@@ -138,4 +140,68 @@ func AssembleMatrix(runs []PlayedRun, scs []*spec.Scenario, locks []string) resu
 		}
 	}
 	return m
+}
+
+// FindRuns lists the run folders under root: every folder holding a
+// result.json, root itself included. Links are not followed (store/latest
+// points at a run listed already).
+func FindRuns(root string) ([]string, error) {
+	var dirs []string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&os.ModeSymlink != 0 {
+			return nil // store/latest points at a run listed already
+		}
+		if !d.IsDir() && d.Name() == results.ResultFile {
+			dirs = append(dirs, filepath.Dir(path))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("matrix: %w", err)
+	}
+	return dirs, nil
+}
+
+// Rebuild assembles the matrix of the run folders dirs alone (Assemble,
+// the built-in lock kinds as its columns) and writes it into out:
+// matrix.html and matrix.json. command is the command line, shown on the
+// page. It returns the matrix as written, how many run folders it holds,
+// and the folders that could not be read (unread), which it lacks; err
+// says the matrix could not be written.
+func Rebuild(out string, dirs []string, command string) (m results.Matrix, runs int, unread, err error) {
+	dirs = slices.Clone(dirs)
+	slices.Sort(dirs)
+	dirs = slices.Compact(dirs)
+	played, unread := ReadRuns(dirs)
+	m = Assemble(played, nil, slices.Clone(spec.LockKinds))
+	m.Title = "splitbrain matrix"
+	m.Command = command
+	seeds := map[int64]bool{}
+	for _, r := range played {
+		seeds[r.Rec.Meta.Seed] = true
+		if m.Started.IsZero() || r.Rec.Meta.Started.Before(m.Started) {
+			m.Started = r.Rec.Meta.Started
+		}
+	}
+	for s := range seeds {
+		m.Seeds = append(m.Seeds, s)
+	}
+	slices.Sort(m.Seeds)
+	if len(m.Seeds) == 1 {
+		m.Seed = m.Seeds[0]
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return m, len(played), unread, err
+	}
+	if err := results.WriteMatrix(abs, m); err != nil {
+		return m, len(played), unread, err
+	}
+	if back, err := results.ReadMatrix(abs); err == nil {
+		m = back
+	}
+	return m, len(played), unread, nil
 }
