@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"syscall"
+
+	"splitbrain/internal/private"
 )
 
 // PrivateDir makes dir, and its missing parents, for state no other user
@@ -19,30 +20,20 @@ func PrivateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("private folder: %w", err)
 	}
-	info, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("private folder: %w", err)
-	}
-	if info.Mode()&fs.ModeSymlink != 0 {
+	err := private.Check(dir, private.Rule{Secret: true})
+	var pe *private.Error
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &pe):
+		return fmt.Errorf("private folder %s: %w", dir, err)
+	case pe.Problem == private.Link:
 		return fmt.Errorf("private folder %s is a symbolic link; remove it (someone may have planted it to read the nodes' passwords)", dir)
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("private folder %s is not a folder", dir)
-	}
-	st, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fmt.Errorf("private folder %s: cannot read its owner", dir)
-	}
-	if int(st.Uid) != os.Geteuid() {
+	case pe.Problem == private.Owner:
 		return fmt.Errorf("private folder %s is owned by uid %d, not by this user (uid %d); remove it or point the cache dir elsewhere",
-			dir, st.Uid, os.Geteuid())
+			dir, pe.UID, os.Geteuid())
 	}
-	if info.Mode().Perm() != 0o700 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("private folder %s: %w", dir, err)
-		}
-	}
-	return nil
+	return fmt.Errorf("private folder %s is not a folder", dir)
 }
 
 // newPrivateDir makes dir, which must not exist yet, private as

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
-	"syscall"
+
+	"splitbrain/internal/private"
 )
 
 // ErrSharedStore marks a folder of the store that another user could
@@ -44,67 +44,29 @@ func CheckStore(store string, scenarios ...string) error {
 // which is followed; a link of another user, or any link inside the
 // store, is refused.
 func checkPrivate(path string, linkOK bool) error {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return fmt.Errorf("results: %w", err)
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		if !linkOK {
-			return fmt.Errorf("%w: %s is a symbolic link; a link in the store's own folders sends runs wherever it points (another user may have planted it): remove it, the next run makes a folder there", ErrSharedStore, path)
-		}
-		if uid := owner(fi); !trusted(uid) {
-			return fmt.Errorf("%w: %s is a symbolic link of another user (uid %d), who chooses where runs would be written; give a folder of your own, such as ./store", ErrSharedStore, path, uid)
-		}
-		if fi, err = os.Stat(path); err != nil {
+	err := private.Check(path, private.Rule{FollowLink: linkOK})
+	var pe *private.Error
+	if !errors.As(err, &pe) {
+		if err != nil {
 			return fmt.Errorf("results: %w", err)
 		}
+		return nil
 	}
-	if !fi.IsDir() {
+	switch pe.Problem {
+	case private.Link:
+		return fmt.Errorf("%w: %s is a symbolic link; a link in the store's own folders sends runs wherever it points (another user may have planted it): remove it, the next run makes a folder there", ErrSharedStore, path)
+	case private.LinkOfOther:
+		return fmt.Errorf("%w: %s is a symbolic link of another user (uid %d), who chooses where runs would be written; give a folder of your own, such as ./store", ErrSharedStore, path, pe.UID)
+	case private.NotFolder:
 		return fmt.Errorf("results: %s is not a folder", path)
+	case private.Owner:
+		return fmt.Errorf("%w: %s belongs to another user (uid %d), who could plant a link in it and have a run written where it points; give a folder of your own, such as ./store", ErrSharedStore, path, pe.UID)
 	}
-	if uid := owner(fi); !trusted(uid) {
-		return fmt.Errorf("%w: %s belongs to another user (uid %d), who could plant a link in it and have a run written where it points; give a folder of your own, such as ./store", ErrSharedStore, path, uid)
+	who := "every user"
+	if pe.Mode.Perm()&0o002 == 0 {
+		who = "group " + strconv.Itoa(pe.GID)
 	}
-	perm := fi.Mode().Perm()
-	gid := group(fi)
-	if perm&0o002 != 0 || perm&0o020 != 0 && !ownGroup(gid) {
-		who := "every user"
-		if perm&0o002 == 0 {
-			who = "group " + strconv.Itoa(gid)
-		}
-		return fmt.Errorf("%w: %s can be written by other users (%s: %s may write), who could plant a link in it and have a run written where it points; give a folder only you can write, such as ./store, or chmod go-w it", ErrSharedStore, path, lsMode(fi.Mode()), who)
-	}
-	return nil
-}
-
-func owner(fi fs.FileInfo) int {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int(st.Uid)
-	}
-	return os.Geteuid()
-}
-
-func group(fi fs.FileInfo) int {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int(st.Gid)
-	}
-	return os.Getegid()
-}
-
-// trusted: this user, or root, who can write anywhere anyway.
-func trusted(uid int) bool { return uid == os.Geteuid() || uid == 0 }
-
-// ownGroup reports whether gid is this user's private group, which
-// Debian and most distributions give each user (and a umask of 002 makes
-// folders group-writable for): named as the user. A shared group (users,
-// staff) is other users.
-func ownGroup(gid int) bool {
-	u, err := user.Current()
-	if err != nil || strconv.Itoa(gid) != u.Gid {
-		return false
-	}
-	g, err := user.LookupGroupId(u.Gid)
-	return err == nil && g.Name == u.Username
+	return fmt.Errorf("%w: %s can be written by other users (%s: %s may write), who could plant a link in it and have a run written where it points; give a folder only you can write, such as ./store, or chmod go-w it", ErrSharedStore, path, private.LsMode(pe.Mode), who)
 }
 
 // mkdirPrivate makes the folder path of the store, or finds it there, and
@@ -116,17 +78,4 @@ func mkdirPrivate(path string, linkOK bool) error {
 		return fmt.Errorf("results: creating run folder: %w", err)
 	}
 	return checkPrivate(path, linkOK)
-}
-
-// lsMode writes a folder's mode as ls -l does (drwxrwxrwt), which people
-// know, rather than as Go does (dtrwxrwxrwx).
-func lsMode(m fs.FileMode) string {
-	b := []byte("d" + m.Perm().String()[1:])
-	if m&fs.ModeSetgid != 0 {
-		b[6] = map[byte]byte{'x': 's', '-': 'S'}[b[6]]
-	}
-	if m&fs.ModeSticky != 0 {
-		b[9] = map[byte]byte{'x': 't', '-': 'T'}[b[9]]
-	}
-	return string(b)
 }

@@ -63,16 +63,3 @@ func TestNewRunDirRefusesSharedFolders(t *testing.T) {
 		t.Errorf("CheckStore of a store not made yet: %v", err)
 	}
 }
-
-func TestLsMode(t *testing.T) {
-	for m, want := range map[os.FileMode]string{
-		os.ModeDir | 0o755:                  "drwxr-xr-x",
-		os.ModeDir | os.ModeSticky | 0o777:  "drwxrwxrwt",
-		os.ModeDir | os.ModeSticky | 0o776:  "drwxrwxrwT",
-		os.ModeDir | os.ModeSetgid | 0o2775: "drwxrwsr-x",
-	} {
-		if got := lsMode(m); got != want {
-			t.Errorf("lsMode(%v) = %s, want %s", m, got, want)
-		}
-	}
-}
