@@ -31,7 +31,7 @@ vet:
 # directories (at eight, CI's saturated CPU made timing-bound plays miss:
 # redlock granted nothing under a random schedule, a WAIT over its 1 s).
 # On a machine of the kind where process starts cost twice as much
-# (BENCHMARKS.md, "The same suite on another machine of the kind") four
+# (BENCHMARKS.md, "Machines of the kind differ") four
 # packages of six missed too, a different timing-bound test in each of
 # three runs: three packages of four each.
 # The longest package is scenarios: each built-in story against the locks

@@ -59,7 +59,7 @@ func refreshIndex(store string, period time.Duration, w io.Writer) (stop func())
 
 // gateBusy is the share of the machine's CPU time in use at or above which
 // a suite starts no new play. On the project's 2-core machine (2026-11-27,
-// BENCHMARKS.md "A fifth machine") `suite --runs 10` kept all 2 170
+// BENCHMARKS.md, "The suite") `suite --runs 10` kept all 2 170
 // verdicts in each of four runs at 94 %, the CPUs 90-91 % busy on average
 // against 87-89 % at 88 %, and took no more CPU per play (895-1 022 CPU-s
 // against 975-1 043 at 88 %, on a host whose speed drifted by a quarter):
