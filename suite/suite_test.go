@@ -148,3 +148,44 @@ func TestEstimateAndPlayOrder(t *testing.T) {
 		t.Errorf("play order %v, want %v (n/a cells left out)", got, want)
 	}
 }
+
+// A plan's cells are Cells' with a backend that does not exist marked
+// n/a; what must be ready is the backends of the cells played, once each.
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	var scs []*spec.Scenario
+	for _, n := range []string{"clock-jump", "failover"} {
+		sc, err := spec.Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scs = append(scs, sc)
+	}
+	locks := []string{spec.LockRedlock, spec.LockSingle}
+	p := NewPlan(scs, locks, "")
+	if len(p.Cells) != 4 {
+		t.Fatalf("%d cells, want 4", len(p.Cells))
+	}
+	// clock-jump does not fit single (a quorum story); the others play.
+	if played, na := p.Played(); played != 3 || na != 1 {
+		t.Errorf("played %d, n/a %d; want 3 and 1", played, na)
+	}
+	if got := p.Backends(); !reflect.DeepEqual(got, []string{spec.BackendLocal}) {
+		t.Errorf("backends %v, want [local]", got)
+	}
+	p = NewPlan(scs, locks, "nowhere")
+	if played, na := p.Played(); played != 0 || na != 4 {
+		t.Errorf("on a backend that does not exist: played %d, n/a %d; want 0 and 4", played, na)
+	}
+	for _, c := range p.Cells {
+		if c.Scenario.Name == "failover" && c.NA != `backend "nowhere": want one of [local docker]` {
+			t.Errorf("%s/%s: n/a %q, want the backend's refusal", c.Scenario.Name, c.Lock, c.NA)
+		}
+	}
+	if got := p.Backends(); len(got) != 0 {
+		t.Errorf("backends %v, want none (nothing plays)", got)
+	}
+	if got, want := Seeds(5, 3), []int64{5, PlaySeed(5, 1), PlaySeed(5, 2)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Seeds(5, 3) = %v, want %v", got, want)
+	}
+}
