@@ -1,7 +1,7 @@
 // Package scenarios plays scenarios that package spec has read: the
 // cluster, clients, nemesis, steps, checker and report, in order, on the
-// local or the Docker backend; it fits stories to locks and backends, and
-// plays the suite and assembles the safety matrix from run folders.
+// local or the Docker backend; it fits stories to locks and backends. The
+// suite, which plays many of them, and its matrix are package suite's.
 package scenarios
 
 import (
