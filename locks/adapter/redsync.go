@@ -1,8 +1,9 @@
-package workload
+package adapter
 
 import (
 	"context"
 	"errors"
+	"splitbrain/workload"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
@@ -52,40 +53,40 @@ func (r *Redsync) mutex(key string, ttl time.Duration, value string) *redsync.Mu
 
 // Acquire implements Lock. Every failed attempt is ErrNotAcquired: redsync
 // rolls back and reports no lease whatever the cause.
-func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
 	m := r.mutex(key, ttl, "")
 	if err := m.LockContext(ctx); err != nil {
-		return nil, errors.Join(ErrNotAcquired, err)
+		return nil, errors.Join(workload.ErrNotAcquired, err)
 	}
-	return &Lease{Key: key, Value: m.Value(), Deadline: m.Until(), impl: m}, nil
+	return &workload.Lease{Key: key, Value: m.Value(), Deadline: m.Until(), Impl: m}, nil
 }
 
 // Release implements Lock.
-func (r *Redsync) Release(ctx context.Context, lease *Lease) error {
+func (r *Redsync) Release(ctx context.Context, lease *workload.Lease) error {
 	m, err := r.own(lease)
 	if err != nil {
 		return err
 	}
 	if ok, err := m.UnlockContext(ctx); !ok {
-		return errors.Join(ErrNotHeld, err)
+		return errors.Join(workload.ErrNotHeld, err)
 	}
 	return nil
 }
 
 // Extend implements Lock, with redsync's ExtendContext on a handle for ttl.
-func (r *Redsync) Extend(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
+func (r *Redsync) Extend(ctx context.Context, lease *workload.Lease, ttl time.Duration) (*workload.Lease, error) {
 	if _, err := r.own(lease); err != nil {
 		return nil, err
 	}
 	m := r.mutex(lease.Key, ttl, lease.Value)
 	if ok, err := m.ExtendContext(ctx); !ok {
-		return nil, errors.Join(ErrNotExtended, err)
+		return nil, errors.Join(workload.ErrNotExtended, err)
 	}
-	return &Lease{Key: lease.Key, Value: lease.Value, Deadline: m.Until(), impl: m}, nil
+	return &workload.Lease{Key: lease.Key, Value: lease.Value, Deadline: m.Until(), Impl: m}, nil
 }
 
-func (r *Redsync) own(lease *Lease) (*redsync.Mutex, error) {
-	m, ok := lease.impl.(*redsync.Mutex)
+func (r *Redsync) own(lease *workload.Lease) (*redsync.Mutex, error) {
+	m, ok := lease.Impl.(*redsync.Mutex)
 	if !ok {
 		return nil, errors.New("redsync adapter: lease was not acquired through this adapter")
 	}

@@ -1,4 +1,4 @@
-package workload
+package adapter
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"splitbrain/workload"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -171,14 +172,14 @@ type rueidisLease struct {
 // on any failure rueidislock has cancelled the attempt and deleted the
 // keys it set before returning, so the client holds nothing. Any other
 // error (a refused or broken connection) is left unknown.
-func (r *Rueidislock) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+func (r *Rueidislock) Acquire(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
 	if ttl != r.validity {
 		return nil, fmt.Errorf("rueidislock: ttl %v differs from the locker's validity %v (rueidislock takes no TTL per acquire)", ttl, r.validity)
 	}
 	lctx, cancel, err := r.locker.TryWithContext(context.WithoutCancel(ctx), key)
 	if err != nil {
 		if errors.Is(err, rueidislock.ErrNotLocked) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, errors.Join(ErrNotAcquired, err)
+			return nil, errors.Join(workload.ErrNotAcquired, err)
 		}
 		return nil, fmt.Errorf("rueidislock acquire %q: %w", key, err)
 	}
@@ -186,14 +187,14 @@ func (r *Rueidislock) Acquire(ctx context.Context, key string, ttl time.Duration
 	// by a token of ours.
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Lease{Key: key, Value: hex.EncodeToString(b[:]), Lost: lctx.Done(), impl: &rueidisLease{ctx: lctx, cancel: cancel}}, nil
+	return &workload.Lease{Key: key, Value: hex.EncodeToString(b[:]), Lost: lctx.Done(), Impl: &rueidisLease{ctx: lctx, cancel: cancel}}, nil
 }
 
 // Release implements Lock: the cancel function, which deletes the keys
 // still holding the lock's value and waits for its goroutines. It reports
 // nothing; a lease whose context was cancelled before (the lock was lost)
 // is ErrNotHeld.
-func (r *Rueidislock) Release(ctx context.Context, lease *Lease) error {
+func (r *Rueidislock) Release(ctx context.Context, lease *workload.Lease) error {
 	l, err := r.own(lease)
 	if err != nil {
 		return err
@@ -201,7 +202,7 @@ func (r *Rueidislock) Release(ctx context.Context, lease *Lease) error {
 	lostBefore := l.ctx.Err()
 	l.cancel()
 	if lostBefore != nil {
-		return errors.Join(ErrNotHeld, fmt.Errorf("rueidislock %q: the lock's context had ended: %w", lease.Key, context.Cause(l.ctx)))
+		return errors.Join(workload.ErrNotHeld, fmt.Errorf("rueidislock %q: the lock's context had ended: %w", lease.Key, context.Cause(l.ctx)))
 	}
 	return nil
 }
@@ -209,19 +210,19 @@ func (r *Rueidislock) Release(ctx context.Context, lease *Lease) error {
 // Extend implements Lock. rueidislock extends in the background, so there
 // is nothing to ask: Extend returns the same lease (still no deadline)
 // while its context lives, ErrNotExtended once it has ended.
-func (r *Rueidislock) Extend(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
+func (r *Rueidislock) Extend(ctx context.Context, lease *workload.Lease, ttl time.Duration) (*workload.Lease, error) {
 	l, err := r.own(lease)
 	if err != nil {
 		return nil, err
 	}
 	if err := l.ctx.Err(); err != nil {
-		return nil, errors.Join(ErrNotExtended, fmt.Errorf("rueidislock %q: the lock's context has ended: %w", lease.Key, err))
+		return nil, errors.Join(workload.ErrNotExtended, fmt.Errorf("rueidislock %q: the lock's context has ended: %w", lease.Key, err))
 	}
 	return lease, nil
 }
 
-func (r *Rueidislock) own(lease *Lease) (*rueidisLease, error) {
-	l, ok := lease.impl.(*rueidisLease)
+func (r *Rueidislock) own(lease *workload.Lease) (*rueidisLease, error) {
+	l, ok := lease.Impl.(*rueidisLease)
 	if !ok {
 		return nil, errors.New("rueidislock adapter: lease was not acquired through this adapter")
 	}

@@ -1,4 +1,4 @@
-package workload
+package adapter
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"splitbrain/workload"
 	"strings"
 	"time"
 
@@ -55,7 +56,7 @@ type zkLease struct {
 const zkLockRoot = "/locks"
 
 // Acquire implements Lock.
-func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration) (*Lease, error) {
+func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration) (*workload.Lease, error) {
 	dir := zkLockRoot + "/" + key
 	if err := z.ensure(dir); err != nil {
 		return nil, err
@@ -78,7 +79,7 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration
 		pred, mine := predecessor(children, path.Base(me))
 		if !mine {
 			// Our znode is gone: the session expired under us.
-			return nil, errors.Join(ErrNotAcquired, fmt.Errorf("zookeeper lock %q: our znode %s vanished (session expired)", key, me))
+			return nil, errors.Join(workload.ErrNotAcquired, fmt.Errorf("zookeeper lock %q: our znode %s vanished (session expired)", key, me))
 		}
 		if pred == "" {
 			sent := time.Now()
@@ -87,13 +88,13 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration
 				return nil, z.giveUp(me, fmt.Errorf("zookeeper lock %q: read our znode: %w", key, err))
 			}
 			if !ok {
-				return nil, errors.Join(ErrNotAcquired, fmt.Errorf("zookeeper lock %q: our znode %s vanished (session expired)", key, me))
+				return nil, errors.Join(workload.ErrNotAcquired, fmt.Errorf("zookeeper lock %q: our znode %s vanished (session expired)", key, me))
 			}
 			token := st.Czxid
-			return &Lease{Key: key, Value: me, Deadline: sent.Add(z.SessionTimeout), Token: &token, impl: &zkLease{path: me}}, nil
+			return &workload.Lease{Key: key, Value: me, Deadline: sent.Add(z.SessionTimeout), Token: &token, Impl: &zkLease{path: me}}, nil
 		}
 		if waitUntil.IsZero() {
-			return nil, z.giveUp(me, errors.Join(ErrNotAcquired, fmt.Errorf("zookeeper lock %q: held (%s is before ours)", key, pred)))
+			return nil, z.giveUp(me, errors.Join(workload.ErrNotAcquired, fmt.Errorf("zookeeper lock %q: held (%s is before ours)", key, pred)))
 		}
 		ok, _, ev, err := z.Conn.ExistsW(dir + "/" + pred)
 		if err != nil {
@@ -104,7 +105,7 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration
 		}
 		left := time.Until(waitUntil)
 		if left <= 0 {
-			return nil, z.giveUp(me, errors.Join(ErrNotAcquired, fmt.Errorf("zookeeper lock %q: still held after %v", key, z.Wait)))
+			return nil, z.giveUp(me, errors.Join(workload.ErrNotAcquired, fmt.Errorf("zookeeper lock %q: still held after %v", key, z.Wait)))
 		}
 		t := time.NewTimer(left)
 		select {
@@ -123,7 +124,7 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration
 // make us the holder later, so a refusal becomes unknown.
 func (z *ZooKeeperLock) giveUp(me string, cause error) error {
 	if err := z.Conn.Delete(me, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		if errors.Is(cause, ErrNotAcquired) {
+		if errors.Is(cause, workload.ErrNotAcquired) {
 			return fmt.Errorf("%v; and deleting our znode failed, so it may still win: %w", cause, err)
 		}
 		return fmt.Errorf("%w; and deleting our znode failed: %v", cause, err)
@@ -159,14 +160,14 @@ func predecessor(children []string, mine string) (string, bool) {
 
 // Release implements Lock: deleting the znode. ErrNoNode (the session
 // expired, the znode went with it) is ErrNotHeld.
-func (z *ZooKeeperLock) Release(_ context.Context, lease *Lease) error {
-	l, ok := lease.impl.(*zkLease)
+func (z *ZooKeeperLock) Release(_ context.Context, lease *workload.Lease) error {
+	l, ok := lease.Impl.(*zkLease)
 	if !ok {
 		return errors.New("zookeeper adapter: lease was not acquired through this adapter")
 	}
 	if err := z.Conn.Delete(l.path, -1); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
-			return errors.Join(ErrNotHeld, err)
+			return errors.Join(workload.ErrNotHeld, err)
 		}
 		return fmt.Errorf("zookeeper release %q: %w", lease.Key, err)
 	}
@@ -177,8 +178,8 @@ func (z *ZooKeeperLock) Release(_ context.Context, lease *Lease) error {
 // extension is a request that shows the session alive (a read of the
 // znode): its Deadline is when that read was sent plus the session
 // timeout. A znode gone is ErrNotExtended.
-func (z *ZooKeeperLock) Extend(_ context.Context, lease *Lease, _ time.Duration) (*Lease, error) {
-	l, ok := lease.impl.(*zkLease)
+func (z *ZooKeeperLock) Extend(_ context.Context, lease *workload.Lease, _ time.Duration) (*workload.Lease, error) {
+	l, ok := lease.Impl.(*zkLease)
 	if !ok {
 		return nil, errors.New("zookeeper adapter: lease was not acquired through this adapter")
 	}
@@ -188,7 +189,7 @@ func (z *ZooKeeperLock) Extend(_ context.Context, lease *Lease, _ time.Duration)
 		return nil, fmt.Errorf("zookeeper extend %q: %w", lease.Key, err)
 	}
 	if !exists {
-		return nil, errors.Join(ErrNotExtended, fmt.Errorf("zookeeper extend %q: znode %s gone (session expired)", lease.Key, l.path))
+		return nil, errors.Join(workload.ErrNotExtended, fmt.Errorf("zookeeper extend %q: znode %s gone (session expired)", lease.Key, l.path))
 	}
 	out := *lease
 	out.Deadline = sent.Add(z.SessionTimeout)
