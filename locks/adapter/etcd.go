@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"splitbrain/workload"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -12,6 +11,10 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"splitbrain/cluster"
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // EtcdLock is an etcd lock on a lease of its own per acquisition: etcd's
@@ -290,4 +293,26 @@ func (e *EtcdLock) Extend(ctx context.Context, lease *workload.Lease, _ time.Dur
 	out := *lease
 	out.Deadline = sent.Add(time.Duration(k.TTL) * time.Second)
 	return &out, nil
+}
+
+// buildEtcd is the client's etcd client with the cluster through its own
+// proxies, connected and logged in, and the client's gate at after-acquire
+// and before-release: the client mutex, or the Lock RPC for etcd-v3lock.
+func buildEtcd(ctx context.Context, k *locks.Kind, env Env) (workload.Lock, error) {
+	ctx, cancel := context.WithTimeout(ctx, consensusSetUpTimeout)
+	defer cancel()
+	c, err := cluster.DialEtcd(nodeAddrs(env), env.Password, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", env.Client, err)
+	}
+	env.Rig.OnClose(func() { _ = c.Close() })
+	// Connect (and log in) now, so that the first acquire measures the
+	// lock, not the handshake.
+	for _, err = c.Get(ctx, "/"); err != nil && ctx.Err() == nil; _, err = c.Get(ctx, "/") {
+		workload.Sleep(ctx, 50*time.Millisecond)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client %s: connecting to the etcd members: %w", env.Client, err)
+	}
+	return gatedLock{Lock: &EtcdLock{Client: c, Wait: retryWait(env), V3Lock: k.Adapter == "etcd-v3lock"}, gate: env.Gate}, nil
 }

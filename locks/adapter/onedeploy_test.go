@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"splitbrain/workload"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/redlock"
+	"splitbrain/workload"
 )
 
 // oneNode starts one redis-server for a test and returns it with a client

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"splitbrain/workload"
 	"time"
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
+
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // Redislock adapts bsm/redislock (v0.9.x) to Lock: one Redis deployment,
@@ -108,4 +110,19 @@ func (r *Redislock) own(lease *workload.Lease) (*redislock.Lock, error) {
 		return nil, errors.New("redislock adapter: lease was not acquired through this adapter")
 	}
 	return l, nil
+}
+
+// buildRedislock is bsm/redislock over the client's connection to n1 with
+// the client's gate at the same three points; after-replies is after the
+// obtain script's reply (its only command during an acquire), before
+// redislock hands back the lock.
+func buildRedislock(ctx context.Context, _ *locks.Kind, env Env) (workload.Lock, error) {
+	conns, _, err := redisConns(ctx, env, 0)
+	if err != nil {
+		return nil, err
+	}
+	conns[0].AddHook(replyHook{gate: env.Gate, is: isScriptRun})
+	rl := NewRedislock(conns[0])
+	rl.Tries = env.Retries
+	return gatedLock{Lock: rl, gate: env.Gate}, nil
 }

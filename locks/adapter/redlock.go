@@ -3,8 +3,10 @@ package adapter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"splitbrain/locks"
 	"splitbrain/redlock"
 	"splitbrain/workload"
 )
@@ -88,4 +90,26 @@ func (r *Redlock) names(idx []int) []string {
 		out[i] = r.Nodes[j]
 	}
 	return out
+}
+
+// buildRedlock is our Redlock over the client's connections to the lock's
+// nodes, in the variant k names (Kind.Redlock), with the client's hooks.
+func buildRedlock(ctx context.Context, k *locks.Kind, env Env) (workload.Lock, error) {
+	conns, names, err := redisConns(ctx, env, 0)
+	if err != nil {
+		return nil, err
+	}
+	opts := redlock.Options{NodeTimeout: env.NodeTimeout, Hooks: env.Hooks, MaxTries: env.Retries,
+		SkipElapsedCheck: k.Redlock.SkipElapsedCheck}
+	switch k.Redlock.Fencing {
+	case locks.FenceSimple:
+		opts.Fencing = redlock.FenceSimple
+	case locks.FenceTwoRound:
+		opts.Fencing = redlock.FenceTwoRound
+	}
+	l, err := redlock.New(conns, opts)
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", env.Client, err)
+	}
+	return &Redlock{Locker: l, Nodes: names, Retry: env.Retries > 1}, nil
 }

@@ -3,13 +3,15 @@ package adapter
 import (
 	"context"
 	"errors"
-	"splitbrain/workload"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
 	rsredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // Redsync adapts go-redsync/redsync v4, the Go Redlock most users run, to
@@ -91,4 +93,20 @@ func (r *Redsync) own(lease *workload.Lease) (*redsync.Mutex, error) {
 		return nil, errors.New("redsync adapter: lease was not acquired through this adapter")
 	}
 	return m, nil
+}
+
+// buildRedsync is redsync over the client's connections to every node,
+// with the client's gate at the three points (see gate.go): after-replies
+// once a SET NX reply has arrived.
+func buildRedsync(ctx context.Context, _ *locks.Kind, env Env) (workload.Lock, error) {
+	conns, _, err := redisConns(ctx, env, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range conns {
+		c.AddHook(replyHook{gate: env.Gate, is: isSetNX})
+	}
+	rs := NewRedsync(conns, env.NodeTimeout)
+	rs.Tries = env.Retries
+	return gatedLock{Lock: rs, gate: env.Gate}, nil
 }

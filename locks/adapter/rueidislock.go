@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"splitbrain/workload"
 	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
+
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // Rueidislock adapts rueidislock (inside redis/rueidis v1.0.x) to Lock: one
@@ -227,4 +229,50 @@ func (r *Rueidislock) own(lease *workload.Lease) (*rueidisLease, error) {
 		return nil, errors.New("rueidislock adapter: lease was not acquired through this adapter")
 	}
 	return l, nil
+}
+
+// rueidisTryNextAfter bounds each key's acquire script of rueidislock:
+// its default, 20ms, is shorter than a loaded 2-core machine's hiccups,
+// and an attempt that outlasts it is refused, which a story would read as
+// the lock refusing a free key.
+const rueidisTryNextAfter = 500 * time.Millisecond
+
+// buildRueidislock is rueidislock through the client's proxy to n1, or
+// under Sentinel to the master the sentinels name, with the client's gate
+// at after-acquire and before-release; it has no after-replies (rueidis
+// runs its scripts, no go-redis hook sees them: the kind's Unhooked keeps
+// the stories that pause there away from it). The locker is closed with
+// the run.
+func buildRueidislock(_ context.Context, _ *locks.Kind, env Env) (workload.Lock, error) {
+	g := env.Gate
+	// rueidislock extends its keys from goroutines of its own, which a
+	// pause at the client's gate would not stop: its connections pass the
+	// gate on every read and write instead (as ZooKeeper's do), so that a
+	// paused client sends and reads nothing, as a stopped process.
+	o := RueidislockOptions{Addr: env.Nodes[0].Addr, Password: env.Password, Validity: env.TTL, TryNextAfter: rueidisTryNextAfter,
+		Wrap: func(c net.Conn) net.Conn { return gatedConn{Conn: c, gate: g} }}
+	if s := env.Sentinel; s != nil {
+		// rueidis' own Sentinel client: it asks the sentinels for the
+		// master and follows their +switch-master, each address it dials
+		// (a sentinel's, a master's as announced) through the client's
+		// own proxy to that server, as the go-redis failover client's.
+		o.Addr = ""
+		o.MasterSet = s.Master
+		o.Sentinels = s.Addrs
+		o.Route = s.Route
+	}
+	// rueidis dials when the client is made.
+	var l *Rueidislock
+	if err := UntilConnected(func(context.Context) error {
+		var err error
+		l, err = NewRueidislock(o)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("client %s: %w", env.Client, err)
+	}
+	env.Rig.OnClose(l.Close)
+	if env.Sentinel != nil {
+		env.Rig.AfterFailover(l.Ping)
+	}
+	return gatedLock{Lock: l, gate: g}, nil
 }

@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"splitbrain/workload"
 	"strings"
 	"testing"
 	"time"
 
 	"splitbrain/cluster"
 	"splitbrain/history"
+	"splitbrain/workload"
 )
 
 // rueidislock on a real node: granted with no deadline and a Lost channel,

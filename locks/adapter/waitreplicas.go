@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"splitbrain/workload"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"splitbrain/fault"
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // WaitReplicas is Redisson's RLock scheme (Redisson 3.17+, 4.x), written in
@@ -421,4 +424,34 @@ func connLost(err error) bool {
 	var ne net.Error
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) && !ne.Timeout()
+}
+
+// waitReplicasTimeout is the WAIT timeout of the wait-replicas lock:
+// Redisson's default slavesSyncTimeout.
+const waitReplicasTimeout = time.Second
+
+// buildWaitReplicas is Redisson's scheme over the client's connection to
+// n1 (which the failover stories retarget at a promoted replica) with the
+// client's gate at its after-replies (the script's and WAIT's replies in,
+// not judged yet), after-acquire and before-release, and its watchdog held
+// while the client is stopped.
+func buildWaitReplicas(ctx context.Context, _ *locks.Kind, env Env) (workload.Lock, error) {
+	// WAIT blocks up to its timeout; a read must outlast it.
+	conns, _, err := redisConns(ctx, env, waitReplicasTimeout+time.Second)
+	if err != nil {
+		return nil, err
+	}
+	w, err := NewWaitReplicas(conns[0])
+	if err != nil {
+		return nil, err
+	}
+	g := env.Gate
+	w.WaitTimeout = waitReplicasTimeout
+	w.Tries = env.Retries
+	w.Hooks = WaitReplicasHooks{
+		AfterReplies: func(ctx context.Context) { g.At(ctx, fault.AfterReplies) },
+		Background:   func(ctx context.Context) { g.At(ctx, fault.Background) },
+	}
+	w.Logf = func(format string, args ...any) { env.Logf("%s: "+format, append([]any{env.Client}, args...)...) }
+	return gatedLock{Lock: w, gate: g}, nil
 }

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"splitbrain/workload"
 	"testing"
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/workload"
 )
 
 // masterWithReplicas starts n1 and n asynchronous replicas of it, synced.

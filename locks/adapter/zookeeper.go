@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"path"
 	"sort"
-	"splitbrain/workload"
 	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"splitbrain/cluster"
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // ZooKeeperLock is ZooKeeper's lock recipe, written on go-zookeeper's
@@ -194,4 +197,46 @@ func (z *ZooKeeperLock) Extend(_ context.Context, lease *workload.Lease, _ time.
 	out := *lease
 	out.Deadline = sent.Add(z.SessionTimeout)
 	return &out, nil
+}
+
+// consensusSetUpTimeout bounds a client's first session or connection.
+const consensusSetUpTimeout = 30 * time.Second
+
+// retryWait is how long a consensus lock's acquire waits for the lock
+// when the scenario asks for retries (lock.retries · TTL); zero: one
+// attempt.
+func retryWait(env Env) time.Duration {
+	if env.Retries > 1 {
+		return time.Duration(env.Retries) * env.TTL
+	}
+	return 0
+}
+
+// buildZooKeeper is the client's ZooKeeper session with the ensemble
+// through its own proxies, its connections passing the client's gate
+// (gatedDialer), and the gate at after-acquire and before-release (the
+// recipe has no point between replies and a validity check).
+func buildZooKeeper(ctx context.Context, _ *locks.Kind, env Env) (workload.Lock, error) {
+	ctx, cancel := context.WithTimeout(ctx, consensusSetUpTimeout)
+	defer cancel()
+	timeout := min(env.TTL, cluster.ZooKeeperMaxSession)
+	conn, _, err := cluster.DialZooKeeper(ctx, nodeAddrs(env), timeout, env.Password, func(e zk.Event) {
+		if e.Type == zk.EventSession && (e.State == zk.StateExpired || e.State == zk.StateDisconnected) {
+			env.Logf("%s: ZooKeeper session event: %s", env.Client, e.State)
+		}
+	}, gatedDialer(env.Gate))
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", env.Client, err)
+	}
+	env.Rig.OnClose(func() { conn.Close() })
+	return gatedLock{Lock: &ZooKeeperLock{Conn: conn, SessionTimeout: timeout,
+		ACL: cluster.ZooKeeperACL(env.Password), Wait: retryWait(env)}, gate: env.Gate}, nil
+}
+
+func nodeAddrs(env Env) []string {
+	addrs := make([]string, len(env.Nodes))
+	for i, n := range env.Nodes {
+		addrs[i] = n.Addr
+	}
+	return addrs
 }
