@@ -3,7 +3,9 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 
@@ -22,6 +24,53 @@ type driverRig struct {
 	logf  func(string, ...any)
 
 	mu sync.Mutex
+}
+
+// startDriver starts a client's driver process,
+// registered in the run's driver registry entry (made at the first),
+// logging to logs/driver-CLIENT.log; a built-in driver's program is
+// written into the entry's private folder first.
+func (r *runner) startDriver(ctx context.Context, cfg driver.Config) (*driver.Proc, error) {
+	if r.drivers == nil {
+		cache := r.cacheDir
+		if cache == "" {
+			var err error
+			if cache, err = cluster.DefaultCacheDir(); err != nil {
+				return nil, err
+			}
+		}
+		live, reaped, err := cluster.RegisterLive(cache, "drv-"+cluster.RandomHex(8))
+		for _, line := range reaped {
+			r.logf("drivers: killed the leftover %s", line)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("drivers: %w", err)
+		}
+		r.drivers = &driverRig{live: live, procs: map[string]*driver.Proc{}, logf: r.logf}
+	}
+	if len(cfg.Command) == 0 {
+		var err error
+		if cfg.Command, err = driver.Builtin(cfg.Name, r.drivers.live.Dir()); err != nil {
+			return nil, err
+		}
+	}
+	logf, err := os.OpenFile(filepath.Join(r.runDir, "logs", "driver-"+cfg.Client+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("drivers: %w", err)
+	}
+	r.drivers.mu.Lock()
+	r.drivers.logs = append(r.drivers.logs, logf)
+	r.drivers.mu.Unlock()
+	cfg.Live, cfg.Log = r.drivers.live, logf
+	p, err := driver.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.drivers.mu.Lock()
+	r.drivers.procs[cfg.Client] = p
+	r.drivers.mu.Unlock()
+	r.logf("%s: driver %s started (pid %d), points %v", cfg.Client, p.Name(), p.Pid(), p.Points())
+	return p, nil
 }
 
 // pausers are the driver processes by client, for a random schedule's

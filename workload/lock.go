@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Lock is the lock under test as the workload drives it: ours, or a
+// Lock is the lock under test as the workload drives it (package
+// locks/adapter adapts each lock kind to it): ours, or a
 // third-party lock behind an adapter. Implementations map their own errors
 // onto ErrNotAcquired, ErrNotHeld and ErrNotExtended (wrapping the cause)
 // so that the history can tell a lost attempt (fail) from an unknown
