@@ -11,14 +11,19 @@
 // Why two packages. The scenario parser (scenarios/spec) checks lock.kind
 // against this registry, and it is fuzzed with every package of its binary
 // instrumented, so it must not come to import the servers' clients
-// (go-redis, rueidis, etcd's clientv3 and gRPC, zk). A kind's data is
-// therefore here, in a package that imports none of them, and the code
-// that builds it — the adapter to workload.Lock and its builder — is in
-// locks/adapter, which the runner imports and the parser does not. A Kind
-// names its builder (Adapter): a new kind on an existing adapter (a
-// variant of ours, a second built-in driver) is one file here; a new
-// library is that file, its adapter's file in locks/adapter and the
-// adapter's entry in adapter.Builders.
+// (go-redis, rueidis, etcd's clientv3 and gRPC, zk): a builder in the same
+// file as a kind's data would bring them into the parser. So a kind's data
+// is here, in a package that imports none of them (TestParserStaysLight
+// checks), and the code that builds it — the adapter to workload.Lock and
+// its builder — is in locks/adapter, which the runner imports and the
+// parser does not. A Kind names its builder (Adapter).
+//
+// Adding a kind: on an existing adapter (a variant of ours, a library's
+// other mode) one file here and its line in All; a new library also its
+// adapter's file in locks/adapter (adapter, builder, tests) and the
+// builder's line in adapter.Builders. Then the stories' expectations
+// (expect: in scenarios/spec/builtin). Fit, --lock, help, list, the
+// matrix's columns and the run read the kind from here.
 package locks
 
 import (
