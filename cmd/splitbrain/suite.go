@@ -16,6 +16,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/internal/loadgate"
+	"splitbrain/locks"
 	"splitbrain/results"
 	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
@@ -129,7 +130,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		scs = append(scs, sc)
 	}
-	locks := spec.LockKinds
+	locks := locks.Matrix()
 	if f.overrides.Lock != "" {
 		locks = []string{f.overrides.Lock}
 	}
@@ -502,7 +503,7 @@ func cmdMatrix(args []string, stdout io.Writer) (int, error) {
 	slices.Sort(dirs)
 	dirs = slices.Compact(dirs)
 	runs, readErr := scenarios.ReadRuns(dirs)
-	m := scenarios.AssembleMatrix(runs, nil, slices.Clone(spec.LockKinds))
+	m := scenarios.AssembleMatrix(runs, nil, locks.Matrix())
 	m.Title = "splitbrain matrix"
 	m.Command = shellCommand(append([]string{"splitbrain", "matrix"}, args...)...)
 	seeds := map[int64]bool{}

@@ -1,4 +1,4 @@
-package workload
+package adapter
 
 import (
 	"context"
@@ -16,6 +16,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"splitbrain/fault"
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // WaitReplicas is Redisson's RLock scheme (Redisson 3.17+, 4.x), written in
@@ -216,44 +220,44 @@ func (w *WaitReplicas) synced(ctx context.Context, script *redis.Script, keys []
 // ttl. A refusal (the key held by another field) is ErrNotAcquired; so is
 // a grant no replica acknowledged, once its unlock ran (Redisson unlocks
 // and throws); any other error leaves the outcome unknown.
-func (w *WaitReplicas) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+func (w *WaitReplicas) Acquire(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
 	for try := 1; ; try++ {
 		lease, err := w.try(ctx, key, ttl)
-		if err == nil || !errors.Is(err, ErrNotAcquired) || try >= w.Tries {
+		if err == nil || !errors.Is(err, workload.ErrNotAcquired) || try >= w.Tries {
 			return lease, err
 		}
 		delay := w.RetryDelay
 		if delay <= 0 {
 			delay = 10 * time.Millisecond
 		}
-		Sleep(ctx, delay)
+		workload.Sleep(ctx, delay)
 		if ctx.Err() != nil {
 			return nil, err
 		}
 	}
 }
 
-func (w *WaitReplicas) try(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+func (w *WaitReplicas) try(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
 	res, err := w.synced(ctx, waitLockScript, []string{key}, ttl.Milliseconds(), w.field)
 	if w.Hooks.AfterReplies != nil {
 		w.Hooks.AfterReplies(ctx)
 	}
 	if errors.Is(err, ErrNoneSynced) {
 		// handleNoSync: unlock what was granted, and fail.
-		if _, uerr := w.unlock(ctx, key, ttl); uerr != nil && !errors.Is(uerr, ErrNoneSynced) && !errors.Is(uerr, ErrNotHeld) {
+		if _, uerr := w.unlock(ctx, key, ttl); uerr != nil && !errors.Is(uerr, ErrNoneSynced) && !errors.Is(uerr, workload.ErrNotHeld) {
 			return nil, fmt.Errorf("wait-replicas lock %q: %w; its unlock: %w", key, err, uerr)
 		}
-		return nil, errors.Join(ErrNotAcquired, err)
+		return nil, errors.Join(workload.ErrNotAcquired, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("wait-replicas lock %q: %w", key, err)
 	}
 	if err := res.Err(); err != redis.Nil {
 		// A PTTL: held by another field.
-		return nil, errors.Join(ErrNotAcquired, fmt.Errorf("wait-replicas lock %q: held, %v ms left", key, res.Val()))
+		return nil, errors.Join(workload.ErrNotAcquired, fmt.Errorf("wait-replicas lock %q: held, %v ms left", key, res.Val()))
 	}
 	w.startWatchdog(key, ttl)
-	return &Lease{Key: key, Value: w.field, impl: &waitLease{ttl: ttl}}, nil
+	return &workload.Lease{Key: key, Value: w.field, Impl: &waitLease{ttl: ttl}}, nil
 }
 
 // Release implements Lock: the unlock script (synced); the watchdog stops
@@ -261,14 +265,14 @@ func (w *WaitReplicas) try(ctx context.Context, key string, ttl time.Duration) (
 // A field already gone is ErrNotHeld; an unlock no replica acknowledged
 // ran on the master all the same, but the client is told an error, so its
 // outcome is unknown.
-func (w *WaitReplicas) Release(ctx context.Context, lease *Lease) error {
+func (w *WaitReplicas) Release(ctx context.Context, lease *workload.Lease) error {
 	l, err := w.own(lease)
 	if err != nil {
 		return err
 	}
 	w.stopWatchdog(lease.Key)
 	if _, err := w.unlock(ctx, lease.Key, l.ttl); err != nil {
-		if errors.Is(err, ErrNotHeld) {
+		if errors.Is(err, workload.ErrNotHeld) {
 			return err
 		}
 		return fmt.Errorf("wait-replicas unlock %q: %w", lease.Key, err)
@@ -281,7 +285,7 @@ func (w *WaitReplicas) Release(ctx context.Context, lease *Lease) error {
 func (w *WaitReplicas) unlock(ctx context.Context, key string, ttl time.Duration) (released bool, err error) {
 	res, err := w.synced(ctx, waitUnlockScript, []string{key, "redisson_lock__channel:{" + key + "}"}, 0, ttl.Milliseconds(), w.field)
 	if res != nil && res.Err() == redis.Nil {
-		return false, errors.Join(ErrNotHeld, fmt.Errorf("wait-replicas unlock %q: not locked by this client", key))
+		return false, errors.Join(workload.ErrNotHeld, fmt.Errorf("wait-replicas unlock %q: not locked by this client", key))
 	}
 	if err != nil {
 		return false, err
@@ -294,7 +298,7 @@ func (w *WaitReplicas) unlock(ctx context.Context, key string, ttl time.Duration
 // ttl, which the watchdog keeps from then on: Redisson has no extend of
 // its own, its watchdog is how a lock outlives its lease time. The field
 // gone is ErrNotExtended; the lease still has no deadline.
-func (w *WaitReplicas) Extend(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
+func (w *WaitReplicas) Extend(ctx context.Context, lease *workload.Lease, ttl time.Duration) (*workload.Lease, error) {
 	if _, err := w.own(lease); err != nil {
 		return nil, err
 	}
@@ -306,7 +310,7 @@ func (w *WaitReplicas) Extend(ctx context.Context, lease *Lease, ttl time.Durati
 	if err := w.renew(ctx, lease.Key, ttl); err != nil {
 		return nil, err
 	}
-	return &Lease{Key: lease.Key, Value: lease.Value, impl: &waitLease{ttl: ttl}}, nil
+	return &workload.Lease{Key: lease.Key, Value: lease.Value, Impl: &waitLease{ttl: ttl}}, nil
 }
 
 func (w *WaitReplicas) renew(ctx context.Context, key string, ttl time.Duration) error {
@@ -315,15 +319,15 @@ func (w *WaitReplicas) renew(ctx context.Context, key string, ttl time.Duration)
 		return fmt.Errorf("wait-replicas renew %q: %w", key, err)
 	}
 	if n, _ := res.Int64(); n != 1 {
-		return errors.Join(ErrNotExtended, fmt.Errorf("wait-replicas renew %q: not locked by this client", key))
+		return errors.Join(workload.ErrNotExtended, fmt.Errorf("wait-replicas renew %q: not locked by this client", key))
 	}
 	return nil
 }
 
 type waitLease struct{ ttl time.Duration }
 
-func (w *WaitReplicas) own(lease *Lease) (*waitLease, error) {
-	l, ok := lease.impl.(*waitLease)
+func (w *WaitReplicas) own(lease *workload.Lease) (*waitLease, error) {
+	l, ok := lease.Impl.(*waitLease)
 	if !ok || lease.Value != w.field {
 		return nil, errors.New("wait-replicas adapter: lease was not acquired through this adapter")
 	}
@@ -395,7 +399,7 @@ func (w *WaitReplicas) watch(key string, d *watchdog) {
 		err := w.renew(ctx, key, ttl)
 		switch {
 		case err == nil:
-		case errors.Is(err, ErrNotExtended):
+		case errors.Is(err, workload.ErrNotExtended):
 			// The field is gone: Redisson cancels the renewal.
 			w.mu.Lock()
 			if w.dogs[key] == d {
@@ -420,4 +424,34 @@ func connLost(err error) bool {
 	var ne net.Error
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) && !ne.Timeout()
+}
+
+// waitReplicasTimeout is the WAIT timeout of the wait-replicas lock:
+// Redisson's default slavesSyncTimeout.
+const waitReplicasTimeout = time.Second
+
+// buildWaitReplicas is Redisson's scheme over the client's connection to
+// n1 (which the failover stories retarget at a promoted replica) with the
+// client's gate at its after-replies (the script's and WAIT's replies in,
+// not judged yet), after-acquire and before-release, and its watchdog held
+// while the client is stopped.
+func buildWaitReplicas(ctx context.Context, _ *locks.Kind, env Env) (workload.Lock, error) {
+	// WAIT blocks up to its timeout; a read must outlast it.
+	conns, _, err := redisConns(ctx, env, waitReplicasTimeout+time.Second)
+	if err != nil {
+		return nil, err
+	}
+	w, err := NewWaitReplicas(conns[0])
+	if err != nil {
+		return nil, err
+	}
+	g := env.Gate
+	w.WaitTimeout = waitReplicasTimeout
+	w.Tries = env.Retries
+	w.Hooks = WaitReplicasHooks{
+		AfterReplies: func(ctx context.Context) { g.At(ctx, fault.AfterReplies) },
+		Background:   func(ctx context.Context) { g.At(ctx, fault.Background) },
+	}
+	w.Logf = func(format string, args ...any) { env.Logf("%s: "+format, append([]any{env.Client}, args...)...) }
+	return gatedLock{Lock: w, gate: g}, nil
 }

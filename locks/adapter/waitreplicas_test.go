@@ -1,4 +1,4 @@
-package workload
+package adapter
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/workload"
 )
 
 // masterWithReplicas starts n1 and n asynchronous replicas of it, synced.
@@ -81,8 +82,8 @@ func TestWaitReplicasCountsAcknowledgements(t *testing.T) {
 			start := time.Now()
 			lease, err := w.Acquire(ctx, "lock", 5*time.Second)
 			took := time.Since(start)
-			if tt.granted != (err == nil) || (err != nil && !errors.Is(err, ErrNotAcquired)) {
-				t.Fatalf("Acquire: lease %v, err %v; want granted %v, else ErrNotAcquired", lease, err, tt.granted)
+			if tt.granted != (err == nil) || (err != nil && !errors.Is(err, workload.ErrNotAcquired)) {
+				t.Fatalf("Acquire: lease %v, err %v; want granted %v, else workload.ErrNotAcquired", lease, err, tt.granted)
 			}
 			if tt.stopped > 0 && took < wait {
 				t.Errorf("Acquire took %v with a replica stopped, want at least the WAIT timeout %v", took, wait)
@@ -148,16 +149,16 @@ func TestWaitReplicasWatchdog(t *testing.T) {
 	if d := node.Admin().PTTL(ctx, "lock").Val(); d <= 0 {
 		t.Fatalf("PTTL %v after 4 lease times held: the watchdog did not renew", d)
 	}
-	if _, err := b.Acquire(ctx, "lock", ttl); !errors.Is(err, ErrNotAcquired) {
-		t.Fatalf("b while a's watchdog runs: %v, want ErrNotAcquired", err)
+	if _, err := b.Acquire(ctx, "lock", ttl); !errors.Is(err, workload.ErrNotAcquired) {
+		t.Fatalf("b while a's watchdog runs: %v, want workload.ErrNotAcquired", err)
 	}
 
 	// Freeze a: its watchdog stops at the gate, the key runs out.
 	close(frozen)
-	var bl *Lease
+	var bl *workload.Lease
 	deadline := time.Now().Add(5 * time.Second)
 	for bl == nil && time.Now().Before(deadline) {
-		if bl, err = b.Acquire(ctx, "lock", ttl); err != nil && !errors.Is(err, ErrNotAcquired) {
+		if bl, err = b.Acquire(ctx, "lock", ttl); err != nil && !errors.Is(err, workload.ErrNotAcquired) {
 			t.Fatal(err)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -185,8 +186,8 @@ func TestWaitReplicasWatchdog(t *testing.T) {
 		t.Error("a's watchdog still runs after finding its field gone")
 	}
 	a.mu.Unlock()
-	if err := a.Release(ctx, lease); !errors.Is(err, ErrNotHeld) {
-		t.Errorf("a's release of a lock b holds: %v, want ErrNotHeld", err)
+	if err := a.Release(ctx, lease); !errors.Is(err, workload.ErrNotHeld) {
+		t.Errorf("a's release of a lock b holds: %v, want workload.ErrNotHeld", err)
 	}
 	if !node.Admin().HExists(ctx, "lock", b.field).Val() {
 		t.Error("a's release removed b's lock")

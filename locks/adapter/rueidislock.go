@@ -1,4 +1,4 @@
-package workload
+package adapter
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
+
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // Rueidislock adapts rueidislock (inside redis/rueidis v1.0.x) to Lock: one
@@ -171,14 +174,14 @@ type rueidisLease struct {
 // on any failure rueidislock has cancelled the attempt and deleted the
 // keys it set before returning, so the client holds nothing. Any other
 // error (a refused or broken connection) is left unknown.
-func (r *Rueidislock) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+func (r *Rueidislock) Acquire(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
 	if ttl != r.validity {
 		return nil, fmt.Errorf("rueidislock: ttl %v differs from the locker's validity %v (rueidislock takes no TTL per acquire)", ttl, r.validity)
 	}
 	lctx, cancel, err := r.locker.TryWithContext(context.WithoutCancel(ctx), key)
 	if err != nil {
 		if errors.Is(err, rueidislock.ErrNotLocked) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, errors.Join(ErrNotAcquired, err)
+			return nil, errors.Join(workload.ErrNotAcquired, err)
 		}
 		return nil, fmt.Errorf("rueidislock acquire %q: %w", key, err)
 	}
@@ -186,14 +189,14 @@ func (r *Rueidislock) Acquire(ctx context.Context, key string, ttl time.Duration
 	// by a token of ours.
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Lease{Key: key, Value: hex.EncodeToString(b[:]), Lost: lctx.Done(), impl: &rueidisLease{ctx: lctx, cancel: cancel}}, nil
+	return &workload.Lease{Key: key, Value: hex.EncodeToString(b[:]), Lost: lctx.Done(), Impl: &rueidisLease{ctx: lctx, cancel: cancel}}, nil
 }
 
 // Release implements Lock: the cancel function, which deletes the keys
 // still holding the lock's value and waits for its goroutines. It reports
 // nothing; a lease whose context was cancelled before (the lock was lost)
 // is ErrNotHeld.
-func (r *Rueidislock) Release(ctx context.Context, lease *Lease) error {
+func (r *Rueidislock) Release(ctx context.Context, lease *workload.Lease) error {
 	l, err := r.own(lease)
 	if err != nil {
 		return err
@@ -201,7 +204,7 @@ func (r *Rueidislock) Release(ctx context.Context, lease *Lease) error {
 	lostBefore := l.ctx.Err()
 	l.cancel()
 	if lostBefore != nil {
-		return errors.Join(ErrNotHeld, fmt.Errorf("rueidislock %q: the lock's context had ended: %w", lease.Key, context.Cause(l.ctx)))
+		return errors.Join(workload.ErrNotHeld, fmt.Errorf("rueidislock %q: the lock's context had ended: %w", lease.Key, context.Cause(l.ctx)))
 	}
 	return nil
 }
@@ -209,21 +212,67 @@ func (r *Rueidislock) Release(ctx context.Context, lease *Lease) error {
 // Extend implements Lock. rueidislock extends in the background, so there
 // is nothing to ask: Extend returns the same lease (still no deadline)
 // while its context lives, ErrNotExtended once it has ended.
-func (r *Rueidislock) Extend(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
+func (r *Rueidislock) Extend(ctx context.Context, lease *workload.Lease, ttl time.Duration) (*workload.Lease, error) {
 	l, err := r.own(lease)
 	if err != nil {
 		return nil, err
 	}
 	if err := l.ctx.Err(); err != nil {
-		return nil, errors.Join(ErrNotExtended, fmt.Errorf("rueidislock %q: the lock's context has ended: %w", lease.Key, err))
+		return nil, errors.Join(workload.ErrNotExtended, fmt.Errorf("rueidislock %q: the lock's context has ended: %w", lease.Key, err))
 	}
 	return lease, nil
 }
 
-func (r *Rueidislock) own(lease *Lease) (*rueidisLease, error) {
-	l, ok := lease.impl.(*rueidisLease)
+func (r *Rueidislock) own(lease *workload.Lease) (*rueidisLease, error) {
+	l, ok := lease.Impl.(*rueidisLease)
 	if !ok {
 		return nil, errors.New("rueidislock adapter: lease was not acquired through this adapter")
 	}
 	return l, nil
+}
+
+// rueidisTryNextAfter bounds each key's acquire script of rueidislock:
+// its default, 20ms, is shorter than a loaded 2-core machine's hiccups,
+// and an attempt that outlasts it is refused, which a story would read as
+// the lock refusing a free key.
+const rueidisTryNextAfter = 500 * time.Millisecond
+
+// buildRueidislock is rueidislock through the client's proxy to n1, or
+// under Sentinel to the master the sentinels name, with the client's gate
+// at after-acquire and before-release; it has no after-replies (rueidis
+// runs its scripts, no go-redis hook sees them: the kind's Unhooked keeps
+// the stories that pause there away from it). The locker is closed with
+// the run.
+func buildRueidislock(_ context.Context, _ *locks.Kind, env Env) (workload.Lock, error) {
+	g := env.Gate
+	// rueidislock extends its keys from goroutines of its own, which a
+	// pause at the client's gate would not stop: its connections pass the
+	// gate on every read and write instead (as ZooKeeper's do), so that a
+	// paused client sends and reads nothing, as a stopped process.
+	o := RueidislockOptions{Addr: env.Nodes[0].Addr, Password: env.Password, Validity: env.TTL, TryNextAfter: rueidisTryNextAfter,
+		Wrap: func(c net.Conn) net.Conn { return gatedConn{Conn: c, gate: g} }}
+	if s := env.Sentinel; s != nil {
+		// rueidis' own Sentinel client: it asks the sentinels for the
+		// master and follows their +switch-master, each address it dials
+		// (a sentinel's, a master's as announced) through the client's
+		// own proxy to that server, as the go-redis failover client's.
+		o.Addr = ""
+		o.MasterSet = s.Master
+		o.Sentinels = s.Addrs
+		o.Route = s.Route
+	}
+	// rueidis dials when the client is made.
+	var l *Rueidislock
+	if err := UntilConnected(func(context.Context) error {
+		var err error
+		l, err = NewRueidislock(o)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("client %s: %w", env.Client, err)
+	}
+	env.Rig.OnClose(l.Close)
+	if env.Sentinel != nil {
+		env.Rig.AfterFailover(l.Ping)
+	}
+	return gatedLock{Lock: l, gate: g}, nil
 }

@@ -1,4 +1,4 @@
-package workload
+package adapter
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/redlock"
+	"splitbrain/workload"
 )
 
 // oneNode starts one redis-server for a test and returns it with a client
@@ -58,13 +59,13 @@ func TestOneDeploymentAdapters(t *testing.T) {
 	node, client := oneNode(t)
 	tests := []struct {
 		name string
-		new  func() Lock
+		new  func() workload.Lock
 		// wantDeadline: the lease carries a validity deadline within
 		// the TTL; false: the lock's belief has none (see the adapter).
 		wantDeadline bool
 	}{
-		{"redislock", func() Lock { return NewRedislock(client()) }, true},
-		{"wait-replicas", func() Lock { return newWaitReplicas(t, client()) }, false},
+		{"redislock", func() workload.Lock { return NewRedislock(client()) }, true},
+		{"wait-replicas", func() workload.Lock { return newWaitReplicas(t, client()) }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,8 +90,8 @@ func TestOneDeploymentAdapters(t *testing.T) {
 			if d := node.Admin().PTTL(ctx, key).Val(); d <= 0 || d > time.Second {
 				t.Errorf("PTTL %v on the node, want the TTL", d)
 			}
-			if _, err := b.Acquire(ctx, key, time.Second); !errors.Is(err, ErrNotAcquired) {
-				t.Errorf("second client's Acquire on a held key: %v, want ErrNotAcquired", err)
+			if _, err := b.Acquire(ctx, key, time.Second); !errors.Is(err, workload.ErrNotAcquired) {
+				t.Errorf("second client's Acquire on a held key: %v, want workload.ErrNotAcquired", err)
 			}
 
 			ext, err := a.Extend(ctx, lease, 10*time.Second)
@@ -110,11 +111,11 @@ func TestOneDeploymentAdapters(t *testing.T) {
 			if node.Admin().Exists(ctx, key).Val() != 0 {
 				t.Error("the key is still there after Release")
 			}
-			if err := a.Release(ctx, ext); !errors.Is(err, ErrNotHeld) {
-				t.Errorf("second Release: %v, want ErrNotHeld", err)
+			if err := a.Release(ctx, ext); !errors.Is(err, workload.ErrNotHeld) {
+				t.Errorf("second Release: %v, want workload.ErrNotHeld", err)
 			}
-			if _, err := a.Extend(ctx, ext, time.Second); !errors.Is(err, ErrNotExtended) {
-				t.Errorf("Extend after Release: %v, want ErrNotExtended", err)
+			if _, err := a.Extend(ctx, ext, time.Second); !errors.Is(err, workload.ErrNotExtended) {
+				t.Errorf("Extend after Release: %v, want workload.ErrNotExtended", err)
 			}
 			again, err := b.Acquire(ctx, key, time.Second)
 			if err != nil {
@@ -123,7 +124,7 @@ func TestOneDeploymentAdapters(t *testing.T) {
 			if err := b.Release(ctx, again); err != nil {
 				t.Errorf("second client's Release: %v", err)
 			}
-			if err := b.Release(ctx, &Lease{Key: key, Value: "x"}); err == nil || errors.Is(err, ErrNotHeld) {
+			if err := b.Release(ctx, &workload.Lease{Key: key, Value: "x"}); err == nil || errors.Is(err, workload.ErrNotHeld) {
 				t.Errorf("Release of a foreign lease: %v, want an argument error", err)
 			}
 
@@ -138,8 +139,8 @@ func TestOneDeploymentAdapters(t *testing.T) {
 			if resumeErr := node.Resume(ctx); resumeErr != nil {
 				t.Fatal(resumeErr)
 			}
-			if err == nil || errors.Is(err, ErrNotAcquired) {
-				t.Errorf("Acquire against a stopped node: %v, want an unknown outcome (neither a lease nor ErrNotAcquired)", err)
+			if err == nil || errors.Is(err, workload.ErrNotAcquired) {
+				t.Errorf("Acquire against a stopped node: %v, want an unknown outcome (neither a lease nor workload.ErrNotAcquired)", err)
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			for node.Admin().Exists(ctx, key).Val() == 0 && time.Now().Before(deadline) {

@@ -1,4 +1,4 @@
-package workload
+package adapter
 
 import (
 	"context"
@@ -11,6 +11,10 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"splitbrain/cluster"
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // EtcdLock is an etcd lock on a lease of its own per acquisition: etcd's
@@ -59,7 +63,7 @@ type etcdLease struct {
 const etcdLockPrefix = "/locks/"
 
 // Acquire implements Lock.
-func (e *EtcdLock) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+func (e *EtcdLock) Acquire(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
 	secs := int64((ttl + time.Second - 1) / time.Second)
 	sent := time.Now()
 	g, err := e.Client.Grant(ctx, secs)
@@ -79,7 +83,7 @@ func (e *EtcdLock) Acquire(ctx context.Context, key string, ttl time.Duration) (
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		_, rerr := e.Client.Revoke(rctx, g.ID)
 		cancel()
-		if rerr != nil && (e.V3Lock || !errors.Is(err, ErrNotAcquired)) {
+		if rerr != nil && (e.V3Lock || !errors.Is(err, workload.ErrNotAcquired)) {
 			// The lease lives on until its TTL, and with it a lock the
 			// server may have granted meanwhile: the outcome is unknown.
 			return nil, fmt.Errorf("%v; revoking its lease failed, so it may hold the lock until the lease ends: %w", err, rerr)
@@ -87,7 +91,7 @@ func (e *EtcdLock) Acquire(ctx context.Context, key string, ttl time.Duration) (
 		// The mutex deleted its own key when it gave up.
 		return nil, err
 	}
-	return &Lease{Key: key, Value: l.key, Deadline: deadline, Token: &token, impl: l}, nil
+	return &workload.Lease{Key: key, Value: l.key, Deadline: deadline, Token: &token, Impl: l}, nil
 }
 
 func (e *EtcdLock) mutex(ctx context.Context, key string, id clientv3.LeaseID) (*etcdLease, int64, error) {
@@ -109,15 +113,15 @@ func (e *EtcdLock) mutex(ctx context.Context, key string, id clientv3.LeaseID) (
 		err = m.Lock(wctx)
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			// Lock deleted our key when its wait ended.
-			err = errors.Join(ErrNotAcquired, fmt.Errorf("still held after %v", e.Wait))
+			err = errors.Join(workload.ErrNotAcquired, fmt.Errorf("still held after %v", e.Wait))
 		}
 		wcancel()
 	}
 	switch {
 	case err == nil:
 	case errors.Is(err, concurrency.ErrLocked), errors.Is(err, concurrency.ErrSessionExpired):
-		return nil, 0, errors.Join(ErrNotAcquired, fmt.Errorf("etcd lock %q: %w", key, err))
-	case errors.Is(err, ErrNotAcquired):
+		return nil, 0, errors.Join(workload.ErrNotAcquired, fmt.Errorf("etcd lock %q: %w", key, err))
+	case errors.Is(err, workload.ErrNotAcquired):
 		return nil, 0, fmt.Errorf("etcd lock %q: %w", key, err)
 	default:
 		return nil, 0, fmt.Errorf("etcd lock %q: %w", key, err)
@@ -129,7 +133,7 @@ func (e *EtcdLock) mutex(ctx context.Context, key string, id clientv3.LeaseID) (
 	if err == nil && len(g.Kvs) == 1 {
 		rev = g.Kvs[0].CreateRevision
 	} else if err == nil {
-		return nil, 0, errors.Join(ErrNotAcquired, fmt.Errorf("etcd lock %q: our key vanished (lease expired)", key))
+		return nil, 0, errors.Join(workload.ErrNotAcquired, fmt.Errorf("etcd lock %q: our key vanished (lease expired)", key))
 	}
 	return &etcdLease{id: id, key: m.Key(), rev: rev}, rev, nil
 }
@@ -158,7 +162,7 @@ func (e *EtcdLock) lockRPC(ctx context.Context, key string, id clientv3.LeaseID,
 		if wctx.Err() != nil && ctx.Err() == nil {
 			// The server may still grant it; the lease's revoke takes it
 			// back, after which the refusal is certain.
-			return nil, 0, errors.Join(ErrNotAcquired, fmt.Errorf("etcd v3lock %q: still held after %v", key, wait))
+			return nil, 0, errors.Join(workload.ErrNotAcquired, fmt.Errorf("etcd v3lock %q: still held after %v", key, wait))
 		}
 		return nil, 0, fmt.Errorf("etcd v3lock %q: %w", key, rpctypes.Error(err))
 	}
@@ -251,8 +255,8 @@ func (rawCodec) Name() string { return "proto" }
 
 // Release implements Lock: the key deleted if it is still ours (ErrNotHeld
 // when it is gone: the lease expired), then the lease revoked.
-func (e *EtcdLock) Release(ctx context.Context, lease *Lease) error {
-	l, ok := lease.impl.(*etcdLease)
+func (e *EtcdLock) Release(ctx context.Context, lease *workload.Lease) error {
+	l, ok := lease.Impl.(*etcdLease)
 	if !ok {
 		return errors.New("etcd adapter: lease was not acquired through this adapter")
 	}
@@ -263,7 +267,7 @@ func (e *EtcdLock) Release(ctx context.Context, lease *Lease) error {
 	}
 	_, rerr := e.Client.Revoke(ctx, l.id)
 	if !r.Succeeded {
-		return errors.Join(ErrNotHeld, fmt.Errorf("etcd release %q: key %s gone (lease expired)", lease.Key, l.key))
+		return errors.Join(workload.ErrNotHeld, fmt.Errorf("etcd release %q: key %s gone (lease expired)", lease.Key, l.key))
 	}
 	if rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
 		return fmt.Errorf("etcd release %q: revoke: %w", lease.Key, rerr)
@@ -273,8 +277,8 @@ func (e *EtcdLock) Release(ctx context.Context, lease *Lease) error {
 
 // Extend implements Lock: one keep-alive of the lease; its Deadline is
 // when it was sent plus the TTL answered. A lease gone is ErrNotExtended.
-func (e *EtcdLock) Extend(ctx context.Context, lease *Lease, _ time.Duration) (*Lease, error) {
-	l, ok := lease.impl.(*etcdLease)
+func (e *EtcdLock) Extend(ctx context.Context, lease *workload.Lease, _ time.Duration) (*workload.Lease, error) {
+	l, ok := lease.Impl.(*etcdLease)
 	if !ok {
 		return nil, errors.New("etcd adapter: lease was not acquired through this adapter")
 	}
@@ -282,11 +286,33 @@ func (e *EtcdLock) Extend(ctx context.Context, lease *Lease, _ time.Duration) (*
 	k, err := e.Client.KeepAliveOnce(ctx, l.id)
 	if err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return nil, errors.Join(ErrNotExtended, err)
+			return nil, errors.Join(workload.ErrNotExtended, err)
 		}
 		return nil, fmt.Errorf("etcd extend %q: %w", lease.Key, err)
 	}
 	out := *lease
 	out.Deadline = sent.Add(time.Duration(k.TTL) * time.Second)
 	return &out, nil
+}
+
+// buildEtcd is the client's etcd client with the cluster through its own
+// proxies, connected and logged in, and the client's gate at after-acquire
+// and before-release: the client mutex, or the Lock RPC for etcd-v3lock.
+func buildEtcd(ctx context.Context, k *locks.Kind, env Env) (workload.Lock, error) {
+	ctx, cancel := context.WithTimeout(ctx, consensusSetUpTimeout)
+	defer cancel()
+	c, err := cluster.DialEtcd(nodeAddrs(env), env.Password, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", env.Client, err)
+	}
+	env.Rig.OnClose(func() { _ = c.Close() })
+	// Connect (and log in) now, so that the first acquire measures the
+	// lock, not the handshake.
+	for _, err = c.Get(ctx, "/"); err != nil && ctx.Err() == nil; _, err = c.Get(ctx, "/") {
+		workload.Sleep(ctx, 50*time.Millisecond)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client %s: connecting to the etcd members: %w", env.Client, err)
+	}
+	return gatedLock{Lock: &EtcdLock{Client: c, Wait: retryWait(env), V3Lock: k.Adapter == "etcd-v3lock"}, gate: env.Gate}, nil
 }

@@ -1,4 +1,4 @@
-package workload
+package adapter
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	rsredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // Redsync adapts go-redsync/redsync v4, the Go Redlock most users run, to
@@ -52,42 +55,58 @@ func (r *Redsync) mutex(key string, ttl time.Duration, value string) *redsync.Mu
 
 // Acquire implements Lock. Every failed attempt is ErrNotAcquired: redsync
 // rolls back and reports no lease whatever the cause.
-func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
 	m := r.mutex(key, ttl, "")
 	if err := m.LockContext(ctx); err != nil {
-		return nil, errors.Join(ErrNotAcquired, err)
+		return nil, errors.Join(workload.ErrNotAcquired, err)
 	}
-	return &Lease{Key: key, Value: m.Value(), Deadline: m.Until(), impl: m}, nil
+	return &workload.Lease{Key: key, Value: m.Value(), Deadline: m.Until(), Impl: m}, nil
 }
 
 // Release implements Lock.
-func (r *Redsync) Release(ctx context.Context, lease *Lease) error {
+func (r *Redsync) Release(ctx context.Context, lease *workload.Lease) error {
 	m, err := r.own(lease)
 	if err != nil {
 		return err
 	}
 	if ok, err := m.UnlockContext(ctx); !ok {
-		return errors.Join(ErrNotHeld, err)
+		return errors.Join(workload.ErrNotHeld, err)
 	}
 	return nil
 }
 
 // Extend implements Lock, with redsync's ExtendContext on a handle for ttl.
-func (r *Redsync) Extend(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
+func (r *Redsync) Extend(ctx context.Context, lease *workload.Lease, ttl time.Duration) (*workload.Lease, error) {
 	if _, err := r.own(lease); err != nil {
 		return nil, err
 	}
 	m := r.mutex(lease.Key, ttl, lease.Value)
 	if ok, err := m.ExtendContext(ctx); !ok {
-		return nil, errors.Join(ErrNotExtended, err)
+		return nil, errors.Join(workload.ErrNotExtended, err)
 	}
-	return &Lease{Key: lease.Key, Value: lease.Value, Deadline: m.Until(), impl: m}, nil
+	return &workload.Lease{Key: lease.Key, Value: lease.Value, Deadline: m.Until(), Impl: m}, nil
 }
 
-func (r *Redsync) own(lease *Lease) (*redsync.Mutex, error) {
-	m, ok := lease.impl.(*redsync.Mutex)
+func (r *Redsync) own(lease *workload.Lease) (*redsync.Mutex, error) {
+	m, ok := lease.Impl.(*redsync.Mutex)
 	if !ok {
 		return nil, errors.New("redsync adapter: lease was not acquired through this adapter")
 	}
 	return m, nil
+}
+
+// buildRedsync is redsync over the client's connections to every node,
+// with the client's gate at the three points (see gate.go): after-replies
+// once a SET NX reply has arrived.
+func buildRedsync(ctx context.Context, _ *locks.Kind, env Env) (workload.Lock, error) {
+	conns, _, err := redisConns(ctx, env, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range conns {
+		c.AddHook(replyHook{gate: env.Gate, is: isSetNX})
+	}
+	rs := NewRedsync(conns, env.NodeTimeout)
+	rs.Tries = env.Retries
+	return gatedLock{Lock: rs, gate: env.Gate}, nil
 }

@@ -1,4 +1,4 @@
-package workload
+package adapter
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
+
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // Redislock adapts bsm/redislock (v0.9.x) to Lock: one Redis deployment,
@@ -56,28 +59,28 @@ func (r *Redislock) options() *redislock.Options {
 // Acquire implements Lock. redislock's ErrNotObtained (the key is held by
 // another value) is ErrNotAcquired; any other error — a timeout, a broken
 // connection — leaves the outcome unknown: the script may have run.
-func (r *Redislock) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lease, error) {
+func (r *Redislock) Acquire(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
 	l, err := r.client.Obtain(ctx, key, ttl, r.options())
 	if err != nil {
 		if errors.Is(err, redislock.ErrNotObtained) {
-			return nil, errors.Join(ErrNotAcquired, err)
+			return nil, errors.Join(workload.ErrNotAcquired, err)
 		}
 		return nil, fmt.Errorf("redislock obtain %q: %w", key, err)
 	}
 	// The belief starts now, with the whole ttl: see the type's comment.
-	return &Lease{Key: key, Value: l.Token(), Deadline: time.Now().Add(ttl), impl: l}, nil
+	return &workload.Lease{Key: key, Value: l.Token(), Deadline: time.Now().Add(ttl), Impl: l}, nil
 }
 
 // Release implements Lock: ErrLockNotHeld (the key is gone or someone
 // else's) is ErrNotHeld.
-func (r *Redislock) Release(ctx context.Context, lease *Lease) error {
+func (r *Redislock) Release(ctx context.Context, lease *workload.Lease) error {
 	l, err := r.own(lease)
 	if err != nil {
 		return err
 	}
 	if err := l.Release(ctx); err != nil {
 		if errors.Is(err, redislock.ErrLockNotHeld) {
-			return errors.Join(ErrNotHeld, err)
+			return errors.Join(workload.ErrNotHeld, err)
 		}
 		return fmt.Errorf("redislock release %q: %w", lease.Key, err)
 	}
@@ -87,24 +90,39 @@ func (r *Redislock) Release(ctx context.Context, lease *Lease) error {
 // Extend implements Lock with redislock's Refresh: ErrNotObtained (the key
 // is gone or someone else's) is ErrNotExtended; the new deadline is the
 // instant Refresh returned plus ttl.
-func (r *Redislock) Extend(ctx context.Context, lease *Lease, ttl time.Duration) (*Lease, error) {
+func (r *Redislock) Extend(ctx context.Context, lease *workload.Lease, ttl time.Duration) (*workload.Lease, error) {
 	l, err := r.own(lease)
 	if err != nil {
 		return nil, err
 	}
 	if err := l.Refresh(ctx, ttl, nil); err != nil {
 		if errors.Is(err, redislock.ErrNotObtained) {
-			return nil, errors.Join(ErrNotExtended, err)
+			return nil, errors.Join(workload.ErrNotExtended, err)
 		}
 		return nil, fmt.Errorf("redislock refresh %q: %w", lease.Key, err)
 	}
-	return &Lease{Key: lease.Key, Value: lease.Value, Deadline: time.Now().Add(ttl), impl: l}, nil
+	return &workload.Lease{Key: lease.Key, Value: lease.Value, Deadline: time.Now().Add(ttl), Impl: l}, nil
 }
 
-func (r *Redislock) own(lease *Lease) (*redislock.Lock, error) {
-	l, ok := lease.impl.(*redislock.Lock)
+func (r *Redislock) own(lease *workload.Lease) (*redislock.Lock, error) {
+	l, ok := lease.Impl.(*redislock.Lock)
 	if !ok {
 		return nil, errors.New("redislock adapter: lease was not acquired through this adapter")
 	}
 	return l, nil
+}
+
+// buildRedislock is bsm/redislock over the client's connection to n1 with
+// the client's gate at the same three points; after-replies is after the
+// obtain script's reply (its only command during an acquire), before
+// redislock hands back the lock.
+func buildRedislock(ctx context.Context, _ *locks.Kind, env Env) (workload.Lock, error) {
+	conns, _, err := redisConns(ctx, env, 0)
+	if err != nil {
+		return nil, err
+	}
+	conns[0].AddHook(replyHook{gate: env.Gate, is: isScriptRun})
+	rl := NewRedislock(conns[0])
+	rl.Tries = env.Retries
+	return gatedLock{Lock: rl, gate: env.Gate}, nil
 }

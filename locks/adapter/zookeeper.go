@@ -1,4 +1,4 @@
-package workload
+package adapter
 
 import (
 	"context"
@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"splitbrain/cluster"
+	"splitbrain/locks"
+	"splitbrain/workload"
 )
 
 // ZooKeeperLock is ZooKeeper's lock recipe, written on go-zookeeper's
@@ -55,7 +59,7 @@ type zkLease struct {
 const zkLockRoot = "/locks"
 
 // Acquire implements Lock.
-func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration) (*Lease, error) {
+func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration) (*workload.Lease, error) {
 	dir := zkLockRoot + "/" + key
 	if err := z.ensure(dir); err != nil {
 		return nil, err
@@ -78,7 +82,7 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration
 		pred, mine := predecessor(children, path.Base(me))
 		if !mine {
 			// Our znode is gone: the session expired under us.
-			return nil, errors.Join(ErrNotAcquired, fmt.Errorf("zookeeper lock %q: our znode %s vanished (session expired)", key, me))
+			return nil, errors.Join(workload.ErrNotAcquired, fmt.Errorf("zookeeper lock %q: our znode %s vanished (session expired)", key, me))
 		}
 		if pred == "" {
 			sent := time.Now()
@@ -87,13 +91,13 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration
 				return nil, z.giveUp(me, fmt.Errorf("zookeeper lock %q: read our znode: %w", key, err))
 			}
 			if !ok {
-				return nil, errors.Join(ErrNotAcquired, fmt.Errorf("zookeeper lock %q: our znode %s vanished (session expired)", key, me))
+				return nil, errors.Join(workload.ErrNotAcquired, fmt.Errorf("zookeeper lock %q: our znode %s vanished (session expired)", key, me))
 			}
 			token := st.Czxid
-			return &Lease{Key: key, Value: me, Deadline: sent.Add(z.SessionTimeout), Token: &token, impl: &zkLease{path: me}}, nil
+			return &workload.Lease{Key: key, Value: me, Deadline: sent.Add(z.SessionTimeout), Token: &token, Impl: &zkLease{path: me}}, nil
 		}
 		if waitUntil.IsZero() {
-			return nil, z.giveUp(me, errors.Join(ErrNotAcquired, fmt.Errorf("zookeeper lock %q: held (%s is before ours)", key, pred)))
+			return nil, z.giveUp(me, errors.Join(workload.ErrNotAcquired, fmt.Errorf("zookeeper lock %q: held (%s is before ours)", key, pred)))
 		}
 		ok, _, ev, err := z.Conn.ExistsW(dir + "/" + pred)
 		if err != nil {
@@ -104,7 +108,7 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration
 		}
 		left := time.Until(waitUntil)
 		if left <= 0 {
-			return nil, z.giveUp(me, errors.Join(ErrNotAcquired, fmt.Errorf("zookeeper lock %q: still held after %v", key, z.Wait)))
+			return nil, z.giveUp(me, errors.Join(workload.ErrNotAcquired, fmt.Errorf("zookeeper lock %q: still held after %v", key, z.Wait)))
 		}
 		t := time.NewTimer(left)
 		select {
@@ -123,7 +127,7 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration
 // make us the holder later, so a refusal becomes unknown.
 func (z *ZooKeeperLock) giveUp(me string, cause error) error {
 	if err := z.Conn.Delete(me, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		if errors.Is(cause, ErrNotAcquired) {
+		if errors.Is(cause, workload.ErrNotAcquired) {
 			return fmt.Errorf("%v; and deleting our znode failed, so it may still win: %w", cause, err)
 		}
 		return fmt.Errorf("%w; and deleting our znode failed: %v", cause, err)
@@ -159,14 +163,14 @@ func predecessor(children []string, mine string) (string, bool) {
 
 // Release implements Lock: deleting the znode. ErrNoNode (the session
 // expired, the znode went with it) is ErrNotHeld.
-func (z *ZooKeeperLock) Release(_ context.Context, lease *Lease) error {
-	l, ok := lease.impl.(*zkLease)
+func (z *ZooKeeperLock) Release(_ context.Context, lease *workload.Lease) error {
+	l, ok := lease.Impl.(*zkLease)
 	if !ok {
 		return errors.New("zookeeper adapter: lease was not acquired through this adapter")
 	}
 	if err := z.Conn.Delete(l.path, -1); err != nil {
 		if errors.Is(err, zk.ErrNoNode) {
-			return errors.Join(ErrNotHeld, err)
+			return errors.Join(workload.ErrNotHeld, err)
 		}
 		return fmt.Errorf("zookeeper release %q: %w", lease.Key, err)
 	}
@@ -177,8 +181,8 @@ func (z *ZooKeeperLock) Release(_ context.Context, lease *Lease) error {
 // extension is a request that shows the session alive (a read of the
 // znode): its Deadline is when that read was sent plus the session
 // timeout. A znode gone is ErrNotExtended.
-func (z *ZooKeeperLock) Extend(_ context.Context, lease *Lease, _ time.Duration) (*Lease, error) {
-	l, ok := lease.impl.(*zkLease)
+func (z *ZooKeeperLock) Extend(_ context.Context, lease *workload.Lease, _ time.Duration) (*workload.Lease, error) {
+	l, ok := lease.Impl.(*zkLease)
 	if !ok {
 		return nil, errors.New("zookeeper adapter: lease was not acquired through this adapter")
 	}
@@ -188,9 +192,51 @@ func (z *ZooKeeperLock) Extend(_ context.Context, lease *Lease, _ time.Duration)
 		return nil, fmt.Errorf("zookeeper extend %q: %w", lease.Key, err)
 	}
 	if !exists {
-		return nil, errors.Join(ErrNotExtended, fmt.Errorf("zookeeper extend %q: znode %s gone (session expired)", lease.Key, l.path))
+		return nil, errors.Join(workload.ErrNotExtended, fmt.Errorf("zookeeper extend %q: znode %s gone (session expired)", lease.Key, l.path))
 	}
 	out := *lease
 	out.Deadline = sent.Add(z.SessionTimeout)
 	return &out, nil
+}
+
+// consensusSetUpTimeout bounds a client's first session or connection.
+const consensusSetUpTimeout = 30 * time.Second
+
+// retryWait is how long a consensus lock's acquire waits for the lock
+// when the scenario asks for retries (lock.retries · TTL); zero: one
+// attempt.
+func retryWait(env Env) time.Duration {
+	if env.Retries > 1 {
+		return time.Duration(env.Retries) * env.TTL
+	}
+	return 0
+}
+
+// buildZooKeeper is the client's ZooKeeper session with the ensemble
+// through its own proxies, its connections passing the client's gate
+// (gatedDialer), and the gate at after-acquire and before-release (the
+// recipe has no point between replies and a validity check).
+func buildZooKeeper(ctx context.Context, _ *locks.Kind, env Env) (workload.Lock, error) {
+	ctx, cancel := context.WithTimeout(ctx, consensusSetUpTimeout)
+	defer cancel()
+	timeout := min(env.TTL, cluster.ZooKeeperMaxSession)
+	conn, _, err := cluster.DialZooKeeper(ctx, nodeAddrs(env), timeout, env.Password, func(e zk.Event) {
+		if e.Type == zk.EventSession && (e.State == zk.StateExpired || e.State == zk.StateDisconnected) {
+			env.Logf("%s: ZooKeeper session event: %s", env.Client, e.State)
+		}
+	}, gatedDialer(env.Gate))
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", env.Client, err)
+	}
+	env.Rig.OnClose(func() { conn.Close() })
+	return gatedLock{Lock: &ZooKeeperLock{Conn: conn, SessionTimeout: timeout,
+		ACL: cluster.ZooKeeperACL(env.Password), Wait: retryWait(env)}, gate: env.Gate}, nil
+}
+
+func nodeAddrs(env Env) []string {
+	addrs := make([]string, len(env.Nodes))
+	for i, n := range env.Nodes {
+		addrs[i] = n.Addr
+	}
+	return addrs
 }

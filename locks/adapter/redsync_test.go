@@ -1,4 +1,4 @@
-package workload
+package adapter
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/redlock"
+	"splitbrain/workload"
 )
 
 // TestAdapters drives both lock adapters through the same contract on real
@@ -37,7 +38,7 @@ func TestAdapters(t *testing.T) {
 		}
 		return cs
 	}
-	ours := func(opts redlock.Options) Lock {
+	ours := func(opts redlock.Options) workload.Lock {
 		l, err := redlock.New(clients(), opts)
 		if err != nil {
 			t.Fatal(err)
@@ -47,15 +48,15 @@ func TestAdapters(t *testing.T) {
 	const nodeTimeout = 200 * time.Millisecond
 	tests := []struct {
 		name      string
-		new       func() Lock
+		new       func() workload.Lock
 		wantToken bool
 		wantNodes bool
 	}{
-		{"ours", func() Lock { return ours(redlock.Options{NodeTimeout: nodeTimeout}) }, false, true},
-		{"ours fenced", func() Lock {
+		{"ours", func() workload.Lock { return ours(redlock.Options{NodeTimeout: nodeTimeout}) }, false, true},
+		{"ours fenced", func() workload.Lock {
 			return ours(redlock.Options{NodeTimeout: nodeTimeout, Fencing: redlock.FenceTwoRound})
 		}, true, true},
-		{"redsync", func() Lock { return NewRedsync(clients(), nodeTimeout) }, false, false},
+		{"redsync", func() workload.Lock { return NewRedsync(clients(), nodeTimeout) }, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,8 +74,8 @@ func TestAdapters(t *testing.T) {
 			if (lease.Token != nil) != tt.wantToken || (len(lease.Granted) == 5) != tt.wantNodes {
 				t.Errorf("lease token %v, granted %v", lease.Token, lease.Granted)
 			}
-			if _, err := b.Acquire(ctx, key, time.Second); !errors.Is(err, ErrNotAcquired) {
-				t.Errorf("second client's Acquire on a held key: %v, want ErrNotAcquired", err)
+			if _, err := b.Acquire(ctx, key, time.Second); !errors.Is(err, workload.ErrNotAcquired) {
+				t.Errorf("second client's Acquire on a held key: %v, want workload.ErrNotAcquired", err)
 			}
 
 			ext, err := a.Extend(ctx, lease, 10*time.Second)
@@ -93,11 +94,11 @@ func TestAdapters(t *testing.T) {
 			if err := a.Release(ctx, ext); err != nil {
 				t.Fatalf("Release: %v", err)
 			}
-			if err := a.Release(ctx, ext); !errors.Is(err, ErrNotHeld) {
-				t.Errorf("second Release: %v, want ErrNotHeld", err)
+			if err := a.Release(ctx, ext); !errors.Is(err, workload.ErrNotHeld) {
+				t.Errorf("second Release: %v, want workload.ErrNotHeld", err)
 			}
-			if _, err := a.Extend(ctx, ext, time.Second); !errors.Is(err, ErrNotExtended) {
-				t.Errorf("Extend after Release: %v, want ErrNotExtended", err)
+			if _, err := a.Extend(ctx, ext, time.Second); !errors.Is(err, workload.ErrNotExtended) {
+				t.Errorf("Extend after Release: %v, want workload.ErrNotExtended", err)
 			}
 			again, err := b.Acquire(ctx, key, time.Second)
 			if err != nil {
@@ -106,7 +107,7 @@ func TestAdapters(t *testing.T) {
 			if err := b.Release(ctx, again); err != nil {
 				t.Errorf("second client's Release: %v", err)
 			}
-			if _, err := b.Extend(ctx, &Lease{Key: key, Value: "x"}, time.Second); err == nil || errors.Is(err, ErrNotExtended) {
+			if _, err := b.Extend(ctx, &workload.Lease{Key: key, Value: "x"}, time.Second); err == nil || errors.Is(err, workload.ErrNotExtended) {
 				t.Errorf("Extend of a foreign lease value: %v, want an argument error", err)
 			}
 		})
