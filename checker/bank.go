@@ -235,7 +235,7 @@ func bankKey(a *analysis, r *resource, res *BankResult) (Verdict, string) {
 
 	// Every read must see the whole total and no negative balance.
 	for _, op := range r.reads {
-		ev, done := &a.events[op.inv], &a.events[op.done]
+		ev, done := op.inv, op.done
 		var rb history.Balances
 		if err := done.Decode(&rb); err != nil {
 			a.notes = append(a.notes, err.Error())
@@ -354,7 +354,7 @@ func readBalances(a *analysis, w *writeOp) balances {
 		return nil
 	}
 	var rb history.Balances
-	if a.events[w.read.done].Decode(&rb) != nil {
+	if w.read.done.Decode(&rb) != nil {
 		return nil
 	}
 	b, err := parseBalances(rb)

@@ -137,8 +137,8 @@ type leaseKey struct{ key, value string }
 // resourceOp is one operation on the protected resource: an invoke and its
 // completion, and the lease it ran under.
 type resourceOp struct {
-	inv  int // position of the invoke in the history
-	done int // position of the completion; -1 while pending
+	inv  *history.Event // the invoke
+	done *history.Event // the completion; nil while pending
 	// lease is the belief of the lease the op ran under (see leaseOf); nil
 	// for the harness's initial writes and final reads, and for an
 	// operation outside any lease.
@@ -148,11 +148,11 @@ type resourceOp struct {
 	write *writeOp
 }
 
-func (o *resourceOp) typ(events []history.Event) history.Type {
-	if o.done < 0 {
+func (o *resourceOp) typ() history.Type {
+	if o.done == nil {
 		return ""
 	}
-	return events[o.done].Type
+	return o.done.Type
 }
 
 // isResource reports whether f acts on the protected resource.
@@ -160,26 +160,34 @@ func isResource(f history.Func) bool {
 	return f == history.Read || f == history.Write || f == history.Transfer || f == history.Add
 }
 
-// analyze pairs invokes with completions and turns lock operations into
-// belief intervals and attempts, resource operations into resourceOps tied
-// to their leases, and nemesis events into fault windows.
+// analyze walks the history's operations (paired once, by history.Pair) in
+// the order of their events and turns lock operations into belief
+// intervals and attempts, resource operations into resourceOps tied to
+// their leases, and nemesis events into fault windows.
 func analyze(events []history.Event) *analysis {
 	a := &analysis{events: events, keys: map[string]*KeyInfo{}, byValue: map[leaseKey]*Belief{}, held: map[procKey]procKey{}}
 	a.presize(events)
-	// One map lookup per event finds the process's pending invoke and
-	// resource operation.
-	type proc struct {
-		pending int // position of the pending invoke; -1 when none
-		op      *resourceOp
-	}
-	procs := map[string]*proc{}
+	pairing := history.Pair(events)
+	// The time order and the pairing are two checks of one history; their
+	// problems are told in history order.
+	problems := pairing.Problems
+	resOps := map[int]*resourceOp{} // by index in pairing.Ops
+	procs := map[string]bool{}
 	active := map[procKey]*Belief{}
 	openFaults := map[int]int{} // fault ID → index in a.faults
 	var last int64
 	for i := range events {
 		e := &events[i]
+		for len(problems) > 0 && problems[0].At < i {
+			a.problem(problems[0].Text)
+			problems = problems[1:]
+		}
 		if e.Time < last {
 			a.problem(fmt.Sprintf("event %d at %s is earlier than the event before it (%s)", e.Index, Seconds(e.Time), Seconds(last)))
+		}
+		for len(problems) > 0 && problems[0].At == i {
+			a.problem(problems[0].Text)
+			problems = problems[1:]
 		}
 		last = max(last, e.Time)
 		if i == 0 || e.Time > a.end {
@@ -194,69 +202,42 @@ func analyze(events []history.Event) *analysis {
 			a.nemesis(*e, openFaults)
 			continue
 		}
-		pr := procs[e.Process]
-		if pr == nil {
-			pr = &proc{pending: -1}
-			procs[e.Process] = pr
+		procs[e.Process] = true
+		k := pairing.OpOf(i)
+		if k < 0 {
+			continue // a completion of nothing: a problem
 		}
 		if e.Type == history.Invoke {
-			if pr.pending >= 0 {
-				prev := &events[pr.pending]
-				a.problem(fmt.Sprintf("process %s invoked %s (event %d) while its %s (event %d) was still pending",
-					e.Process, e.F, e.Index, prev.F, prev.Index))
-			}
-			pr.pending, pr.op = i, nil
 			if isResource(e.F) {
-				op := &resourceOp{inv: i, done: -1, lease: a.leaseOf(e, active)}
+				op := &resourceOp{inv: e, lease: a.leaseOf(e, active)}
 				if op.lease != nil {
 					op.lease.ResourceOps++
 				}
 				a.ops = append(a.ops, op)
-				pr.op = op
+				resOps[k] = op
 			}
 			a.invoke(e, i, active)
 			continue
 		}
-		p := pr.pending
-		if p < 0 {
-			a.problem(fmt.Sprintf("event %d: %s %s by %s completes no pending invoke", e.Index, e.F, e.Type, e.Process))
-			continue
-		}
-		op := pr.op
-		pr.pending, pr.op = -1, nil
-		inv := &events[p]
-		if inv.F != e.F {
-			a.problem(fmt.Sprintf("event %d: %s %s by %s completes a %s (event %d)", e.Index, e.F, e.Type, e.Process, inv.F, inv.Index))
-			continue
-		}
-		if e.Key != "" && inv.Key != e.Key {
-			a.problem(fmt.Sprintf("event %d: %s %s by %s is for key %q but its invoke (event %d) was for %q",
-				e.Index, e.F, e.Type, e.Process, e.Key, inv.Index, inv.Key))
-			continue
-		}
-		if op != nil {
-			op.done = i
+		if op := resOps[k]; op != nil {
+			op.done = e
 			if op.lease != nil {
 				op.lease.lastOp = max(op.lease.lastOp, e.Time)
 			}
 			continue
 		}
-		a.complete(inv, e, p, i, active)
+		inv := pairing.Ops[k].Invoke
+		a.complete(inv, e, active)
 	}
-	var pending []int
-	for _, pr := range procs {
-		if pr.pending >= 0 {
-			pending = append(pending, pr.pending)
-			if pr.op != nil && pr.op.lease != nil {
-				// Still in flight when the history ended: the critical
-				// section lasted at least that long.
-				pr.op.lease.lastOp = max(pr.op.lease.lastOp, a.end)
-			}
+	for _, k := range pairing.Pending {
+		if op := resOps[k]; op != nil && op.lease != nil {
+			// Still in flight when the history ended: the critical
+			// section lasted at least that long.
+			op.lease.lastOp = max(op.lease.lastOp, a.end)
 		}
 	}
-	sort.Ints(pending)
-	for _, p := range pending {
-		if inv := &events[p]; inv.F == history.Acquire {
+	for _, k := range pairing.Pending {
+		if inv := pairing.Ops[k].Invoke; inv.F == history.Acquire {
 			k := a.key(inv.Key)
 			k.Pending++
 			k.Attempts = append(k.Attempts, Attempt{Client: inv.Process, Key: inv.Key, Invoke: inv.Time,
@@ -361,7 +342,7 @@ func (a *analysis) invoke(e *history.Event, pos int, active map[procKey]*Belief)
 	}
 }
 
-func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[procKey]*Belief) {
+func (a *analysis) complete(inv, e *history.Event, active map[procKey]*Belief) {
 	pk := procKey{inv.Process, inv.Key}
 	switch inv.F {
 	case history.Acquire:

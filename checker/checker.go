@@ -180,6 +180,11 @@ type Result struct {
 	Bank    *BankResult    `json:"bank,omitempty"`
 	Set     *SetResult     `json:"set,omitempty"`
 	Fencing *FencingResult `json:"fencing,omitempty"`
+	// OutsideLease are the applied writes that no belief of their writer's
+	// lease covered, for the report to show. result.json leaves them out
+	// (a run without a lock has one per write); they are found again from
+	// the history.
+	OutsideLease []OutsideWrite `json:"-"`
 	// Visualized names the property whose failing window
 	// WriteVisualization shows.
 	Visualized string `json:"visualized,omitempty"`
@@ -234,6 +239,7 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 	for _, k := range sortedKeys(a.keys) {
 		res.Keys = append(res.Keys, *a.keys[k])
 	}
+	res.OutsideLease = outsideWrites(a.ops, res.Keys)
 	if len(a.problems) > 0 {
 		res.Verdict = Unknown
 		res.Reason = "the history is inconsistent, so it cannot be judged: " + joinFirst(a.problems, 3)

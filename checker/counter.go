@@ -136,9 +136,9 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 	// decoded once.
 	values := map[*resourceOp]int64{}
 	usable := func(op *resourceOp) bool {
-		ev := &a.events[op.inv]
+		ev := op.inv
 		if ev.F == history.Read {
-			ev = &a.events[op.done]
+			ev = op.done
 		}
 		var v int64
 		if err := json.Unmarshal(ev.Value, &v); err != nil {
@@ -154,12 +154,12 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 			in.R = values[read]
 		}
 		if write == nil {
-			ev, done := &a.events[read.inv], &a.events[read.done]
+			ev, done := read.inv, read.done
 			in.Client = ev.Process
 			add(in, call, ret, fmt.Sprintf("%s: read (events %d→%d)", ev.Process, ev.Index, done.Index))
 			return
 		}
-		ev := &a.events[write.inv]
+		ev := write.inv
 		in.Client, in.W = ev.Process, values[write]
 		if write.write.applied {
 			in.Seq = write.write.ack.Seq
@@ -167,7 +167,7 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 		add(in, call, ret, fmt.Sprintf("%s: write %d (event %d)", ev.Process, in.W, ev.Index))
 	})
 	for _, op := range r.finals {
-		ev, done := &a.events[op.inv], &a.events[op.done]
+		ev, done := op.inv, op.done
 		var v int64
 		if err := json.Unmarshal(done.Value, &v); err != nil {
 			notes = append(notes, fmt.Sprintf("event %d: counter value %s is not a whole number", done.Index, done.Value))
@@ -255,7 +255,7 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 		k.Applied, k.Rejected, k.Unknown = r.outcomes()
 		if f := r.lastFinal(); f != nil {
 			var v int64
-			if json.Unmarshal(a.events[f.done].Value, &v) == nil {
+			if json.Unmarshal(f.done.Value, &v) == nil {
 				k.Final = &v
 			}
 		}
@@ -366,7 +366,7 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 		if w.read == nil {
 			return 0, false
 		}
-		return value(&a.events[w.read.done])
+		return value(w.read.done)
 	}
 	var lost []LostUpdate
 	var done []step
@@ -378,7 +378,7 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 			done = append(done, step{w, init})
 			continue
 		}
-		wDone := a.events[w.op.done].Time
+		wDone := w.op.done.Time
 		for seq+1 < w.ack.Seq && certain {
 			// A write of unknown outcome landed here.
 			cands, agree := landedIn(unknown, wDone, func(x, y *writeOp) bool {

@@ -64,14 +64,14 @@ func collectResources(a *analysis) ([]*resource, []string) {
 	outside := map[procKey]*section{}
 	lastRead := map[*section]*resourceOp{}
 	for _, op := range a.ops {
-		ev := &a.events[op.inv]
+		ev := op.inv
 		r := byKey[ev.Key]
 		if r == nil {
 			r = &resource{key: ev.Key}
 			byKey[ev.Key] = r
 			order = append(order, ev.Key)
 		}
-		typ := op.typ(a.events)
+		typ := op.typ()
 		var sec *section
 		pk := procKey{ev.Process, ev.Key}
 		switch {
@@ -114,8 +114,8 @@ func collectResources(a *analysis) ([]*resource, []string) {
 			w.read = lastRead[sec]
 			delete(lastRead, sec)
 		}
-		if op.done >= 0 {
-			done := &a.events[op.done]
+		if op.done != nil {
+			done := op.done
 			if len(done.Value) > 0 {
 				if err := done.Decode(&w.ack); err != nil {
 					notes = append(notes, err.Error())
@@ -222,12 +222,12 @@ func (a *analysis) writeRef(w *writeOp) Write {
 	if w.typ == "" {
 		out.Outcome = OutcomePending
 	}
-	if w.op.done >= 0 {
-		done := &a.events[w.op.done]
+	if w.op.done != nil {
+		done := w.op.done
 		out.End, out.Err = done.Time, done.Err
 	}
 	if w.read != nil {
-		out.ReadAt = a.events[w.read.done].Time
+		out.ReadAt = w.read.done.Time
 	}
 	switch w.ev.F {
 	case history.Transfer:

@@ -115,7 +115,7 @@ func setKey(a *analysis, r *resource, res *SetResult) (Verdict, string) {
 		return Unknown, fmt.Sprintf("set %q has no final read, so whether its adds survived is not known", r.key)
 	}
 	var fr history.SetRead
-	if err := a.events[final.done].Decode(&fr); err != nil {
+	if err := final.done.Decode(&fr); err != nil {
 		return Unknown, err.Error()
 	}
 	if fr.Size != len(fr.Elements) {
@@ -129,7 +129,7 @@ func setKey(a *analysis, r *resource, res *SetResult) (Verdict, string) {
 			res.Unexpected = append(res.Unexpected, e)
 		}
 	}
-	finalAt := a.events[final.inv].Time
+	finalAt := final.inv.Time
 	verdict := Valid
 	if len(res.Unexpected) > 0 {
 		verdict = Invalid
@@ -175,7 +175,7 @@ func setLoss(a *analysis, r *resource, w *writeOp, elem int64, finalAt int64) Se
 		if o.ack.Seq <= w.ack.Seq || o.ev.F != history.Add || o.read == nil {
 			continue
 		}
-		if a.events[o.read.inv].Time <= ref.End {
+		if o.read.inv.Time <= ref.End {
 			by := a.writeRef(o)
 			l.By = &by
 			break
