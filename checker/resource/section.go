@@ -1,4 +1,4 @@
-package checker
+package resource
 
 import (
 	"github.com/anishathalye/porcupine"

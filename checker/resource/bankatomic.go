@@ -1,4 +1,4 @@
-package checker
+package resource
 
 import (
 	"encoding/binary"
@@ -11,6 +11,8 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/shopspring/decimal"
 
+	"splitbrain/checker/paired"
+	"splitbrain/checker/search"
 	"splitbrain/history"
 )
 
@@ -136,7 +138,7 @@ func BankModel() porcupine.Model {
 			}
 			return fmt.Sprintf("%x", s)
 		},
-		DescribeOperationMetadata: describeMeta,
+		DescribeOperationMetadata: search.DescribeMeta,
 	}
 	return m.ToModel()
 }
@@ -638,7 +640,7 @@ func lostTransfer(a *analysis, r *resource, c *bankCodec, w *writeOp, x bankXfer
 		if len(l.Undid) < 10 {
 			ref := a.writeRef(done[k].w)
 			l.Undid = append(l.Undid, ref)
-			names = append(names, fmt.Sprintf("%s's %s at %s", ref.Client, ref.Value, Seconds(ref.End)))
+			names = append(names, fmt.Sprintf("%s's %s at %s", ref.Client, ref.Value, paired.Seconds(ref.End)))
 		}
 	}
 	l.Text = fmt.Sprintf("%s was computed from stale balances (%s): it undid %d transfer(s)",

@@ -1,4 +1,4 @@
-package checker
+package paired
 
 import (
 	"fmt"
@@ -29,7 +29,7 @@ type OutsideWrite struct {
 
 // outsideWrites finds the applied writes of ops outside their writer's
 // lease, in invoke order, from the beliefs of keys.
-func outsideWrites(ops []*resourceOp, keys []KeyInfo) []OutsideWrite {
+func outsideWrites(ops []*ResourceOp, keys []KeyInfo) []OutsideWrite {
 	type lease struct{ key, value string }
 	beliefs := map[string]*clientBeliefs{}
 	byLease := map[lease]*clientBeliefs{}
@@ -56,8 +56,8 @@ func outsideWrites(ops []*resourceOp, keys []KeyInfo) []OutsideWrite {
 	}
 	var out []OutsideWrite
 	for _, op := range ops {
-		inv := op.inv
-		if !isWrite(inv.F) || op.typ() != history.OK || inv.Process == history.ProcessInit || inv.Process == history.ProcessFinal {
+		inv := op.Inv
+		if !IsWrite(inv.F) || op.Type() != history.OK || inv.Process == history.ProcessInit || inv.Process == history.ProcessFinal {
 			continue
 		}
 		cb := beliefs[inv.Process]
@@ -67,15 +67,15 @@ func outsideWrites(ops []*resourceOp, keys []KeyInfo) []OutsideWrite {
 		if cb == nil {
 			cb = &clientBeliefs{}
 		}
-		if w, ok := cb.outside(history.Op{Invoke: inv, Completion: op.done}); ok {
+		if w, ok := cb.outside(history.Op{Invoke: inv, Completion: op.Done}); ok {
 			out = append(out, w)
 		}
 	}
 	return out
 }
 
-// isWrite reports whether f changes the protected resource.
-func isWrite(f history.Func) bool {
+// IsWrite reports whether f changes the protected resource.
+func IsWrite(f history.Func) bool {
 	return f == history.Write || f == history.Transfer || f == history.Add
 }
 

@@ -1,4 +1,10 @@
-package checker
+// Package paired reads a history the way the checkers judge it: its
+// operations paired once (history.Pair), lock operations turned into the
+// intervals during which clients believed they held a lock, failed and
+// unknown acquires into attempts, nemesis events into fault windows, and
+// operations on the protected resource tied to the lease they ran under.
+// It judges nothing: the checkers (package verdict's protocol) do.
+package paired
 
 import (
 	"bytes"
@@ -6,7 +12,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"splitbrain/history"
@@ -66,6 +71,11 @@ type Belief struct {
 	root *Belief
 }
 
+// Root is the belief that began b's lease: b itself, or for a belief begun
+// by a late extension the belief of the lease it extended. The lease's
+// resource operations are one critical section across both.
+func (b *Belief) Root() *Belief { return b.root }
+
 // Attempt is an acquire whose client did not see it succeed: failed,
 // unknown (info), or still pending when the history ended. Attempts are not
 // checked (the client never believed it held the lock) but are shown.
@@ -110,14 +120,56 @@ type FaultWindow struct {
 // "cut c1→n4,n5".
 func (f FaultWindow) Label() string { return FaultLabel(f.Fault) }
 
+// History is a history as the checkers read it.
+type History struct {
+	// Keys are the lock keys in key order, with their beliefs and
+	// attempts.
+	Keys []KeyInfo
+	// Clients are the processes that ran operations, the harness's init
+	// and final aside, in natural order.
+	Clients []string
+	// Faults are the nemesis faults, with their windows.
+	Faults []FaultWindow
+	// End is the time of the last event.
+	End int64
+	// Ops are the operations on the protected resource, in invoke order,
+	// each tied to the lease it ran under.
+	Ops []*ResourceOp
+	// Problems are inconsistencies: a history with one cannot be judged.
+	Problems []string
+	// Notes are oddities that do not affect a verdict.
+	Notes []string
+	// OutsideLease are the applied writes outside their writer's lease.
+	OutsideLease []OutsideWrite
+}
+
+// Analyze reads a history; see History.
+func Analyze(events []history.Event) *History {
+	a := analyze(events)
+	h := &History{Clients: a.clients, Faults: a.faults, End: a.end, Ops: a.ops, Problems: a.problems, Notes: a.notes}
+	for _, k := range sortedKeys(a.keys) {
+		h.Keys = append(h.Keys, *a.keys[k])
+	}
+	h.OutsideLease = outsideWrites(a.ops, h.Keys)
+	return h
+}
+
+func sortedKeys(m map[string]*KeyInfo) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // analysis is what one pass over a history yields.
 type analysis struct {
-	events   []history.Event
 	keys     map[string]*KeyInfo
 	faults   []FaultWindow
 	clients  []string
 	end      int64
-	ops      []*resourceOp // resource operations, in invoke order
+	ops      []*ResourceOp // resource operations, in invoke order
 	problems []string      // inconsistencies: the history cannot be judged
 	notes    []string      // oddities that do not affect the verdict
 	// byValue is the latest belief of each lease, by key and lock value:
@@ -134,29 +186,27 @@ type procKey struct{ process, key string }
 
 type leaseKey struct{ key, value string }
 
-// resourceOp is one operation on the protected resource: an invoke and its
+// ResourceOp is one operation on the protected resource: an invoke and its
 // completion, and the lease it ran under.
-type resourceOp struct {
-	inv  *history.Event // the invoke
-	done *history.Event // the completion; nil while pending
-	// lease is the belief of the lease the op ran under (see leaseOf); nil
+type ResourceOp struct {
+	Inv  *history.Event // the invoke
+	Done *history.Event // the completion; nil while pending
+	// Lease is the belief of the lease the op ran under (see leaseOf); nil
 	// for the harness's initial writes and final reads, and for an
 	// operation outside any lease.
-	lease *Belief
-	// write is what the resource checks make of a write, transfer or
-	// add (set by collectResources); nil for a read.
-	write *writeOp
+	Lease *Belief
 }
 
-func (o *resourceOp) typ() history.Type {
-	if o.done == nil {
+// Type is the completion's type; "" while pending.
+func (o *ResourceOp) Type() history.Type {
+	if o.Done == nil {
 		return ""
 	}
-	return o.done.Type
+	return o.Done.Type
 }
 
 // isResource reports whether f acts on the protected resource.
-func isResource(f history.Func) bool {
+func IsResource(f history.Func) bool {
 	return f == history.Read || f == history.Write || f == history.Transfer || f == history.Add
 }
 
@@ -165,13 +215,13 @@ func isResource(f history.Func) bool {
 // intervals and attempts, resource operations into resourceOps tied to
 // their leases, and nemesis events into fault windows.
 func analyze(events []history.Event) *analysis {
-	a := &analysis{events: events, keys: map[string]*KeyInfo{}, byValue: map[leaseKey]*Belief{}, held: map[procKey]procKey{}}
+	a := &analysis{keys: map[string]*KeyInfo{}, byValue: map[leaseKey]*Belief{}, held: map[procKey]procKey{}}
 	a.presize(events)
 	pairing := history.Pair(events)
 	// The time order and the pairing are two checks of one history; their
 	// problems are told in history order.
 	problems := pairing.Problems
-	resOps := map[int]*resourceOp{} // by index in pairing.Ops
+	resOps := map[int]*ResourceOp{} // by index in pairing.Ops
 	procs := map[string]bool{}
 	active := map[procKey]*Belief{}
 	openFaults := map[int]int{} // fault ID → index in a.faults
@@ -208,10 +258,10 @@ func analyze(events []history.Event) *analysis {
 			continue // a completion of nothing: a problem
 		}
 		if e.Type == history.Invoke {
-			if isResource(e.F) {
-				op := &resourceOp{inv: e, lease: a.leaseOf(e, active)}
-				if op.lease != nil {
-					op.lease.ResourceOps++
+			if IsResource(e.F) {
+				op := &ResourceOp{Inv: e, Lease: a.leaseOf(e, active)}
+				if op.Lease != nil {
+					op.Lease.ResourceOps++
 				}
 				a.ops = append(a.ops, op)
 				resOps[k] = op
@@ -220,9 +270,9 @@ func analyze(events []history.Event) *analysis {
 			continue
 		}
 		if op := resOps[k]; op != nil {
-			op.done = e
-			if op.lease != nil {
-				op.lease.lastOp = max(op.lease.lastOp, e.Time)
+			op.Done = e
+			if op.Lease != nil {
+				op.Lease.lastOp = max(op.Lease.lastOp, e.Time)
 			}
 			continue
 		}
@@ -230,10 +280,10 @@ func analyze(events []history.Event) *analysis {
 		a.complete(inv, e, active)
 	}
 	for _, k := range pairing.Pending {
-		if op := resOps[k]; op != nil && op.lease != nil {
+		if op := resOps[k]; op != nil && op.Lease != nil {
 			// Still in flight when the history ended: the critical
 			// section lasted at least that long.
-			op.lease.lastOp = max(op.lease.lastOp, a.end)
+			op.Lease.lastOp = max(op.Lease.lastOp, a.end)
 		}
 	}
 	for _, k := range pairing.Pending {
@@ -273,7 +323,7 @@ func (a *analysis) presize(events []history.Event) {
 	counts := map[string]*count{}
 	for i := range events {
 		e := &events[i]
-		if isResource(e.F) {
+		if IsResource(e.F) {
 			a.resources = true
 		}
 		if e.F != history.Acquire || e.Type == history.Invoke {
@@ -472,7 +522,7 @@ func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64
 	if b == nil {
 		return
 	}
-	if ck := (procKey{clientOf(pk.process), pk.key}); a.held[ck] == pk {
+	if ck := (procKey{history.ClientOf(pk.process), pk.key}); a.held[ck] == pk {
 		delete(a.held, ck)
 	}
 	switch {
@@ -506,19 +556,12 @@ func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64
 // outcomes (c1.2 is c1, holding what c1 held; workload.Client keeps its
 // leases across them).
 func (a *analysis) hold(active map[procKey]*Belief, pk procKey, b *Belief, index int64) {
-	ck := procKey{clientOf(pk.process), pk.key}
+	ck := procKey{history.ClientOf(pk.process), pk.key}
 	if old, ok := a.held[ck]; ok {
 		a.close(active, old, b.Start, index, EndReacquire)
 	}
 	active[pk] = b
 	a.held[ck] = pk
-}
-
-// clientOf is the client a process is: the process without the ".N" of a
-// continuation (history.ValidProcess).
-func clientOf(process string) string {
-	c, _, _ := strings.Cut(process, ".")
-	return c
 }
 
 // holderOf finds the belief a release or extend acts on. The lock value
