@@ -43,20 +43,17 @@ func (v Verdict) ExitCode() int {
 }
 
 // Worse is the verdict of the two that weighs more: invalid beats unknown
-// beats valid; "" (nothing judged) weighs least, and anything else counts
-// as unknown.
+// beats valid, and "" is no verdict yet.
 func Worse(a, b Verdict) Verdict {
 	switch {
 	case a == Invalid || b == Invalid:
 		return Invalid
+	case a == Unknown || b == Unknown:
+		return Unknown
 	case a == "":
 		return b
-	case b == "":
-		return a
-	case a != Valid || b != Valid:
-		return Unknown
 	}
-	return Valid
+	return a
 }
 
 // Property is the verdict of one property. Its first four fields are what
@@ -180,6 +177,7 @@ func fold(props []Property) (Verdict, string) {
 		case Valid:
 			valid = append(valid, p.Reason)
 		default:
+			// Anything but valid or invalid is no pass.
 			v = Worse(v, Unknown)
 			unknown = append(unknown, p.Reason)
 		}
