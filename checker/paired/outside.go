@@ -30,18 +30,31 @@ type OutsideWrite struct {
 // outsideWrites finds the applied writes of ops outside their writer's
 // lease, in invoke order, from the beliefs of keys.
 func outsideWrites(ops []*ResourceOp, keys []KeyInfo) []OutsideWrite {
+	var writes []*ResourceOp
+	for _, op := range ops {
+		inv := op.Inv
+		if IsWrite(inv.F) && op.Type() == history.OK && inv.Process != history.ProcessInit && inv.Process != history.ProcessFinal {
+			writes = append(writes, op)
+		}
+	}
+	if len(writes) == 0 {
+		// A lock-only history has millions of beliefs and nothing to
+		// judge against them.
+		return nil
+	}
 	type lease struct{ key, value string }
 	beliefs := map[string]*clientBeliefs{}
 	byLease := map[lease]*clientBeliefs{}
-	add := func(cb *clientBeliefs, b Belief) *clientBeliefs {
+	add := func(cb *clientBeliefs, b *Belief) *clientBeliefs {
 		if cb == nil {
 			cb = &clientBeliefs{}
 		}
 		cb.bs = append(cb.bs, b)
 		return cb
 	}
-	for _, k := range keys {
-		for _, b := range k.Beliefs {
+	for i := range keys {
+		for j := range keys[i].Beliefs {
+			b := &keys[i].Beliefs[j]
 			beliefs[b.Client] = add(beliefs[b.Client], b)
 			if b.Value != "" {
 				byLease[lease{b.Key, b.Value}] = add(byLease[lease{b.Key, b.Value}], b)
@@ -55,11 +68,8 @@ func outsideWrites(ops []*ResourceOp, keys []KeyInfo) []OutsideWrite {
 		cb.index()
 	}
 	var out []OutsideWrite
-	for _, op := range ops {
+	for _, op := range writes {
 		inv := op.Inv
-		if !IsWrite(inv.F) || op.Type() != history.OK || inv.Process == history.ProcessInit || inv.Process == history.ProcessFinal {
-			continue
-		}
 		cb := beliefs[inv.Process]
 		if inv.Lease != "" {
 			cb = byLease[lease{inv.Key, inv.Lease}]
@@ -82,7 +92,7 @@ func IsWrite(f history.Func) bool {
 // clientBeliefs are one client's belief intervals, sorted by start, with
 // the running maximum of their ends so a lookup need not scan them all.
 type clientBeliefs struct {
-	bs []Belief
+	bs []*Belief
 	// maxEnd[i] is the index of the belief with the latest end among
 	// bs[:i+1] (an open belief counts as ending last).
 	maxEnd []int
@@ -99,30 +109,30 @@ func (c *clientBeliefs) index() {
 	}
 }
 
-func laterEnd(a, b Belief) bool {
+func laterEnd(a, b *Belief) bool {
 	if b.EndReason == EndOpen {
 		return false
 	}
 	return a.EndReason == EndOpen || a.End > b.End
 }
 
-func coversTime(b Belief, t int64) bool {
+func coversTime(b *Belief, t int64) bool {
 	return b.Start <= t && (t <= b.End || b.EndReason == EndOpen)
 }
 
 // covering finds a belief that covers t.
-func (c *clientBeliefs) covering(t int64) (Belief, bool) {
+func (c *clientBeliefs) covering(t int64) (*Belief, bool) {
 	j := sort.Search(len(c.bs), func(i int) bool { return c.bs[i].Start > t }) - 1
 	for ; j >= 0; j-- {
 		if !coversTime(c.bs[c.maxEnd[j]], t) {
 			// No belief starting at or before j lasts until t.
-			return Belief{}, false
+			return nil, false
 		}
 		if coversTime(c.bs[j], t) {
 			return c.bs[j], true
 		}
 	}
-	return Belief{}, false
+	return nil, false
 }
 
 // outside says how a write that took effect relates to its client's belief
@@ -134,7 +144,7 @@ func (c *clientBeliefs) outside(o history.Op) (OutsideWrite, bool) {
 		return w, false
 	}
 	if b, ok := c.covering(inv.Time); ok {
-		w.Belief, w.Late = &b, true
+		w.Belief, w.Late = b, true
 		w.Text = fmt.Sprintf("%s was sent at %s while %s held %q, but took effect only by %s, after that belief ended at %s (%s)",
 			o.Describe(), Seconds(inv.Time), b.Client, b.Key, Seconds(end.Time), Seconds(b.End), EndText(b.EndReason))
 		return w, true
@@ -147,7 +157,7 @@ func (c *clientBeliefs) outside(o history.Op) (OutsideWrite, bool) {
 		return w, true
 	}
 	last := c.bs[c.maxEnd[j]]
-	w.Belief = &last
+	w.Belief = last
 	w.Text = fmt.Sprintf("%s took effect at %s although %s's belief in %q had ended at %s (%s)",
 		o.Describe(), Seconds(end.Time), last.Client, last.Key, Seconds(last.End), EndText(last.EndReason))
 	return w, true

@@ -10,11 +10,11 @@ import (
 
 func TestClientBeliefsCovering(t *testing.T) {
 	at := historytest.Sec
-	b := func(key string, start, end float64, reason string) Belief {
-		return Belief{Client: "c1", Key: key, Start: at(start), End: at(end), EndReason: reason}
+	b := func(key string, start, end float64, reason string) *Belief {
+		return &Belief{Client: "c1", Key: key, Start: at(start), End: at(end), EndReason: reason}
 	}
 	// A long belief on one key and short ones on another, interleaved.
-	c := &clientBeliefs{bs: []Belief{
+	c := &clientBeliefs{bs: []*Belief{
 		b("b", 2.0, 2.2, EndRelease),
 		b("a", 0.0, 5.0, EndDeadline),
 		b("b", 1.0, 1.1, EndRelease),
