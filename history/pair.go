@@ -83,14 +83,18 @@ func (p *Pairing) OpOf(pos int) int { return int(p.opOf[pos]) }
 // Problem) and the operation never completed.
 func Pair(events []Event) Pairing {
 	p := Pairing{Ops: make([]Op, 0, len(events)/2), opOf: make([]int32, len(events))}
-	pending := map[string]int{} // process → index in Ops
+	// pending is each process's pending operation (an index in Ops), -1
+	// when none: a key is set once per operation rather than added and
+	// deleted.
+	pending := map[string]int{}
 	for i := range events {
 		p.opOf[i] = -1
 		e := &events[i]
 		if e.F == End || e.F == Nemesis || e.Process == ProcessNemesis {
 			continue
 		}
-		prev, open := pending[e.Process]
+		prev, seen := pending[e.Process]
+		open := seen && prev >= 0
 		if e.Type == Invoke {
 			if open {
 				inv := p.Ops[prev].Invoke
@@ -106,7 +110,7 @@ func Pair(events []Event) Pairing {
 			p.problem(i, "event %d: %s %s by %s completes no pending invoke", e.Index, e.F, e.Type, e.Process)
 			continue
 		}
-		delete(pending, e.Process)
+		pending[e.Process] = -1
 		inv := p.Ops[prev].Invoke
 		if inv.F != e.F {
 			p.problem(i, "event %d: %s %s by %s completes a %s (event %d)", e.Index, e.F, e.Type, e.Process, inv.F, inv.Index)
@@ -121,7 +125,9 @@ func Pair(events []Event) Pairing {
 		p.opOf[i] = int32(prev)
 	}
 	for _, k := range pending {
-		p.Pending = append(p.Pending, k)
+		if k >= 0 {
+			p.Pending = append(p.Pending, k)
+		}
 	}
 	slices.Sort(p.Pending)
 	return p

@@ -252,12 +252,14 @@ func analyze(events []history.Event) *analysis {
 			a.nemesis(*e, openFaults)
 			continue
 		}
-		procs[e.Process] = true
 		k := pairing.OpOf(i)
 		if k < 0 {
+			procs[e.Process] = true
 			continue // a completion of nothing: a problem
 		}
 		if e.Type == history.Invoke {
+			// A completion's process is its invoke's.
+			procs[e.Process] = true
 			if IsResource(e.F) {
 				op := &ResourceOp{Inv: e, Lease: a.leaseOf(e, active)}
 				if op.Lease != nil {
@@ -269,7 +271,7 @@ func analyze(events []history.Event) *analysis {
 			a.invoke(e, i, active)
 			continue
 		}
-		if op := resOps[k]; op != nil {
+		if op := resOps[k]; IsResource(e.F) && op != nil {
 			op.Done = e
 			if op.Lease != nil {
 				op.Lease.lastOp = max(op.Lease.lastOp, e.Time)
