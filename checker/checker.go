@@ -55,9 +55,9 @@ import (
 // DefaultTimeout bounds each porcupine search when no WithTimeout is given.
 const DefaultTimeout = 30 * time.Second
 
-// MaxNotes caps the notes a Result lists, for the same reason: a long run
-// can trip the same oddity on every operation, and a report that repeats it
-// 40,000 times hides everything else.
+// MaxNotes caps the notes a Result lists, as MaxViolations caps its
+// violations: a long run can trip the same oddity on every operation, and a
+// report that repeats it 40,000 times hides everything else.
 const MaxNotes = 50
 
 // Option configures Check.
@@ -66,8 +66,8 @@ type Option func(*config)
 type config struct {
 	timeout    time.Duration
 	incomplete string
-	// check runs porcupine for the lease-lock properties; tests replace it
-	// to reach the timeout path without depending on scheduling.
+	// check runs porcupine (search.Config.Run); tests replace it to reach
+	// the timeout path without depending on scheduling.
 	check func(porcupine.Model, []porcupine.Operation, time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo)
 }
 
