@@ -1,4 +1,4 @@
-package checker
+package resource
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"splitbrain/checker/paired"
+	"splitbrain/checker/verdict"
 	"splitbrain/history"
 )
 
@@ -13,11 +15,11 @@ import (
 // the final read, and nothing is there that was never added or was
 // rejected.
 type SetResult struct {
-	Verdict Verdict  `json:"verdict"`
-	Reason  string   `json:"reason"`
-	Keys    []SetKey `json:"keys"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Reason  string          `json:"reason"`
+	Keys    []SetKey        `json:"keys"`
 	// LostCount counts acknowledged adds missing from the final read; Lost
-	// lists at most MaxViolations of them.
+	// lists at most verdict.MaxViolations of them.
 	LostCount int       `json:"lost_count"`
 	Lost      []SetLoss `json:"lost,omitempty"`
 	// Unexpected are elements in the final read that no add wrote;
@@ -32,7 +34,7 @@ type SetKey struct {
 	Acknowledged int    `json:"acknowledged"`
 	Lost         int    `json:"lost"`
 	Rejected     int    `json:"rejected"`
-	// Unknown adds may or may not be present; UnknownPresent are.
+	// verdict.Unknown adds may or may not be present; UnknownPresent are.
 	Unknown        int  `json:"unknown"`
 	UnknownPresent int  `json:"unknown_present"`
 	FinalRead      bool `json:"final_read"`
@@ -53,16 +55,16 @@ type SetLoss struct {
 func checkSet(a *analysis, rs []*resource) *SetResult {
 	res := &SetResult{}
 	var unknown, valid []string
-	res.Verdict, unknown, valid = eachKey(rs, func(r *resource) (Verdict, string) { return setKey(a, r, res) })
+	res.Verdict, unknown, valid = eachKey(rs, func(r *resource) (verdict.Verdict, string) { return setKey(a, r, res) })
 	switch res.Verdict {
-	case Invalid:
+	case verdict.Invalid:
 		var parts []string
 		if res.LostCount > 0 {
 			var texts []string
 			for _, l := range res.Lost {
 				texts = append(texts, l.Text)
 			}
-			parts = append(parts, fmt.Sprintf("%d acknowledged add(s) lost: %s", res.LostCount, joinFirst(texts, 2)))
+			parts = append(parts, fmt.Sprintf("%d acknowledged add(s) lost: %s", res.LostCount, paired.JoinFirst(texts, 2)))
 		}
 		if len(res.Unexpected) > 0 {
 			parts = append(parts, fmt.Sprintf("%d element(s) in the final read were never added: %v", len(res.Unexpected), firstInts(res.Unexpected, 10)))
@@ -71,18 +73,18 @@ func checkSet(a *analysis, rs []*resource) *SetResult {
 			parts = append(parts, fmt.Sprintf("%d rejected add(s) are in the final read: %v", len(res.Resurrected), firstInts(res.Resurrected, 10)))
 		}
 		res.Reason = strings.Join(parts, "; ")
-	case Unknown:
-		res.Reason = "the set cannot be judged: " + joinFirst(unknown, 3)
+	case verdict.Unknown:
+		res.Reason = "the set cannot be judged: " + paired.JoinFirst(unknown, 3)
 	default:
 		res.Reason = strings.Join(valid, "; ")
 	}
-	if len(res.Lost) > MaxViolations {
-		res.Lost = res.Lost[:MaxViolations]
+	if len(res.Lost) > verdict.MaxViolations {
+		res.Lost = res.Lost[:verdict.MaxViolations]
 	}
 	return res
 }
 
-func setKey(a *analysis, r *resource, res *SetResult) (Verdict, string) {
+func setKey(a *analysis, r *resource, res *SetResult) (verdict.Verdict, string) {
 	k := SetKey{Key: r.key}
 	defer func() { res.Keys = append(res.Keys, k) }()
 	type addOp struct {
@@ -105,21 +107,21 @@ func setKey(a *analysis, r *resource, res *SetResult) (Verdict, string) {
 	}
 	var initial []int64
 	if err := r.init.ev.Decode(&initial); err != nil {
-		return Unknown, err.Error()
+		return verdict.Unknown, err.Error()
 	}
 	for _, e := range initial {
 		attempted[e] = true
 	}
 	final := r.lastFinal()
 	if final == nil {
-		return Unknown, fmt.Sprintf("set %q has no final read, so whether its adds survived is not known", r.key)
+		return verdict.Unknown, fmt.Sprintf("set %q has no final read, so whether its adds survived is not known", r.key)
 	}
 	var fr history.SetRead
-	if err := a.events[final.done].Decode(&fr); err != nil {
-		return Unknown, err.Error()
+	if err := final.done.Decode(&fr); err != nil {
+		return verdict.Unknown, err.Error()
 	}
 	if fr.Size != len(fr.Elements) {
-		return Unknown, fmt.Sprintf("set %q: the final read records %d element(s) but a size of %d", r.key, len(fr.Elements), fr.Size)
+		return verdict.Unknown, fmt.Sprintf("set %q: the final read records %d element(s) but a size of %d", r.key, len(fr.Elements), fr.Size)
 	}
 	k.FinalRead, k.FinalSize = true, fr.Size
 	present := make(map[int64]bool, len(fr.Elements))
@@ -129,10 +131,10 @@ func setKey(a *analysis, r *resource, res *SetResult) (Verdict, string) {
 			res.Unexpected = append(res.Unexpected, e)
 		}
 	}
-	finalAt := a.events[final.inv].Time
-	verdict := Valid
+	finalAt := final.inv.Time
+	kv := verdict.Valid
 	if len(res.Unexpected) > 0 {
-		verdict = Invalid
+		kv = verdict.Invalid
 	}
 	for _, ad := range adds {
 		switch ad.w.typ {
@@ -143,15 +145,15 @@ func setKey(a *analysis, r *resource, res *SetResult) (Verdict, string) {
 			}
 			k.Lost++
 			res.LostCount++
-			verdict = Invalid
-			if len(res.Lost) <= MaxViolations {
+			kv = verdict.Invalid
+			if len(res.Lost) <= verdict.MaxViolations {
 				res.Lost = append(res.Lost, setLoss(a, r, ad.w, ad.elem, finalAt))
 			}
 		case history.Fail:
 			k.Rejected++
 			if present[ad.elem] {
 				res.Resurrected = append(res.Resurrected, ad.elem)
-				verdict = Invalid
+				kv = verdict.Invalid
 			}
 		default:
 			k.Unknown++
@@ -160,10 +162,10 @@ func setKey(a *analysis, r *resource, res *SetResult) (Verdict, string) {
 			}
 		}
 	}
-	if verdict == Invalid {
-		return Invalid, ""
+	if kv == verdict.Invalid {
+		return verdict.Invalid, ""
 	}
-	return Valid, fmt.Sprintf("set %q: all %d acknowledged add(s) are in the final read", r.key, k.Acknowledged)
+	return verdict.Valid, fmt.Sprintf("set %q: all %d acknowledged add(s) are in the final read", r.key, k.Acknowledged)
 }
 
 // setLoss explains a lost add by the first applied add after it whose read
@@ -175,7 +177,7 @@ func setLoss(a *analysis, r *resource, w *writeOp, elem int64, finalAt int64) Se
 		if o.ack.Seq <= w.ack.Seq || o.ev.F != history.Add || o.read == nil {
 			continue
 		}
-		if a.events[o.read.inv].Time <= ref.End {
+		if o.read.inv.Time <= ref.End {
 			by := a.writeRef(o)
 			l.By = &by
 			break
@@ -183,9 +185,9 @@ func setLoss(a *analysis, r *resource, w *writeOp, elem int64, finalAt int64) Se
 	}
 	if l.By != nil {
 		l.Text = fmt.Sprintf("%s is missing from the final read at %s: %s wrote back a set read before it was added",
-			ref.Label(), Seconds(finalAt), l.By.Label())
+			ref.Label(), paired.Seconds(finalAt), l.By.Label())
 	} else {
-		l.Text = fmt.Sprintf("%s is missing from the final read at %s", ref.Label(), Seconds(finalAt))
+		l.Text = fmt.Sprintf("%s is missing from the final read at %s", ref.Label(), paired.Seconds(finalAt))
 	}
 	return l
 }
@@ -197,4 +199,19 @@ func firstInts(xs []int64, n int) []int64 {
 		return xs[:n]
 	}
 	return xs
+}
+
+func setProperty(s *SetResult) verdict.Property {
+	p := verdict.Property{Name: Set, Verdict: s.Verdict, Reason: s.Reason, Decides: true}
+	p.Numbers = verdict.Count(nil, s.LostCount, "lost add", "lost adds", true)
+	p.Numbers = verdict.Count(p.Numbers, len(s.Unexpected), "element never added", "elements never added", len(s.Unexpected) > 0)
+	p.Numbers = verdict.Count(p.Numbers, len(s.Resurrected), "rejected add present", "rejected adds present", len(s.Resurrected) > 0)
+	var acked, rejected, unknown int
+	for _, k := range s.Keys {
+		acked, rejected, unknown = acked+k.Acknowledged, rejected+k.Rejected, unknown+k.Unknown
+	}
+	p.Numbers = verdict.Count(p.Numbers, acked, "acknowledged add", "acknowledged adds", false)
+	p.Numbers = verdict.Count(p.Numbers, rejected, "rejected add", "rejected adds", rejected > 0)
+	p.Numbers = verdict.Count(p.Numbers, unknown, "add of unknown outcome", "adds of unknown outcome", unknown > 0)
+	return p
 }

@@ -1,4 +1,4 @@
-package checker
+package resource
 
 import (
 	"fmt"
@@ -8,6 +8,9 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/shopspring/decimal"
 
+	"splitbrain/checker/paired"
+	"splitbrain/checker/search"
+	"splitbrain/checker/verdict"
 	"splitbrain/history"
 )
 
@@ -16,18 +19,18 @@ import (
 // applied), and the total is conserved and no balance is negative, in every
 // read and after every applied transfer, in exact decimal arithmetic.
 type BankResult struct {
-	Verdict Verdict   `json:"verdict"`
-	Reason  string    `json:"reason"`
-	Keys    []BankKey `json:"keys"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Reason  string          `json:"reason"`
+	Keys    []BankKey       `json:"keys"`
 	// BadReads counts reads that saw a wrong total or a negative balance.
 	BadReads int `json:"bad_reads"`
 	// Violations lists the first transfer that broke each bank's total
-	// and the bad reads (at most MaxViolations).
+	// and the bad reads (at most verdict.MaxViolations).
 	Violations []BankViolation `json:"violations,omitempty"`
 	// Ops is the number of porcupine operations checked.
 	Ops int `json:"ops"`
 	// LostTransfers counts the applied transfers that a stale transfer
-	// undid; Lost lists the stale transfers (at most MaxViolations).
+	// undid; Lost lists the stale transfers (at most verdict.MaxViolations).
 	LostTransfers int            `json:"lost_transfers"`
 	Lost          []LostTransfer `json:"lost,omitempty"`
 }
@@ -102,16 +105,16 @@ func (b balances) show(accts ...string) string {
 	return strings.Join(parts, ", ")
 }
 
-func checkBank(a *analysis, rs []*resource, cfg *config) (*BankResult, func([]FaultWindow) *visualization) {
+func checkBank(a *analysis, rs []*resource, cfg search.Config) (*BankResult, func([]paired.FaultWindow) *search.Window) {
 	res := &BankResult{}
-	money, moneyUnknown, valid := eachKey(rs, func(r *resource) (Verdict, string) { return bankKey(a, r, res) })
+	money, moneyUnknown, valid := eachKey(rs, func(r *resource) (verdict.Verdict, string) { return bankKey(a, r, res) })
 	atomic, atomicUnknown, outcome, pieces := bankAtomic(a, rs, cfg, res)
 
 	var invalid []string
-	if atomic == Invalid {
+	if atomic == verdict.Invalid {
 		invalid = append(invalid, lostTransfersReason(res, outcome))
 	}
-	if money == Invalid {
+	if money == verdict.Invalid {
 		var texts []string
 		for _, v := range res.Violations {
 			if v.Kind == "transfer" {
@@ -121,28 +124,28 @@ func checkBank(a *analysis, rs []*resource, cfg *config) (*BankResult, func([]Fa
 		if len(texts) == 0 {
 			texts = append(texts, res.Violations[0].Text)
 		}
-		invalid = append(invalid, fmt.Sprintf("money not conserved (%d bad read(s)): %s", res.BadReads, joinFirst(texts, 2)))
+		invalid = append(invalid, fmt.Sprintf("money not conserved (%d bad read(s)): %s", res.BadReads, paired.JoinFirst(texts, 2)))
 	}
 	res.Verdict = verdictOf(money, atomic)
 	switch res.Verdict {
-	case Invalid:
+	case verdict.Invalid:
 		res.Reason = strings.Join(invalid, "; ")
-	case Unknown:
-		res.Reason = "the bank cannot be judged: " + joinFirst(append(moneyUnknown, atomicUnknown...), 3)
+	case verdict.Unknown:
+		res.Reason = "the bank cannot be judged: " + paired.JoinFirst(append(moneyUnknown, atomicUnknown...), 3)
 	default:
 		res.Reason = strings.Join(valid, "; ") + "; every transfer was an atomic read-then-write, none lost"
 	}
-	if len(res.Violations) > MaxViolations {
-		res.Violations = res.Violations[:MaxViolations]
+	if len(res.Violations) > verdict.MaxViolations {
+		res.Violations = res.Violations[:verdict.MaxViolations]
 	}
-	if len(res.Lost) > MaxViolations {
-		res.Lost = res.Lost[:MaxViolations]
+	if len(res.Lost) > verdict.MaxViolations {
+		res.Lost = res.Lost[:verdict.MaxViolations]
 	}
-	if atomic != Invalid {
+	if atomic != verdict.Invalid {
 		return res, nil
 	}
-	timeout, lost := cfg.timeout, res.Lost
-	return res, func(faults []FaultWindow) *visualization {
+	timeout, lost := cfg.Timeout, res.Lost
+	return res, func(faults []paired.FaultWindow) *search.Window {
 		stale := make([]Write, len(lost))
 		for i, l := range lost {
 			stale[i] = l.Transfer
@@ -154,7 +157,7 @@ func checkBank(a *analysis, rs []*resource, cfg *config) (*BankResult, func([]Fa
 // bankAtomic checks every bank's critical sections with porcupine and finds
 // the stale transfers in the storage's order; it returns the verdict, why
 // it is unknown, porcupine's outcome and the pieces it checked.
-func bankAtomic(a *analysis, rs []*resource, cfg *config, res *BankResult) (Verdict, []string, porcupine.CheckResult, [][]porcupine.Operation) {
+func bankAtomic(a *analysis, rs []*resource, cfg search.Config, res *BankResult) (verdict.Verdict, []string, porcupine.CheckResult, [][]porcupine.Operation) {
 	clients := a.resourceClients()
 	var pieces, batches [][]porcupine.Operation
 	var problems []string
@@ -177,7 +180,7 @@ func bankAtomic(a *analysis, rs []*resource, cfg *config, res *BankResult) (Verd
 		kp := bankPieces(ops, bankAfter(r, be), r.init.ack.Seq, r.key)
 		pieces = append(pieces, kp...)
 		// Pieces of different banks overlap in time: batch per key.
-		batches = append(batches, batch(kp, batchOps)...)
+		batches = append(batches, search.Batch(kp, search.BatchOps)...)
 		lost := bankReplay(a, r, be)
 		for _, l := range lost {
 			res.LostTransfers += l.Count
@@ -188,17 +191,17 @@ func bankAtomic(a *analysis, rs []*resource, cfg *config, res *BankResult) (Verd
 	if len(pieces) > 0 {
 		model := BankModel()
 		model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return batches }
-		outcome, _ = cfg.check(model, nil, cfg.timeout)
+		outcome, _ = cfg.Run(model, nil, cfg.Timeout)
 	}
 	switch {
 	case outcome == porcupine.Illegal || len(res.Lost) > 0:
-		return Invalid, nil, outcome, pieces
+		return verdict.Invalid, nil, outcome, pieces
 	case len(problems) > 0:
-		return Unknown, problems, outcome, pieces
+		return verdict.Unknown, problems, outcome, pieces
 	case outcome == porcupine.Unknown:
-		return Unknown, []string{fmt.Sprintf("porcupine did not finish checking the bank's critical sections within %s", cfg.timeout)}, outcome, pieces
+		return verdict.Unknown, []string{fmt.Sprintf("porcupine did not finish checking the bank's critical sections within %s", cfg.Timeout)}, outcome, pieces
 	}
-	return Valid, nil, outcome, pieces
+	return verdict.Valid, nil, outcome, pieces
 }
 
 func lostTransfersReason(res *BankResult, outcome porcupine.CheckResult) string {
@@ -209,7 +212,7 @@ func lostTransfersReason(res *BankResult, outcome porcupine.CheckResult) string 
 	for i, l := range res.Lost {
 		texts[i] = l.Text
 	}
-	s := fmt.Sprintf("%d transfer(s) lost: %s", res.LostTransfers, joinFirst(texts, 3))
+	s := fmt.Sprintf("%d transfer(s) lost: %s", res.LostTransfers, paired.JoinFirst(texts, 3))
 	if outcome != porcupine.Illegal {
 		s += fmt.Sprintf(" (porcupine: %s)", strings.ToLower(string(outcome)))
 	}
@@ -217,25 +220,25 @@ func lostTransfersReason(res *BankResult, outcome porcupine.CheckResult) string 
 }
 
 // bankKey checks one bank and adds its violations to res.
-func bankKey(a *analysis, r *resource, res *BankResult) (Verdict, string) {
+func bankKey(a *analysis, r *resource, res *BankResult) (verdict.Verdict, string) {
 	k := BankKey{Key: r.key}
 	defer func() { res.Keys = append(res.Keys, k) }()
 	k.Applied, k.Rejected, k.Unknown = r.outcomes()
 	var ib history.Balances
 	if err := r.init.ev.Decode(&ib); err != nil {
-		return Unknown, err.Error()
+		return verdict.Unknown, err.Error()
 	}
 	init, err := parseBalances(ib)
 	if err != nil {
-		return Unknown, fmt.Sprintf("bank %q initial balances: %v", r.key, err)
+		return verdict.Unknown, fmt.Sprintf("bank %q initial balances: %v", r.key, err)
 	}
 	total := init.total()
 	k.Accounts, k.Total = len(init), total.StringFixed(2)
-	verdict := Valid
+	kv := verdict.Valid
 
 	// Every read must see the whole total and no negative balance.
 	for _, op := range r.reads {
-		ev, done := &a.events[op.inv], &a.events[op.done]
+		ev, done := op.inv, op.done
 		var rb history.Balances
 		if err := done.Decode(&rb); err != nil {
 			a.notes = append(a.notes, err.Error())
@@ -253,9 +256,9 @@ func bankKey(a *analysis, r *resource, res *BankResult) (Verdict, string) {
 		if t.Equal(total) && len(neg) == 0 {
 			continue
 		}
-		verdict = Invalid
+		kv = verdict.Invalid
 		res.BadReads++
-		text := fmt.Sprintf("%s read bank %q at %s: total %s, not %s", ev.Process, r.key, Seconds(done.Time), t.StringFixed(2), total.StringFixed(2))
+		text := fmt.Sprintf("%s read bank %q at %s: total %s, not %s", ev.Process, r.key, paired.Seconds(done.Time), t.StringFixed(2), total.StringFixed(2))
 		if len(neg) > 0 {
 			text += "; negative: " + b.show(neg...)
 		}
@@ -264,17 +267,17 @@ func bankKey(a *analysis, r *resource, res *BankResult) (Verdict, string) {
 	}
 
 	if v := firstBrokenTransfer(a, r, init, total); v != nil {
-		verdict = Invalid
+		kv = verdict.Invalid
 		// The transfer comes first: it is the cause, the reads the effect.
 		res.Violations = append([]BankViolation{*v}, res.Violations...)
 	}
-	if verdict == Invalid {
-		return Invalid, ""
+	if kv == verdict.Invalid {
+		return verdict.Invalid, ""
 	}
 	if r.lastFinal() == nil {
-		return Valid, fmt.Sprintf("bank %q: %d transfer(s) applied, total %s conserved in every read (no final read)", r.key, k.Applied, k.Total)
+		return verdict.Valid, fmt.Sprintf("bank %q: %d transfer(s) applied, total %s conserved in every read (no final read)", r.key, k.Applied, k.Total)
 	}
-	return Valid, fmt.Sprintf("bank %q: %d transfer(s) applied, total %s conserved, no negative balance", r.key, k.Applied, k.Total)
+	return verdict.Valid, fmt.Sprintf("bank %q: %d transfer(s) applied, total %s conserved, no negative balance", r.key, k.Applied, k.Total)
 }
 
 // firstBrokenTransfer applies the applied transfers in the storage's order
@@ -328,7 +331,7 @@ func firstBrokenTransfer(a *analysis, r *resource, init balances, total decimal.
 				if !rb[acct].Equal(before[acct]) {
 					who := "an earlier transfer"
 					if lw := lastWriter[acct]; lw != nil {
-						who = fmt.Sprintf("%s's transfer at %s", lw.ev.Process, Seconds(a.writeRef(lw).End))
+						who = fmt.Sprintf("%s's transfer at %s", lw.ev.Process, paired.Seconds(a.writeRef(lw).End))
 					}
 					stale = append(stale, fmt.Sprintf("%s was %s when read but %s by then (%s)",
 						acct, rb[acct].StringFixed(2), before[acct].StringFixed(2), who))
@@ -354,7 +357,7 @@ func readBalances(a *analysis, w *writeOp) balances {
 		return nil
 	}
 	var rb history.Balances
-	if a.events[w.read.done].Decode(&rb) != nil {
+	if w.read.done.Decode(&rb) != nil {
 		return nil
 	}
 	b, err := parseBalances(rb)
@@ -371,4 +374,19 @@ func sortedAccounts(b balances) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func bankProperty(b *BankResult, window func([]paired.FaultWindow) *search.Window, faults []paired.FaultWindow) verdict.Property {
+	p := verdict.Property{Name: Bank, Verdict: b.Verdict, Reason: b.Reason, Decides: true}
+	p.Numbers = verdict.Count(nil, b.LostTransfers, "lost transfer", "lost transfers", true)
+	p.Numbers = verdict.Count(p.Numbers, b.BadReads, "read with a wrong total or a negative balance", "reads with a wrong total or a negative balance", b.BadReads > 0)
+	var applied, rejected, unknown int
+	for _, k := range b.Keys {
+		applied, rejected, unknown = applied+k.Applied, rejected+k.Rejected, unknown+k.Unknown
+	}
+	p.Numbers = writeCounts(p.Numbers, applied, rejected, unknown)
+	if window != nil {
+		p.Window = func() *search.Window { return window(faults) }
+	}
+	return p
 }

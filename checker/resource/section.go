@@ -1,4 +1,4 @@
-package checker
+package resource
 
 import (
 	"github.com/anishathalye/porcupine"
@@ -90,13 +90,13 @@ func csOps(a *analysis, r *resource, f history.Func, usable func(*resourceOp) bo
 		var read *resourceOp
 		flush := func() {
 			if read != nil {
-				add(csRead, read, nil, a.events[read.inv].Time, a.events[read.done].Time)
+				add(csRead, read, nil, read.inv.Time, read.done.Time)
 			}
 			read = nil
 		}
 		for _, op := range sec.ops {
-			ev := &a.events[op.inv]
-			typ := op.typ(a.events)
+			ev := op.inv
+			typ := op.typ()
 			switch {
 			case ev.F == history.Read:
 				if typ != history.OK {
@@ -112,11 +112,11 @@ func csOps(a *analysis, r *resource, f history.Func, usable func(*resourceOp) bo
 			}
 			end := never
 			if typ != "" && typ != history.Info {
-				end = a.events[op.done].Time
+				end = op.done.Time
 			}
 			call := ev.Time
 			if read != nil {
-				call = a.events[read.inv].Time
+				call = read.inv.Time
 			}
 			switch {
 			case read == nil && typ == history.OK:

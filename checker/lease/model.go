@@ -1,4 +1,4 @@
-package checker
+package lease
 
 import (
 	"cmp"
@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/anishathalye/porcupine"
+
+	"splitbrain/checker/search"
 )
 
 // MutexOp is what a lease-lock operation does to the mutex.
@@ -41,7 +43,7 @@ type MutexInput struct {
 // so far has its expire): the checker's memory grows with the square of a
 // partition's length, and a lock that is free with nothing in flight starts
 // each piece from the initial state. The pieces are then packed into batches
-// of up to batchOps operations, because porcupine runs one goroutine per
+// of up to search.BatchOps operations, because porcupine runs one goroutine per
 // partition and a long history has hundreds of thousands of pieces; a batch
 // of pieces separated by quiescent points is linearizable exactly when each
 // piece is.
@@ -64,7 +66,7 @@ func MutexModel() porcupine.Model {
 			}
 			return "free"
 		},
-		DescribeOperationMetadata: describeMeta,
+		DescribeOperationMetadata: search.DescribeMeta,
 	}
 }
 
@@ -89,26 +91,16 @@ func stepMutex(state, input, _ interface{}) (bool, interface{}) {
 	return false, state
 }
 
-func describeMeta(info interface{}) string {
-	switch m := info.(type) {
-	case string:
-		return m
-	case fmt.Stringer:
-		return m.String()
-	}
-	return ""
-}
-
 func partitionMutex(ops []porcupine.Operation) [][]porcupine.Operation {
 	var out [][]porcupine.Operation
 	for _, group := range byKey(ops) {
 		// The pieces of a key are adjacent in group, so a batch is a
 		// subslice of it: nothing is copied. A batch closes once it
-		// holds batchOps operations.
+		// holds search.BatchOps operations.
 		cuts := quiescentCuts(group)
 		start := 0
 		for _, c := range cuts[1:] {
-			if c-start >= batchOps {
+			if c-start >= search.BatchOps {
 				out = append(out, group[start:c:c])
 				start = c
 			}
@@ -116,33 +108,6 @@ func partitionMutex(ops []porcupine.Operation) [][]porcupine.Operation {
 		if start < len(group) {
 			out = append(out, group[start:])
 		}
-	}
-	return out
-}
-
-// batchOps is the size a batch of pieces grows to: small enough that
-// porcupine's n² cache stays small, large enough that a long history makes
-// few goroutines.
-const batchOps = 512
-
-// batch concatenates consecutive pieces of one key into partitions of at
-// most n operations (a larger piece stays whole).
-func batch(pieces [][]porcupine.Operation, n int) [][]porcupine.Operation {
-	var out [][]porcupine.Operation
-	var cur []porcupine.Operation
-	for _, p := range pieces {
-		if len(cur) > 0 && len(cur)+len(p) > n {
-			out = append(out, cur)
-			cur = nil
-		}
-		if cur == nil && len(p) >= n {
-			out = append(out, p)
-			continue
-		}
-		cur = append(cur, p...)
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
 	}
 	return out
 }

@@ -1,4 +1,10 @@
-package checker
+// Package paired reads a history the way the checkers judge it: its
+// operations paired once (history.Pair), lock operations turned into the
+// intervals during which clients believed they held a lock, failed and
+// unknown acquires into attempts, nemesis events into fault windows, and
+// operations on the protected resource tied to the lease they ran under.
+// It judges nothing: the checkers (package verdict's protocol) do.
+package paired
 
 import (
 	"bytes"
@@ -6,7 +12,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"splitbrain/history"
@@ -66,6 +71,11 @@ type Belief struct {
 	root *Belief
 }
 
+// Root is the belief that began b's lease: b itself, or for a belief begun
+// by a late extension the belief of the lease it extended. The lease's
+// resource operations are one critical section across both.
+func (b *Belief) Root() *Belief { return b.root }
+
 // Attempt is an acquire whose client did not see it succeed: failed,
 // unknown (info), or still pending when the history ended. Attempts are not
 // checked (the client never believed it held the lock) but are shown.
@@ -110,14 +120,56 @@ type FaultWindow struct {
 // "cut c1→n4,n5".
 func (f FaultWindow) Label() string { return FaultLabel(f.Fault) }
 
+// History is a history as the checkers read it.
+type History struct {
+	// Keys are the lock keys in key order, with their beliefs and
+	// attempts.
+	Keys []KeyInfo
+	// Clients are the processes that ran operations, the harness's init
+	// and final aside, in natural order.
+	Clients []string
+	// Faults are the nemesis faults, with their windows.
+	Faults []FaultWindow
+	// End is the time of the last event.
+	End int64
+	// Ops are the operations on the protected resource, in invoke order,
+	// each tied to the lease it ran under.
+	Ops []*ResourceOp
+	// Problems are inconsistencies: a history with one cannot be judged.
+	Problems []string
+	// Notes are oddities that do not affect a verdict.
+	Notes []string
+	// OutsideLease are the applied writes outside their writer's lease.
+	OutsideLease []OutsideWrite
+}
+
+// Analyze reads a history; see History.
+func Analyze(events []history.Event) *History {
+	a := analyze(events)
+	h := &History{Clients: a.clients, Faults: a.faults, End: a.end, Ops: a.ops, Problems: a.problems, Notes: a.notes}
+	for _, k := range sortedKeys(a.keys) {
+		h.Keys = append(h.Keys, *a.keys[k])
+	}
+	h.OutsideLease = outsideWrites(a.ops, h.Keys)
+	return h
+}
+
+func sortedKeys(m map[string]*KeyInfo) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // analysis is what one pass over a history yields.
 type analysis struct {
-	events   []history.Event
 	keys     map[string]*KeyInfo
 	faults   []FaultWindow
 	clients  []string
 	end      int64
-	ops      []*resourceOp // resource operations, in invoke order
+	ops      []*ResourceOp // resource operations, in invoke order
 	problems []string      // inconsistencies: the history cannot be judged
 	notes    []string      // oddities that do not affect the verdict
 	// byValue is the latest belief of each lease, by key and lock value:
@@ -134,52 +186,58 @@ type procKey struct{ process, key string }
 
 type leaseKey struct{ key, value string }
 
-// resourceOp is one operation on the protected resource: an invoke and its
+// ResourceOp is one operation on the protected resource: an invoke and its
 // completion, and the lease it ran under.
-type resourceOp struct {
-	inv  int // position of the invoke in the history
-	done int // position of the completion; -1 while pending
-	// lease is the belief of the lease the op ran under (see leaseOf); nil
+type ResourceOp struct {
+	Inv  *history.Event // the invoke
+	Done *history.Event // the completion; nil while pending
+	// Lease is the belief of the lease the op ran under (see leaseOf); nil
 	// for the harness's initial writes and final reads, and for an
 	// operation outside any lease.
-	lease *Belief
-	// write is what the resource checks make of a write, transfer or
-	// add (set by collectResources); nil for a read.
-	write *writeOp
+	Lease *Belief
 }
 
-func (o *resourceOp) typ(events []history.Event) history.Type {
-	if o.done < 0 {
+// Type is the completion's type; "" while pending.
+func (o *ResourceOp) Type() history.Type {
+	if o.Done == nil {
 		return ""
 	}
-	return events[o.done].Type
+	return o.Done.Type
 }
 
 // isResource reports whether f acts on the protected resource.
-func isResource(f history.Func) bool {
+func IsResource(f history.Func) bool {
 	return f == history.Read || f == history.Write || f == history.Transfer || f == history.Add
 }
 
-// analyze pairs invokes with completions and turns lock operations into
-// belief intervals and attempts, resource operations into resourceOps tied
-// to their leases, and nemesis events into fault windows.
+// analyze walks the history's operations (paired once, by history.Pair) in
+// the order of their events and turns lock operations into belief
+// intervals and attempts, resource operations into resourceOps tied to
+// their leases, and nemesis events into fault windows.
 func analyze(events []history.Event) *analysis {
-	a := &analysis{events: events, keys: map[string]*KeyInfo{}, byValue: map[leaseKey]*Belief{}, held: map[procKey]procKey{}}
+	a := &analysis{keys: map[string]*KeyInfo{}, byValue: map[leaseKey]*Belief{}, held: map[procKey]procKey{}}
 	a.presize(events)
-	// One map lookup per event finds the process's pending invoke and
-	// resource operation.
-	type proc struct {
-		pending int // position of the pending invoke; -1 when none
-		op      *resourceOp
-	}
-	procs := map[string]*proc{}
+	pairing := history.Pair(events)
+	// The time order and the pairing are two checks of one history; their
+	// problems are told in history order.
+	problems := pairing.Problems
+	resOps := map[int]*ResourceOp{} // by index in pairing.Ops
+	procs := map[string]bool{}
 	active := map[procKey]*Belief{}
 	openFaults := map[int]int{} // fault ID → index in a.faults
 	var last int64
 	for i := range events {
 		e := &events[i]
+		for len(problems) > 0 && problems[0].At < i {
+			a.problem(problems[0].Text)
+			problems = problems[1:]
+		}
 		if e.Time < last {
 			a.problem(fmt.Sprintf("event %d at %s is earlier than the event before it (%s)", e.Index, Seconds(e.Time), Seconds(last)))
+		}
+		for len(problems) > 0 && problems[0].At == i {
+			a.problem(problems[0].Text)
+			problems = problems[1:]
 		}
 		last = max(last, e.Time)
 		if i == 0 || e.Time > a.end {
@@ -194,69 +252,44 @@ func analyze(events []history.Event) *analysis {
 			a.nemesis(*e, openFaults)
 			continue
 		}
-		pr := procs[e.Process]
-		if pr == nil {
-			pr = &proc{pending: -1}
-			procs[e.Process] = pr
+		k := pairing.OpOf(i)
+		if k < 0 {
+			procs[e.Process] = true
+			continue // a completion of nothing: a problem
 		}
 		if e.Type == history.Invoke {
-			if pr.pending >= 0 {
-				prev := &events[pr.pending]
-				a.problem(fmt.Sprintf("process %s invoked %s (event %d) while its %s (event %d) was still pending",
-					e.Process, e.F, e.Index, prev.F, prev.Index))
-			}
-			pr.pending, pr.op = i, nil
-			if isResource(e.F) {
-				op := &resourceOp{inv: i, done: -1, lease: a.leaseOf(e, active)}
-				if op.lease != nil {
-					op.lease.ResourceOps++
+			// A completion's process is its invoke's.
+			procs[e.Process] = true
+			if IsResource(e.F) {
+				op := &ResourceOp{Inv: e, Lease: a.leaseOf(e, active)}
+				if op.Lease != nil {
+					op.Lease.ResourceOps++
 				}
 				a.ops = append(a.ops, op)
-				pr.op = op
+				resOps[k] = op
 			}
 			a.invoke(e, i, active)
 			continue
 		}
-		p := pr.pending
-		if p < 0 {
-			a.problem(fmt.Sprintf("event %d: %s %s by %s completes no pending invoke", e.Index, e.F, e.Type, e.Process))
-			continue
-		}
-		op := pr.op
-		pr.pending, pr.op = -1, nil
-		inv := &events[p]
-		if inv.F != e.F {
-			a.problem(fmt.Sprintf("event %d: %s %s by %s completes a %s (event %d)", e.Index, e.F, e.Type, e.Process, inv.F, inv.Index))
-			continue
-		}
-		if e.Key != "" && inv.Key != e.Key {
-			a.problem(fmt.Sprintf("event %d: %s %s by %s is for key %q but its invoke (event %d) was for %q",
-				e.Index, e.F, e.Type, e.Process, e.Key, inv.Index, inv.Key))
-			continue
-		}
-		if op != nil {
-			op.done = i
-			if op.lease != nil {
-				op.lease.lastOp = max(op.lease.lastOp, e.Time)
+		if op := resOps[k]; IsResource(e.F) && op != nil {
+			op.Done = e
+			if op.Lease != nil {
+				op.Lease.lastOp = max(op.Lease.lastOp, e.Time)
 			}
 			continue
 		}
-		a.complete(inv, e, p, i, active)
+		inv := pairing.Ops[k].Invoke
+		a.complete(inv, e, active)
 	}
-	var pending []int
-	for _, pr := range procs {
-		if pr.pending >= 0 {
-			pending = append(pending, pr.pending)
-			if pr.op != nil && pr.op.lease != nil {
-				// Still in flight when the history ended: the critical
-				// section lasted at least that long.
-				pr.op.lease.lastOp = max(pr.op.lease.lastOp, a.end)
-			}
+	for _, k := range pairing.Pending {
+		if op := resOps[k]; op != nil && op.Lease != nil {
+			// Still in flight when the history ended: the critical
+			// section lasted at least that long.
+			op.Lease.lastOp = max(op.Lease.lastOp, a.end)
 		}
 	}
-	sort.Ints(pending)
-	for _, p := range pending {
-		if inv := &events[p]; inv.F == history.Acquire {
+	for _, k := range pairing.Pending {
+		if inv := pairing.Ops[k].Invoke; inv.F == history.Acquire {
 			k := a.key(inv.Key)
 			k.Pending++
 			k.Attempts = append(k.Attempts, Attempt{Client: inv.Process, Key: inv.Key, Invoke: inv.Time,
@@ -292,7 +325,7 @@ func (a *analysis) presize(events []history.Event) {
 	counts := map[string]*count{}
 	for i := range events {
 		e := &events[i]
-		if isResource(e.F) {
+		if IsResource(e.F) {
 			a.resources = true
 		}
 		if e.F != history.Acquire || e.Type == history.Invoke {
@@ -361,7 +394,7 @@ func (a *analysis) invoke(e *history.Event, pos int, active map[procKey]*Belief)
 	}
 }
 
-func (a *analysis) complete(inv, e *history.Event, invPos, pos int, active map[procKey]*Belief) {
+func (a *analysis) complete(inv, e *history.Event, active map[procKey]*Belief) {
 	pk := procKey{inv.Process, inv.Key}
 	switch inv.F {
 	case history.Acquire:
@@ -491,7 +524,7 @@ func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64
 	if b == nil {
 		return
 	}
-	if ck := (procKey{clientOf(pk.process), pk.key}); a.held[ck] == pk {
+	if ck := (procKey{history.ClientOf(pk.process), pk.key}); a.held[ck] == pk {
 		delete(a.held, ck)
 	}
 	switch {
@@ -525,19 +558,12 @@ func (a *analysis) close(active map[procKey]*Belief, pk procKey, at, index int64
 // outcomes (c1.2 is c1, holding what c1 held; workload.Client keeps its
 // leases across them).
 func (a *analysis) hold(active map[procKey]*Belief, pk procKey, b *Belief, index int64) {
-	ck := procKey{clientOf(pk.process), pk.key}
+	ck := procKey{history.ClientOf(pk.process), pk.key}
 	if old, ok := a.held[ck]; ok {
 		a.close(active, old, b.Start, index, EndReacquire)
 	}
 	active[pk] = b
 	a.held[ck] = pk
-}
-
-// clientOf is the client a process is: the process without the ".N" of a
-// continuation (history.ValidProcess).
-func clientOf(process string) string {
-	c, _, _ := strings.Cut(process, ".")
-	return c
 }
 
 // holderOf finds the belief a release or extend acts on. The lock value

@@ -1,15 +1,18 @@
-package checker
+package lease
 
 import (
 	"cmp"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"splitbrain/checker/paired"
+	"splitbrain/checker/search"
+	"splitbrain/checker/verdict"
 )
 
 // intervalCheck is the outcome of one interval property with what its
@@ -19,15 +22,16 @@ type intervalCheck struct {
 	cs      bool // P2
 	ops     []porcupine.Operation
 	outcome porcupine.CheckResult
-	keys    []KeyInfo
+	keys    []paired.KeyInfo
+	faults  []paired.FaultWindow
 	timeout time.Duration
 }
 
 // checkIntervals runs P1 (cs false) or P2 (cs true). reuse is P1's check
 // when P2's intervals are the same: its operations and porcupine's outcome
 // are taken over, so the search is not repeated.
-func checkIntervals(cfg *config, keys []KeyInfo, clients []string, faults []FaultWindow, cs bool, reuse *intervalCheck) intervalCheck {
-	c := intervalCheck{cs: cs, keys: keys, timeout: cfg.timeout}
+func checkIntervals(cfg search.Config, keys []paired.KeyInfo, clients []string, faults []paired.FaultWindow, cs bool, reuse *intervalCheck) intervalCheck {
+	c := intervalCheck{cs: cs, keys: keys, faults: faults, timeout: cfg.Timeout}
 	if reuse != nil {
 		c.ops = reuse.ops
 	} else {
@@ -35,7 +39,7 @@ func checkIntervals(cfg *config, keys []KeyInfo, clients []string, faults []Faul
 	}
 	c.res.Ops = len(c.ops)
 	if len(c.ops) == 0 {
-		c.res.Verdict = Unknown
+		c.res.Verdict = verdict.Unknown
 		switch {
 		case countBeliefs(keys) > 0:
 			c.res.Reason = "every lease granted had lapsed before its client saw the grant, so mutual exclusion was never tested"
@@ -49,7 +53,7 @@ func checkIntervals(cfg *config, keys []KeyInfo, clients []string, faults []Faul
 	if reuse != nil {
 		c.outcome = reuse.outcome
 	} else {
-		c.outcome, _ = cfg.check(MutexModel(), c.ops, cfg.timeout)
+		c.outcome, _ = cfg.Run(MutexModel(), c.ops, cfg.Timeout)
 	}
 	all, count := overlaps(keys, faults, cs)
 	c.res.ViolationCount = count
@@ -61,27 +65,27 @@ func checkIntervals(cfg *config, keys []KeyInfo, clients []string, faults []Faul
 	}
 	switch {
 	case c.outcome == porcupine.Illegal && len(all) > 0:
-		c.res.Verdict = Invalid
+		c.res.Verdict = verdict.Invalid
 		c.res.Reason = fmt.Sprintf("%s: %d overlapping %s", what, c.res.ViolationCount, intervalNoun(cs))
 	case c.outcome == porcupine.Illegal:
-		c.res.Verdict = Invalid
+		c.res.Verdict = verdict.Invalid
 		c.res.Reason = what + ": porcupine found no order of the acquires and expiries " +
 			"in which one client at a time held the lock, though no two belief intervals overlap by more than an instant"
 	case len(all) > 0:
 		// Two overlapping intervals are a counterexample on their own:
 		// whichever acquire took effect first, the other took effect
 		// before it ended. That holds whatever porcupine said.
-		c.res.Verdict = Invalid
+		c.res.Verdict = verdict.Invalid
 		c.res.Reason = fmt.Sprintf("%s: %d overlapping %s (porcupine: %s)",
 			what, c.res.ViolationCount, intervalNoun(cs), strings.ToLower(string(c.outcome)))
 	case c.outcome == porcupine.Unknown:
-		c.res.Verdict = Unknown
-		c.res.Reason = fmt.Sprintf("porcupine did not finish within %s", cfg.timeout)
+		c.res.Verdict = verdict.Unknown
+		c.res.Reason = fmt.Sprintf("porcupine did not finish within %s", cfg.Timeout)
 	case cs:
-		c.res.Verdict = Valid
+		c.res.Verdict = verdict.Valid
 		c.res.Reason = "no two critical sections on one key overlapped"
 	default:
-		c.res.Verdict = Valid
+		c.res.Verdict = verdict.Valid
 		c.res.Reason = fmt.Sprintf("%d successful acquire(s) on %d key(s): no two clients believed they held the same lock at once",
 			countBeliefs(keys), len(keys))
 	}
@@ -97,7 +101,7 @@ func intervalNoun(cs bool) string {
 
 // sameIntervals reports whether every critical section ended with its
 // belief and P1 judges every belief, so P2's operations equal P1's.
-func sameIntervals(keys []KeyInfo) bool {
+func sameIntervals(keys []paired.KeyInfo) bool {
 	for _, k := range keys {
 		for _, b := range k.Beliefs {
 			if b.CSEnd != b.End || b.CSEndReason != b.EndReason || holds(b, true) != holds(b, false) {
@@ -109,7 +113,7 @@ func sameIntervals(keys []KeyInfo) bool {
 }
 
 // end is where an interval of the property ends, and why.
-func end(b Belief, cs bool) (int64, string) {
+func end(b paired.Belief, cs bool) (int64, string) {
 	if cs {
 		return b.CSEnd, b.CSEndReason
 	}
@@ -122,7 +126,7 @@ func end(b Belief, cs bool) (int64, string) {
 // after the validity check, or the naive variant, which skips it) carries
 // no belief for P1 — the lock promised nothing — while P2 still judges
 // what the client then did with it.
-func holds(b Belief, cs bool) bool { return cs || !lapsedAtGrant(b) }
+func holds(b paired.Belief, cs bool) bool { return cs || !lapsedAtGrant(b) }
 
 // opMeta describes an operation in the visualization.
 type opMeta struct {
@@ -141,7 +145,7 @@ func (m opMeta) String() string {
 // operations builds the porcupine history from belief intervals. Inputs are
 // boxed once per client and key, and metadata is left for the failing
 // window (withMeta): a long history has millions of operations.
-func operations(keys []KeyInfo, clients []string, cs bool) []porcupine.Operation {
+func operations(keys []paired.KeyInfo, clients []string, cs bool) []porcupine.Operation {
 	ids := make(map[string]int, len(clients))
 	for i, c := range clients {
 		ids[c] = i
@@ -167,7 +171,7 @@ func operations(keys []KeyInfo, clients []string, cs bool) []porcupine.Operation
 			}
 			ops = append(ops, porcupine.Operation{ClientId: ids[b.Client], Input: in[0], Call: b.Invoke, Return: b.Start})
 			at, reason := end(b, cs)
-			if reason == EndOpen {
+			if reason == paired.EndOpen {
 				// Held to the end of the history: no expiry to check.
 				continue
 			}
@@ -179,7 +183,7 @@ func operations(keys []KeyInfo, clients []string, cs bool) []porcupine.Operation
 
 // withMeta describes the operations of a window on keys in, between from
 // and to, from the beliefs they came from.
-func withMeta(ops []porcupine.Operation, keys []KeyInfo, in map[string]bool, from, to int64, cs bool) {
+func withMeta(ops []porcupine.Operation, keys []paired.KeyInfo, in map[string]bool, from, to int64, cs bool) {
 	type at struct {
 		client string
 		time   int64
@@ -209,10 +213,10 @@ func withMeta(ops []porcupine.Operation, keys []KeyInfo, in map[string]bool, fro
 
 // overlaps finds every pair of intervals of different clients on one key
 // that overlap for more than an instant, or where one is an instant strictly
-// inside the other, and explains the first MaxViolations of them. Touching
+// inside the other, and explains the first verdict.MaxViolations of them. Touching
 // intervals do not count: porcupine's intervals are closed, so an acquire
 // may take effect at the very instant of the previous holder's expiry.
-func overlaps(keys []KeyInfo, faults []FaultWindow, cs bool) ([]Violation, int) {
+func overlaps(keys []paired.KeyInfo, faults []paired.FaultWindow, cs bool) ([]Violation, int) {
 	type pair struct {
 		key      int
 		x, y     int
@@ -236,8 +240,8 @@ func overlaps(keys []KeyInfo, faults []FaultWindow, cs bool) ([]Violation, int) 
 		}
 	}
 	slices.SortStableFunc(pairs, func(a, b pair) int { return cmp.Compare(a.from, b.from) })
-	out := make([]Violation, 0, min(len(pairs), MaxViolations))
-	for _, p := range pairs[:min(len(pairs), MaxViolations)] {
+	out := make([]Violation, 0, min(len(pairs), verdict.MaxViolations))
+	for _, p := range pairs[:min(len(pairs), verdict.MaxViolations)] {
 		k := keys[p.key]
 		out = append(out, violation(k.Key, k.Beliefs[p.x], k.Beliefs[p.y], p.from, p.to, faults, cs))
 	}
@@ -247,37 +251,39 @@ func overlaps(keys []KeyInfo, faults []FaultWindow, cs bool) ([]Violation, int) 
 // lapsedAtGrant reports whether b's deadline had passed by the time its
 // client saw the grant: the validity ends at the deadline, so a deadline at
 // the very instant of the OK has passed too.
-func lapsedAtGrant(b Belief) bool { return b.Deadline != nil && *b.Deadline <= b.Start }
+func lapsedAtGrant(b paired.Belief) bool { return b.Deadline != nil && *b.Deadline <= b.Start }
 
-func strictlyInside(t int64, b Belief, cs bool) bool { return b.Start < t && t < intervalEnd(b, cs) }
+func strictlyInside(t int64, b paired.Belief, cs bool) bool {
+	return b.Start < t && t < intervalEnd(b, cs)
+}
 
 // intervalEnd is the interval's end, except that an open one (no deadline,
 // no release) never ended: its end is only where the history stops.
-func intervalEnd(b Belief, cs bool) int64 {
+func intervalEnd(b paired.Belief, cs bool) int64 {
 	at, reason := end(b, cs)
-	if reason == EndOpen {
+	if reason == paired.EndOpen {
 		return math.MaxInt64
 	}
 	return at
 }
 
-func violation(key string, x, y Belief, from, to int64, faults []FaultWindow, cs bool) Violation {
+func violation(key string, x, y paired.Belief, from, to int64, faults []paired.FaultWindow, cs bool) Violation {
 	v := Violation{Key: key, Clients: [2]string{x.Client, y.Client}, From: from, To: to}
 	var labels []string
-	v.Faults, labels = faultsDuring(faults, min(x.Invoke, y.Invoke), to)
+	v.Faults, labels = paired.FaultsDuring(faults, min(x.Invoke, y.Invoke), to)
 	var b strings.Builder
 	if cs {
 		fmt.Fprintf(&b, "%s and %s were both in their critical sections on %q from %s to %s (%s)",
-			x.Client, y.Client, key, Seconds(from), Seconds(to), Seconds(to-from))
-		for _, z := range []Belief{x, y} {
-			if z.CSEnd > z.End && z.EndReason == EndDeadline {
+			x.Client, y.Client, key, paired.Seconds(from), paired.Seconds(to), paired.Seconds(to-from))
+		for _, z := range []paired.Belief{x, y} {
+			if z.CSEnd > z.End && z.EndReason == paired.EndDeadline {
 				fmt.Fprintf(&b, "; %s's critical section ran %s past its validity deadline (%s)",
-					z.Client, Seconds(z.CSEnd-z.End), Seconds(z.End))
+					z.Client, paired.Seconds(z.CSEnd-z.End), paired.Seconds(z.End))
 			}
 		}
 	} else {
 		fmt.Fprintf(&b, "%s and %s both believed they held lock %q from %s to %s (%s)",
-			x.Client, y.Client, key, Seconds(from), Seconds(to), Seconds(to-from))
+			x.Client, y.Client, key, paired.Seconds(from), paired.Seconds(to), paired.Seconds(to-from))
 	}
 	if len(labels) > 0 {
 		b.WriteString("; active faults: " + strings.Join(labels, "; "))
@@ -288,16 +294,7 @@ func violation(key string, x, y Belief, from, to int64, faults []FaultWindow, cs
 	return v
 }
 
-func sortedKeys(m map[string]*KeyInfo) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func countAttempts(keys []KeyInfo) int {
+func countAttempts(keys []paired.KeyInfo) int {
 	n := 0
 	for _, k := range keys {
 		n += len(k.Attempts)
@@ -305,7 +302,7 @@ func countAttempts(keys []KeyInfo) int {
 	return n
 }
 
-func countBeliefs(keys []KeyInfo) int {
+func countBeliefs(keys []paired.KeyInfo) int {
 	n := 0
 	for _, k := range keys {
 		n += len(k.Beliefs)
@@ -316,13 +313,13 @@ func countBeliefs(keys []KeyInfo) int {
 // window picks the pieces porcupine rejects (or, when porcupine did not
 // decide, those holding a violation) and renumbers their clients densely so
 // the visualization has no empty lanes.
-func (c intervalCheck) window(cfg *config, res *Result) *visualization {
+func (c intervalCheck) window() *search.Window {
 	model := MutexModel()
 	illegal := c.outcome == porcupine.Illegal
 	pieces := mutexPieces(append([]porcupine.Operation(nil), c.ops...))
 	var picked []porcupine.Operation
 	for _, part := range pieces {
-		if len(picked) > maxWindowOps {
+		if len(picked) > search.MaxWindowOps {
 			break
 		}
 		if holdsViolation(part, c.res.Violations) {
@@ -334,7 +331,7 @@ func (c intervalCheck) window(cfg *config, res *Result) *visualization {
 		// overlap: re-check each piece (small after the quiescent split)
 		// to find the failing one.
 		for _, part := range pieces {
-			if len(picked) > maxWindowOps {
+			if len(picked) > search.MaxWindowOps {
 				break
 			}
 			if porcupine.CheckOperationsTimeout(model, part, c.timeout) == porcupine.Illegal {
@@ -358,7 +355,7 @@ func (c intervalCheck) window(cfg *config, res *Result) *visualization {
 			names = append(names, cl)
 		}
 	}
-	SortNatural(names)
+	paired.SortNatural(names)
 	for i, cl := range names {
 		dense[cl] = i
 	}
@@ -367,7 +364,7 @@ func (c intervalCheck) window(cfg *config, res *Result) *visualization {
 	}
 	withMeta(picked, c.keys, keys, from, to, c.cs)
 
-	anns := faultAnnotations(res.Faults, from, to)
+	anns := search.FaultAnnotations(c.faults, from, to)
 	for _, k := range c.keys {
 		if !keys[k.Key] {
 			continue
@@ -393,7 +390,7 @@ func (c intervalCheck) window(cfg *config, res *Result) *visualization {
 			})
 		}
 	}
-	return &visualization{model: model, ops: picked, annotations: anns, timeout: c.timeout}
+	return &search.Window{Model: model, Ops: picked, Annotations: anns, Timeout: c.timeout}
 }
 
 func holdsViolation(part []porcupine.Operation, vs []Violation) bool {

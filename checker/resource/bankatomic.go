@@ -1,4 +1,4 @@
-package checker
+package resource
 
 import (
 	"encoding/binary"
@@ -11,6 +11,8 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/shopspring/decimal"
 
+	"splitbrain/checker/paired"
+	"splitbrain/checker/search"
 	"splitbrain/history"
 )
 
@@ -136,7 +138,7 @@ func BankModel() porcupine.Model {
 			}
 			return fmt.Sprintf("%x", s)
 		},
-		DescribeOperationMetadata: describeMeta,
+		DescribeOperationMetadata: search.DescribeMeta,
 	}
 	return m.ToModel()
 }
@@ -251,7 +253,7 @@ func (c *bankCodec) describe(accts []int, vals []int64) string {
 type bankEvents struct {
 	codec *bankCodec
 	init  bankState
-	reads map[int]bankState // by the read's completion position
+	reads map[*history.Event]bankState // by the read's completion position
 	xfers map[*writeOp]bankXfer
 }
 
@@ -262,9 +264,9 @@ type bankXfer struct {
 
 func decodeBank(a *analysis, r *resource, init balances) (*bankEvents, error) {
 	var seen []decimal.Decimal
-	readB := map[int]balances{}
+	readB := map[*history.Event]balances{}
 	for _, op := range r.reads {
-		done := &a.events[op.done]
+		done := op.done
 		var rb history.Balances
 		if err := done.Decode(&rb); err != nil {
 			return nil, err
@@ -302,13 +304,13 @@ func decodeBank(a *analysis, r *resource, init balances) (*bankEvents, error) {
 	if err != nil {
 		return nil, err
 	}
-	be := &bankEvents{codec: c, reads: map[int]bankState{}, xfers: map[*writeOp]bankXfer{}}
+	be := &bankEvents{codec: c, reads: map[*history.Event]bankState{}, xfers: map[*writeOp]bankXfer{}}
 	if be.init, err = c.state(init); err != nil {
 		return nil, fmt.Errorf("initial balances: %w", err)
 	}
 	for pos, b := range readB {
 		if be.reads[pos], err = c.state(b); err != nil {
-			return nil, fmt.Errorf("event %d: read %w", a.events[pos].Index, err)
+			return nil, fmt.Errorf("event %d: read %w", pos.Index, err)
 		}
 	}
 	for w, b := range xferB {
@@ -331,7 +333,7 @@ func bankOps(a *analysis, r *resource, be *bankEvents, clients map[string]int) [
 		ops = append(ops, porcupine.Operation{ClientId: clients[in.Client], Input: in, Call: call, Return: ret, Metadata: meta})
 	}
 	readOp := func(op *resourceOp, what string) {
-		ev, done := &a.events[op.inv], &a.events[op.done]
+		ev, done := op.inv, op.done
 		s := be.reads[op.done]
 		add(BankInput{Op: csRead, State: s, Client: ev.Process, Desc: ev.Process + " read " + c.describe(allIndexes(c), statesOf(s, c))},
 			ev.Time, done.Time, fmt.Sprintf("%s: %s (events %d→%d)", ev.Process, what, ev.Index, done.Index))
@@ -350,7 +352,7 @@ func bankOps(a *analysis, r *resource, be *bankEvents, clients map[string]int) [
 			readOp(read, "read")
 			return
 		}
-		ev := &a.events[write.inv]
+		ev := write.inv
 		w := write.write
 		x := be.xfers[w]
 		in := BankInput{Op: op, Accts: x.accts, W: x.w, Client: ev.Process, Seq: w.ack.Seq}
@@ -503,7 +505,7 @@ func bankReplay(a *analysis, r *resource, be *bankEvents) []LostTransfer {
 		if w == r.init {
 			continue
 		}
-		wDone := a.events[w.op.done].Time
+		wDone := w.op.done.Time
 		for seq+1 < w.ack.Seq {
 			// A transfer of unknown outcome landed here.
 			cands, agree := landedIn(unknown, wDone, func(x, y *writeOp) bool {
@@ -638,7 +640,7 @@ func lostTransfer(a *analysis, r *resource, c *bankCodec, w *writeOp, x bankXfer
 		if len(l.Undid) < 10 {
 			ref := a.writeRef(done[k].w)
 			l.Undid = append(l.Undid, ref)
-			names = append(names, fmt.Sprintf("%s's %s at %s", ref.Client, ref.Value, Seconds(ref.End)))
+			names = append(names, fmt.Sprintf("%s's %s at %s", ref.Client, ref.Value, paired.Seconds(ref.End)))
 		}
 	}
 	l.Text = fmt.Sprintf("%s was computed from stale balances (%s): it undid %d transfer(s)",

@@ -1,10 +1,13 @@
-package checker
+package resource
 
 import (
 	"fmt"
 	"sort"
 	"strings"
 
+	"splitbrain/checker/paired"
+	"splitbrain/checker/search"
+	"splitbrain/checker/verdict"
 	"splitbrain/history"
 )
 
@@ -36,7 +39,7 @@ type resource struct {
 // belief), or a process's run of operations outside any lease: in either,
 // a write is computed from the section's read before it.
 type section struct {
-	lease *Belief // nil outside any lease
+	lease *paired.Belief // nil outside any lease
 	ops   []*resourceOp
 }
 
@@ -51,6 +54,39 @@ type writeOp struct {
 	applied bool
 }
 
+type procKey struct{ process, key string }
+
+// analysis is what the resource checks read of a history, with the notes
+// they add.
+type analysis struct {
+	end     int64
+	clients []string
+	faults  []paired.FaultWindow
+	ops     []*resourceOp // resource operations, in invoke order
+	notes   []string
+}
+
+// resourceOp is one operation on the protected resource: an invoke and its
+// completion, the lease it ran under, and what the checks make of it.
+type resourceOp struct {
+	inv  *history.Event // the invoke
+	done *history.Event // the completion; nil while pending
+	// lease is the belief of the lease the op ran under; nil for the
+	// harness's initial writes and final reads, and for an operation
+	// outside any lease.
+	lease *paired.Belief
+	// write is what the resource checks make of a write, transfer or
+	// add (set by collectResources); nil for a read.
+	write *writeOp
+}
+
+func (o *resourceOp) typ() history.Type {
+	if o.done == nil {
+		return ""
+	}
+	return o.done.Type
+}
+
 // collectResources groups the resource operations by key, and within a key
 // by lease (critical sections). Every operation is checked, in a lease or
 // not: a process's operations outside any lease form sections of their own
@@ -60,23 +96,23 @@ func collectResources(a *analysis) ([]*resource, []string) {
 	byKey := map[string]*resource{}
 	var order []string
 	var notes []string
-	bySection := map[*Belief]*section{}
+	bySection := map[*paired.Belief]*section{}
 	outside := map[procKey]*section{}
 	lastRead := map[*section]*resourceOp{}
 	for _, op := range a.ops {
-		ev := &a.events[op.inv]
+		ev := op.inv
 		r := byKey[ev.Key]
 		if r == nil {
 			r = &resource{key: ev.Key}
 			byKey[ev.Key] = r
 			order = append(order, ev.Key)
 		}
-		typ := op.typ(a.events)
+		typ := op.typ()
 		var sec *section
 		pk := procKey{ev.Process, ev.Key}
 		switch {
 		case op.lease != nil:
-			root := op.lease.root
+			root := op.lease.Root()
 			sec = bySection[root]
 			if sec == nil {
 				sec = &section{lease: root}
@@ -114,8 +150,8 @@ func collectResources(a *analysis) ([]*resource, []string) {
 			w.read = lastRead[sec]
 			delete(lastRead, sec)
 		}
-		if op.done >= 0 {
-			done := &a.events[op.done]
+		if op.done != nil {
+			done := op.done
 			if len(done.Value) > 0 {
 				if err := done.Decode(&w.ack); err != nil {
 					notes = append(notes, err.Error())
@@ -202,15 +238,15 @@ func (w Write) Label() string {
 		fmt.Fprintf(&b, "token %d, ", *w.Token)
 	}
 	if w.ReadAt >= 0 {
-		fmt.Fprintf(&b, "read at %s, ", Seconds(w.ReadAt))
+		fmt.Fprintf(&b, "read at %s, ", paired.Seconds(w.ReadAt))
 	}
 	switch w.Outcome {
 	case string(history.OK):
-		fmt.Fprintf(&b, "written at %s", Seconds(w.End))
+		fmt.Fprintf(&b, "written at %s", paired.Seconds(w.End))
 	case string(history.Fail):
-		fmt.Fprintf(&b, "rejected at %s", Seconds(w.End))
+		fmt.Fprintf(&b, "rejected at %s", paired.Seconds(w.End))
 	default:
-		fmt.Fprintf(&b, "sent at %s, outcome unknown", Seconds(w.Invoke))
+		fmt.Fprintf(&b, "sent at %s, outcome unknown", paired.Seconds(w.Invoke))
 	}
 	b.WriteString(")")
 	return b.String()
@@ -220,14 +256,14 @@ func (a *analysis) writeRef(w *writeOp) Write {
 	out := Write{Client: w.ev.Process, Key: w.ev.Key, F: w.ev.F, Token: w.ev.Token, Seq: w.ack.Seq,
 		ReadAt: -1, Invoke: w.ev.Time, End: a.end, Outcome: string(w.typ), Index: w.ev.Index}
 	if w.typ == "" {
-		out.Outcome = OutcomePending
+		out.Outcome = paired.OutcomePending
 	}
-	if w.op.done >= 0 {
-		done := &a.events[w.op.done]
+	if w.op.done != nil {
+		done := w.op.done
 		out.End, out.Err = done.Time, done.Err
 	}
 	if w.read != nil {
-		out.ReadAt = a.events[w.read.done].Time
+		out.ReadAt = w.read.done.Time
 	}
 	switch w.ev.F {
 	case history.Transfer:
@@ -241,70 +277,115 @@ func (a *analysis) writeRef(w *writeOp) Write {
 	return out
 }
 
-// resourceChecks bundles the resource checks' results.
-type resourceChecks struct {
-	counter *CounterResult
-	bank    *BankResult
-	set     *SetResult
-	fencing *FencingResult
-	// counterViz draws the counter's failing window, when it has one.
-	counterViz func([]FaultWindow) *visualization
-	// bankViz draws the bank's failing window, when it has one.
-	bankViz func([]FaultWindow) *visualization
-	notes   []string
+// Property names.
+const (
+	Counter = "counter"
+	Bank    = "bank"
+	Set     = "set"
+	Fencing = "fencing"
+)
+
+// Results are where the resource checkers store what they found; nil where
+// the history has no such resource.
+type Results struct {
+	Counter *CounterResult
+	Bank    *BankResult
+	Set     *SetResult
+	Fencing *FencingResult
 }
 
-// any reports whether a resource was checked.
-func (rc resourceChecks) any() bool { return rc.counter != nil || rc.bank != nil || rc.set != nil }
-
-func (rc resourceChecks) properties() []Property {
-	var out []Property
-	if rc.counter != nil {
-		out = append(out, Property{PropCounter, rc.counter.Verdict, rc.counter.Reason, true})
+// Checkers are the resource checks, storing their results in out: the
+// counter, the bank, the set and fencing, and last a checker that decides
+// nothing and only tells what could not be checked. They group the
+// resource operations once, when the first of them runs.
+func Checkers(out *Results) []verdict.Checker {
+	g := &grouping{}
+	return []verdict.Checker{
+		g.checker(kindCounter, func(cfg search.Config, a *analysis, rs []*resource) verdict.Property {
+			res, window := checkCounter(a, rs, cfg)
+			out.Counter = res
+			return counterProperty(res, window, a.faults)
+		}),
+		g.checker(kindBank, func(cfg search.Config, a *analysis, rs []*resource) verdict.Property {
+			res, window := checkBank(a, rs, cfg)
+			out.Bank = res
+			return bankProperty(res, window, a.faults)
+		}),
+		g.checker(kindSet, func(cfg search.Config, a *analysis, rs []*resource) verdict.Property {
+			out.Set = checkSet(a, rs)
+			return setProperty(out.Set)
+		}),
+		g.checker(kindAny, func(cfg search.Config, a *analysis, rs []*resource) verdict.Property {
+			out.Fencing = checkFencing(a, rs)
+			return fencingProperty(out.Fencing)
+		}),
+		verdict.Func(func(_ search.Config, h *paired.History) verdict.Property {
+			g.collect(h)
+			return verdict.Property{Notes: g.notes}
+		}),
 	}
-	if rc.bank != nil {
-		out = append(out, Property{PropBank, rc.bank.Verdict, rc.bank.Reason, true})
-	}
-	if rc.set != nil {
-		out = append(out, Property{PropSet, rc.set.Verdict, rc.set.Reason, true})
-	}
-	if rc.fencing != nil {
-		out = append(out, Property{PropFencing, rc.fencing.Verdict, rc.fencing.Reason, rc.fencing.StorageFences})
-	}
-	return out
 }
 
-func checkResources(a *analysis, cfg *config) resourceChecks {
-	var rc resourceChecks
-	if len(a.ops) == 0 {
-		return rc
+// kindAny selects every checked resource.
+const kindAny = ""
+
+// grouping is the history's resources, grouped once for every resource
+// checker.
+type grouping struct {
+	h       *paired.History
+	a       *analysis
+	byKind  map[string][]*resource
+	checked []*resource
+	// notes tell what could not be grouped or checked.
+	notes []string
+}
+
+func (g *grouping) collect(h *paired.History) {
+	if g.h == h {
+		return
 	}
-	res, notes := collectResources(a)
-	rc.notes = notes
-	byKind := map[string][]*resource{}
-	var checked []*resource
+	*g = grouping{h: h, byKind: map[string][]*resource{}}
+	g.a = &analysis{end: h.End, clients: h.Clients, faults: h.Faults}
+	if len(h.Ops) == 0 {
+		return
+	}
+	g.a.ops = make([]*resourceOp, len(h.Ops))
+	for i, op := range h.Ops {
+		g.a.ops[i] = &resourceOp{inv: op.Inv, done: op.Done, lease: op.Lease}
+	}
+	res, notes := collectResources(g.a)
+	g.notes = notes
 	for _, r := range res {
 		if r.init == nil {
 			// Not a resource the harness set up (its initial write would
 			// be there, or the run failed and says so).
-			rc.notes = append(rc.notes, fmt.Sprintf("%d operation(s) on resource %q not checked: no initial state was recorded (process %s)",
+			g.notes = append(g.notes, fmt.Sprintf("%d operation(s) on resource %q not checked: no initial state was recorded (process %s)",
 				len(r.writes)+len(r.reads), r.key, history.ProcessInit))
 			continue
 		}
-		checked = append(checked, r)
-		byKind[r.kind] = append(byKind[r.kind], r)
+		g.checked = append(g.checked, r)
+		g.byKind[r.kind] = append(g.byKind[r.kind], r)
 	}
-	if rs := byKind[kindCounter]; len(rs) > 0 {
-		rc.counter, rc.counterViz = checkCounter(a, rs, cfg)
-	}
-	if rs := byKind[kindBank]; len(rs) > 0 {
-		rc.bank, rc.bankViz = checkBank(a, rs, cfg)
-	}
-	if rs := byKind[kindSet]; len(rs) > 0 {
-		rc.set = checkSet(a, rs)
-	}
-	rc.fencing = checkFencing(a, checked)
-	return rc
+}
+
+// checker checks the resources of one kind (kindAny: every checked one)
+// with check; a history without them has no such property.
+func (g *grouping) checker(kind string, check func(search.Config, *analysis, []*resource) verdict.Property) verdict.Checker {
+	return verdict.Func(func(cfg search.Config, h *paired.History) verdict.Property {
+		g.collect(h)
+		rs := g.byKind[kind]
+		if kind == kindAny {
+			rs = g.checked
+		}
+		if len(rs) == 0 {
+			return verdict.Property{}
+		}
+		// The checks note what they meet as they go.
+		before := len(g.a.notes)
+		p := check(cfg, g.a, rs)
+		p.Notes = append(p.Notes, g.a.notes[before:]...)
+		return p
+	})
 }
 
 // outcomes counts the key's writes (the initial one aside) by outcome.
@@ -328,15 +409,15 @@ func (r *resource) outcomes() (applied, rejected, unknown int) {
 // eachKey checks every resource with check and folds the verdicts; it
 // returns the reasons of the unknown and of the valid ones (an invalid one
 // explains itself in its violations).
-func eachKey(rs []*resource, check func(*resource) (Verdict, string)) (v Verdict, unknown, valid []string) {
-	var verdicts []Verdict
+func eachKey(rs []*resource, check func(*resource) (verdict.Verdict, string)) (v verdict.Verdict, unknown, valid []string) {
+	var verdicts []verdict.Verdict
 	for _, r := range rs {
 		kv, why := check(r)
 		verdicts = append(verdicts, kv)
 		switch kv {
-		case Unknown:
+		case verdict.Unknown:
 			unknown = append(unknown, why)
-		case Valid:
+		case verdict.Valid:
 			valid = append(valid, why)
 		}
 	}
@@ -344,14 +425,14 @@ func eachKey(rs []*resource, check func(*resource) (Verdict, string)) (v Verdict
 }
 
 // verdictOf folds per-key verdicts: invalid beats unknown beats valid.
-func verdictOf(vs ...Verdict) Verdict {
-	out := Valid
+func verdictOf(vs ...verdict.Verdict) verdict.Verdict {
+	out := verdict.Valid
 	for _, v := range vs {
 		switch {
-		case v == Invalid:
-			return Invalid
-		case v != Valid:
-			out = Unknown
+		case v == verdict.Invalid:
+			return verdict.Invalid
+		case v != verdict.Valid:
+			out = verdict.Unknown
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package checker
+package resource
 
 import (
 	"encoding/json"
@@ -11,19 +11,22 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"splitbrain/checker/paired"
+	"splitbrain/checker/search"
+	"splitbrain/checker/verdict"
 	"splitbrain/history"
 )
 
 // CounterResult is the outcome of the counter check.
 type CounterResult struct {
-	Verdict Verdict      `json:"verdict"`
-	Reason  string       `json:"reason"`
-	Keys    []CounterKey `json:"keys"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Reason  string          `json:"reason"`
+	Keys    []CounterKey    `json:"keys"`
 	// Ops is the number of porcupine operations checked.
 	Ops int `json:"ops"`
 	// LostUpdates counts the applied writes that a stale write undid.
 	LostUpdates int `json:"lost_updates"`
-	// Lost lists the stale writes (at most MaxViolations).
+	// Lost lists the stale writes (at most verdict.MaxViolations).
 	Lost []LostUpdate `json:"lost,omitempty"`
 }
 
@@ -116,7 +119,7 @@ func CounterModel() porcupine.Model {
 			}
 			return fmt.Sprintf("%v", s)
 		},
-		DescribeOperationMetadata: describeMeta,
+		DescribeOperationMetadata: search.DescribeMeta,
 	}
 	return m.ToModel()
 }
@@ -136,9 +139,9 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 	// decoded once.
 	values := map[*resourceOp]int64{}
 	usable := func(op *resourceOp) bool {
-		ev := &a.events[op.inv]
+		ev := op.inv
 		if ev.F == history.Read {
-			ev = &a.events[op.done]
+			ev = op.done
 		}
 		var v int64
 		if err := json.Unmarshal(ev.Value, &v); err != nil {
@@ -154,12 +157,12 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 			in.R = values[read]
 		}
 		if write == nil {
-			ev, done := &a.events[read.inv], &a.events[read.done]
+			ev, done := read.inv, read.done
 			in.Client = ev.Process
 			add(in, call, ret, fmt.Sprintf("%s: read (events %d→%d)", ev.Process, ev.Index, done.Index))
 			return
 		}
-		ev := &a.events[write.inv]
+		ev := write.inv
 		in.Client, in.W = ev.Process, values[write]
 		if write.write.applied {
 			in.Seq = write.write.ack.Seq
@@ -167,7 +170,7 @@ func counterOps(a *analysis, r *resource, clients map[string]int) ([]porcupine.O
 		add(in, call, ret, fmt.Sprintf("%s: write %d (event %d)", ev.Process, in.W, ev.Index))
 	})
 	for _, op := range r.finals {
-		ev, done := &a.events[op.inv], &a.events[op.done]
+		ev, done := op.inv, op.done
 		var v int64
 		if err := json.Unmarshal(done.Value, &v); err != nil {
 			notes = append(notes, fmt.Sprintf("event %d: counter value %s is not a whole number", done.Index, done.Value))
@@ -245,7 +248,7 @@ func after(op porcupine.Operation) (int64, bool) {
 
 // checkCounter checks every counter with porcupine and explains lost
 // updates from the storage's order of applied writes.
-func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, func([]FaultWindow) *visualization) {
+func checkCounter(a *analysis, rs []*resource, cfg search.Config) (*CounterResult, func([]paired.FaultWindow) *search.Window) {
 	res := &CounterResult{}
 	clients := a.resourceClients()
 	var pieces, batches [][]porcupine.Operation
@@ -255,7 +258,7 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 		k.Applied, k.Rejected, k.Unknown = r.outcomes()
 		if f := r.lastFinal(); f != nil {
 			var v int64
-			if json.Unmarshal(a.events[f.done].Value, &v) == nil {
+			if json.Unmarshal(f.done.Value, &v) == nil {
 				k.Final = &v
 			}
 		}
@@ -271,36 +274,36 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 		kp := counterPieces(ops, k.Initial, r.init.ack.Seq, r.key)
 		pieces = append(pieces, kp...)
 		// Pieces of different counters overlap in time: batch per key.
-		batches = append(batches, batch(kp, batchOps)...)
+		batches = append(batches, search.Batch(kp, search.BatchOps)...)
 		lost := counterReplay(a, r, k.Initial)
 		for _, l := range lost {
 			res.LostUpdates += l.Count
 		}
 		res.Lost = append(res.Lost, lost...)
 	}
-	if len(res.Lost) > MaxViolations {
-		res.Lost = res.Lost[:MaxViolations]
+	if len(res.Lost) > verdict.MaxViolations {
+		res.Lost = res.Lost[:verdict.MaxViolations]
 	}
 
 	model := CounterModel()
 	model.Partition = func([]porcupine.Operation) [][]porcupine.Operation { return batches }
 	outcome := porcupine.Ok
 	if len(pieces) > 0 {
-		outcome, _ = cfg.check(model, nil, cfg.timeout)
+		outcome, _ = cfg.Run(model, nil, cfg.Timeout)
 	}
 	stale := len(res.Lost)
 	switch {
 	case len(problems) > 0 && outcome != porcupine.Illegal && stale == 0:
-		res.Verdict = Unknown
-		res.Reason = "the counter cannot be judged: " + joinFirst(problems, 3)
+		res.Verdict = verdict.Unknown
+		res.Reason = "the counter cannot be judged: " + paired.JoinFirst(problems, 3)
 	case outcome == porcupine.Illegal || stale > 0:
-		res.Verdict = Invalid
+		res.Verdict = verdict.Invalid
 		res.Reason = counterReason(res, outcome)
 	case outcome == porcupine.Unknown:
-		res.Verdict = Unknown
-		res.Reason = fmt.Sprintf("porcupine did not finish checking the counter within %s", cfg.timeout)
+		res.Verdict = verdict.Unknown
+		res.Reason = fmt.Sprintf("porcupine did not finish checking the counter within %s", cfg.Timeout)
 	default:
-		res.Verdict = Valid
+		res.Verdict = verdict.Valid
 		applied := 0
 		for _, k := range res.Keys {
 			applied += k.Applied
@@ -308,11 +311,11 @@ func checkCounter(a *analysis, rs []*resource, cfg *config) (*CounterResult, fun
 		res.Reason = fmt.Sprintf("%d increment(s) applied to %d counter(s): every critical section was an atomic read-then-write, no update lost",
 			applied, len(res.Keys))
 	}
-	if res.Verdict != Invalid {
+	if res.Verdict != verdict.Invalid {
 		return res, nil
 	}
-	timeout := cfg.timeout
-	return res, func(faults []FaultWindow) *visualization {
+	timeout := cfg.Timeout
+	return res, func(faults []paired.FaultWindow) *search.Window {
 		stale := make([]Write, len(res.Lost))
 		for i, l := range res.Lost {
 			stale[i] = l.Write
@@ -366,7 +369,7 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 		if w.read == nil {
 			return 0, false
 		}
-		return value(&a.events[w.read.done])
+		return value(w.read.done)
 	}
 	var lost []LostUpdate
 	var done []step
@@ -378,7 +381,7 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 			done = append(done, step{w, init})
 			continue
 		}
-		wDone := a.events[w.op.done].Time
+		wDone := w.op.done.Time
 		for seq+1 < w.ack.Seq && certain {
 			// A write of unknown outcome landed here.
 			cands, agree := landedIn(unknown, wDone, func(x, y *writeOp) bool {
@@ -431,7 +434,7 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 				}
 				if len(l.Overwrote) < 10 {
 					l.Overwrote = append(l.Overwrote, a.writeRef(s.w))
-					names = append(names, fmt.Sprintf("%s's %s at %s", s.w.ev.Process, s.w.ev.Value, Seconds(l.Overwrote[len(l.Overwrote)-1].End)))
+					names = append(names, fmt.Sprintf("%s's %s at %s", s.w.ev.Process, s.w.ev.Value, paired.Seconds(l.Overwrote[len(l.Overwrote)-1].End)))
 				}
 			}
 			if from < 0 {
@@ -449,13 +452,9 @@ func counterReplay(a *analysis, r *resource, init int64) []LostUpdate {
 	return lost
 }
 
-// maxWindowOps bounds the operations drawn: porcupine's page grows with
-// them, and the first failing pieces explain the failure.
-const maxWindowOps = 2000
-
 // failingWindow visualizes the pieces holding a stale write (holds), or if
 // none those porcupine rejects, with their times halved back.
-func failingWindow(model porcupine.Model, pieces [][]porcupine.Operation, holds func([]porcupine.Operation) bool, faults []FaultWindow, timeout time.Duration) *visualization {
+func failingWindow(model porcupine.Model, pieces [][]porcupine.Operation, holds func([]porcupine.Operation) bool, faults []paired.FaultWindow, timeout time.Duration) *search.Window {
 	var failing [][]porcupine.Operation
 	for _, p := range pieces {
 		if holds(p) {
@@ -471,7 +470,7 @@ func failingWindow(model porcupine.Model, pieces [][]porcupine.Operation, holds 
 	}
 	var picked []porcupine.Operation
 	for _, p := range failing {
-		if len(picked) > maxWindowOps {
+		if len(picked) > search.MaxWindowOps {
 			break
 		}
 		for _, op := range p {
@@ -491,7 +490,7 @@ func failingWindow(model porcupine.Model, pieces [][]porcupine.Operation, holds 
 		}
 		picked[i].ClientId = dense[op.ClientId]
 	}
-	return &visualization{model: model, ops: picked, annotations: faultAnnotations(faults, from, to), timeout: timeout}
+	return &search.Window{Model: model, Ops: picked, Annotations: search.FaultAnnotations(faults, from, to), Timeout: timeout}
 }
 
 // resourceClients numbers the clients for porcupine's resource models, the
@@ -522,4 +521,25 @@ func spansWrite(p []porcupine.Operation, writes iter.Seq[Write]) bool {
 		}
 	}
 	return false
+}
+
+func counterProperty(c *CounterResult, window func([]paired.FaultWindow) *search.Window, faults []paired.FaultWindow) verdict.Property {
+	p := verdict.Property{Name: Counter, Verdict: c.Verdict, Reason: c.Reason, Decides: true}
+	p.Numbers = verdict.Count(nil, c.LostUpdates, "lost update", "lost updates", true)
+	var applied, rejected, unknown int
+	for _, k := range c.Keys {
+		applied, rejected, unknown = applied+k.Applied, rejected+k.Rejected, unknown+k.Unknown
+	}
+	p.Numbers = writeCounts(p.Numbers, applied, rejected, unknown)
+	if window != nil {
+		p.Window = func() *search.Window { return window(faults) }
+	}
+	return p
+}
+
+// writeCounts appends the counts of writes by outcome.
+func writeCounts(numbers []string, applied, rejected, unknown int) []string {
+	numbers = verdict.Count(numbers, applied, "applied write", "applied writes", false)
+	numbers = verdict.Count(numbers, rejected, "rejected write", "rejected writes", rejected > 0)
+	return verdict.Count(numbers, unknown, "write of unknown outcome", "writes of unknown outcome", unknown > 0)
 }

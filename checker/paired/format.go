@@ -1,6 +1,7 @@
-package checker
+package paired
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,4 +84,38 @@ func digitRun(s string) int {
 		n++
 	}
 	return n
+}
+
+// FaultWhen says when a fault was active: "clock-jump n3 +5s at 1.20s",
+// "cut c1→n4 1.00s–2.50s".
+func FaultWhen(f FaultWindow) string {
+	switch {
+	case f.End == f.Start:
+		return fmt.Sprintf("%s at %s", f.Label(), Seconds(f.Start))
+	case !f.Healed:
+		return fmt.Sprintf("%s from %s, never healed", f.Label(), Seconds(f.Start))
+	}
+	return fmt.Sprintf("%s %s–%s", f.Label(), Seconds(f.Start), Seconds(f.End))
+}
+
+// FaultsDuring are the faults active at any time in [from, to], and their
+// labels.
+func FaultsDuring(faults []FaultWindow, from, to int64) ([]FaultWindow, []string) {
+	var out []FaultWindow
+	var labels []string
+	for _, f := range faults {
+		if f.Start <= to && f.End >= from {
+			out = append(out, f)
+			labels = append(labels, FaultWhen(f))
+		}
+	}
+	return out, labels
+}
+
+// JoinFirst joins the first n items and says how many more there are.
+func JoinFirst(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return strings.Join(items[:n], "; ") + fmt.Sprintf("; and %d more", len(items)-n)
 }
