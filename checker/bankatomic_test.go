@@ -154,7 +154,7 @@ func TestBankLostTransferExplained(t *testing.T) {
 		t.Fatalf("lost = %+v", b.Lost)
 	}
 	l := b.Lost[0]
-	if l.Transfer.Client != "c1" || l.Count != 1 || l.Undid[0].Client != "c2" || len(l.Stale) != 2 || l.Stale[0] != (StaleBalance{"a1", "100.00", "70.00"}) {
+	if l.Transfer.Client != "c1" || l.Count != 1 || l.Undid[0].Client != "c2" || len(l.Stale) != 2 || l.Stale[0] != (StaleBalance{Account: "a1", Read: "100.00", Then: "70.00"}) {
 		t.Errorf("lost transfer = %+v", l)
 	}
 	if res.Visualized != PropCriticalSection && res.Visualized != PropBank {

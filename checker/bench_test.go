@@ -76,7 +76,7 @@ func BenchmarkLeaseLockOverlap(b *testing.B) {
 				b.Fatalf("verdict %s with %d violations: %s", res.Verdict, res.ViolationCount, res.Reason)
 			}
 			b.ReportMetric(float64(buf.Len()), "viz-bytes")
-			b.ReportMetric(float64(len(res.viz.ops)), "viz-ops")
+			b.ReportMetric(float64(len(res.viz.Ops)), "viz-ops")
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/anishathalye/porcupine"
+
+	"splitbrain/checker/lease"
 )
 
 // What porcupine's page puts into innerHTML is escaped, whether the model
@@ -27,7 +29,7 @@ func TestEscapedModel(t *testing.T) {
 			t.Errorf("%s: no metadata gives %q", name, got)
 		}
 	}
-	if got := escapedModel(MutexModel()).DescribeState("c1<b>"); got != "held by c1&lt;b&gt;" {
+	if got := escapedModel(lease.MutexModel()).DescribeState("c1<b>"); got != "held by c1&lt;b&gt;" {
 		t.Errorf("mutex state %q", got)
 	}
 }

@@ -3,6 +3,8 @@ package checker
 import (
 	"fmt"
 	"strings"
+
+	"splitbrain/checker/verdict"
 )
 
 // A cell of the safety matrix has two answers, not one: whether the lock
@@ -33,21 +35,9 @@ func AnswersOf(res Result) Answers {
 			a.Lock = p.Verdict
 		case PropCounter, PropBank, PropSet, PropFencing:
 			if p.Decides {
-				a.Resource = worse(a.Resource, p.Verdict)
+				a.Resource = verdict.Worse(a.Resource, p.Verdict)
 			}
 		}
-	}
-	return a
-}
-
-func worse(a, b Verdict) Verdict {
-	switch {
-	case a == Invalid || b == Invalid:
-		return Invalid
-	case a == Unknown || b == Unknown:
-		return Unknown
-	case a == "":
-		return b
 	}
 	return a
 }

@@ -112,6 +112,13 @@ func (b rb) increment(p string, at float64, token, r, seq int64) rb {
 // until 1s) and reads; c1 pauses; c2 acquires at 1.1s, reads, writes,
 // releases; c1 wakes at 1.5s and writes its stale value. With fencing
 // (tokens 1 and 2) the storage rejects c1's write.
+// The kinds of resource, as the initial write's value tells them.
+const (
+	kindCounter = "counter"
+	kindBank    = "bank"
+	kindSet     = "set"
+)
+
 func pauseHistory(kind string, fenced bool) []history.Event {
 	b := newRB()
 	var t1, t2 int64

@@ -247,10 +247,10 @@ const minRateOps = 10
 
 // buildThroughput counts completed client operations per time bucket by
 // outcome, in operations per second, like Jepsen's rate plot.
-func buildThroughput(ops []op, res checker.Result, sc scale) *throughput {
+func buildThroughput(ops []history.Op, res checker.Result, sc scale) *throughput {
 	done := 0
 	for _, o := range ops {
-		if o.done {
+		if o.Done() {
 			done++
 		}
 	}
@@ -265,11 +265,11 @@ func buildThroughput(ops []op, res checker.Result, sc scale) *throughput {
 		counts[t] = make([]int, n)
 	}
 	for _, o := range ops {
-		if !o.done {
+		if !o.Done() {
 			continue
 		}
-		i := min(int(float64(o.end.Time)/width), n-1)
-		if c, ok := counts[o.end.Type]; ok {
+		i := min(int(float64(o.Completion.Time)/width), n-1)
+		if c, ok := counts[o.Completion.Type]; ok {
 			c[i]++
 		}
 	}

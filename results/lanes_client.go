@@ -78,13 +78,13 @@ func clientItems(tl *timeline, ls *laneSet, res checker.Result, events eventInde
 		}
 	}
 	for _, r := range resOps {
-		li := ls.of["client:"+r.inv.Process]
+		li := ls.of["client:"+r.Invoke.Process]
 		ln := tl.Lanes[li]
-		kind := "res-" + cssIdent(string(r.inv.F))
-		if isWrite(r.inv.F) {
+		kind := "res-" + cssIdent(string(r.Invoke.F))
+		if isWrite(r.Invoke.F) {
 			kind = "res-write"
 		}
-		items = append(items, item{lane: li, kind: kind + " res-" + cssIdent(r.outcome), noun: string(r.inv.F), a: r.inv.Time, b: r.at(),
+		items = append(items, item{lane: li, kind: kind + " res-" + cssIdent(r.outcome), noun: string(r.Invoke.F), a: r.Invoke.Time, b: r.at(),
 			y: ln.Y + 1, h: 6,
 			build: func() (under, over []shape) {
 				title := resourceTitle(r, events)
@@ -92,11 +92,11 @@ func clientItems(tl *timeline, ls *laneSet, res checker.Result, events eventInde
 				if r.bad {
 					cls += " res-bad"
 				}
-				if r.at() > r.inv.Time {
-					under = append(under, sc.bar("res-span "+cls, r.inv.Time, r.at(), ln.Y+3, 1.5, title))
+				if r.at() > r.Invoke.Time {
+					under = append(under, sc.bar("res-span "+cls, r.Invoke.Time, r.at(), ln.Y+3, 1.5, title))
 				}
 				y2 := ln.Y + ln.H - 2
-				if !isWrite(r.inv.F) {
+				if !isWrite(r.Invoke.F) {
 					y2 = ln.Y + 9 // a read is a short tick: it changes nothing
 				}
 				glyph := map[string]string{"rejected": "×", "info": "?", checker.OutcomePending: "…"}[r.outcome]

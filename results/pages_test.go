@@ -169,7 +169,7 @@ func TestReportShowsResourceAndNodeFaults(t *testing.T) {
 	}
 	// The stale write took effect 0.56 s after c1's lease ran out at 1.0 s:
 	// the finding that marks it bad says so.
-	ops := resourceOps(pairOps(events), res)
+	ops := resourceOps(history.Pair(events).Ops, res)
 	var bad []string
 	for _, r := range ops {
 		if r.bad {
@@ -179,66 +179,30 @@ func TestReportShowsResourceAndNodeFaults(t *testing.T) {
 	if len(bad) != 1 || !strings.Contains(bad[0], "a stale token was accepted") {
 		t.Errorf("bad findings %q, want the one stale token", bad)
 	}
-	c1 := &clientBeliefs{}
-	for _, b := range res.Keys[0].Beliefs {
-		if b.Client == "c1" {
-			c1.bs = append(c1.bs, b)
+	var late string
+	for _, w := range res.OutsideLease {
+		if w.Index == ops[4].Invoke.Index {
+			late = w.Text
 		}
 	}
-	c1.index()
-	if s := c1.outsideLease(ops[4].op); !strings.Contains(s, "took effect at 1.56s although c1's belief in \"lock\" had ended at 1.00s (validity deadline)") {
-		t.Errorf("outsideLease of c1's late write = %q", s)
-	}
-}
-
-func TestClientBeliefsCovering(t *testing.T) {
-	at := historytest.Sec
-	b := func(key string, start, end float64, reason string) checker.Belief {
-		return checker.Belief{Client: "c1", Key: key, Start: at(start), End: at(end), EndReason: reason}
-	}
-	// A long belief on one key and short ones on another, interleaved.
-	c := &clientBeliefs{bs: []checker.Belief{
-		b("b", 2.0, 2.2, checker.EndRelease),
-		b("a", 0.0, 5.0, checker.EndDeadline),
-		b("b", 1.0, 1.1, checker.EndRelease),
-		b("c", 6.0, 6.0, checker.EndOpen),
-	}}
-	c.index()
-	for _, tt := range []struct {
-		t    float64
-		want string
-	}{
-		{-1, ""}, {0.5, "a"}, {1.05, "a b"}, {2.1, "a b"}, {4.9, "a"}, {5.5, ""}, {6.0, "c"}, {100, "c"},
-	} {
-		got, ok := c.covering(at(tt.t))
-		if (tt.want == "") == ok || ok && !strings.Contains(tt.want, got.Key) {
-			t.Errorf("covering(%vs) = %q, %v; want %q", tt.t, got.Key, ok, tt.want)
-		}
-	}
-	w := op{inv: &history.Event{Process: "c1", F: history.Write, Key: "k", Time: at(5.5)}, end: &history.Event{Time: at(5.6)}, done: true}
-	if s := c.outsideLease(w); !strings.Contains(s, `c1's belief in "a" had ended at 5.00s`) {
-		t.Errorf("outsideLease = %q, want the latest-ending belief before the write", s)
-	}
-	none := &clientBeliefs{}
-	none.index()
-	if s := none.outsideLease(w); !strings.Contains(s, "although c1 held no lock") {
-		t.Errorf("outsideLease without beliefs = %q", s)
+	if !strings.Contains(late, "took effect at 1.56s although c1's belief in \"lock\" had ended at 1.00s (validity deadline)") {
+		t.Errorf("the checker's finding on c1's late write = %q", late)
 	}
 }
 
 func TestPairOps(t *testing.T) {
 	events := pauseHistory()
-	ops := pairOps(events)
+	ops := history.Pair(events).Ops
 	if len(ops) != 9 {
 		t.Fatalf("%d ops, want 9 (nemesis events are not ops)", len(ops))
 	}
 	for _, o := range ops {
-		if !o.done || o.inv.Process != o.end.Process || o.inv.F != o.end.F || o.end.Time < o.inv.Time {
+		if !o.Done() || o.Invoke.Process != o.Completion.Process || o.Invoke.F != o.Completion.F || o.Completion.Time < o.Invoke.Time {
 			t.Errorf("op %+v paired wrongly", o)
 		}
 	}
-	pending := pairOps(events[:3])
-	if len(pending) != 2 || pending[1].done {
+	pending := history.Pair(events[:3]).Ops
+	if len(pending) != 2 || pending[1].Done() {
 		t.Errorf("a read without completion: %+v, want it pending", pending)
 	}
 }
@@ -604,11 +568,11 @@ func TestHarnessOpsAreNotFindings(t *testing.T) {
 		{Index: 4, Process: history.ProcessFinal, Type: history.Invoke, F: history.Read, Key: "k", Time: 5},
 		{Index: 5, Process: history.ProcessFinal, Type: history.OK, F: history.Read, Key: "k", Value: history.MustValue(1), Time: 6},
 	}
-	for _, r := range resourceOps(pairOps(events), checker.Result{}) {
-		switch r.inv.Process {
+	for _, r := range resourceOps(history.Pair(events).Ops, checker.Check(events)) {
+		switch r.Invoke.Process {
 		case history.ProcessInit, history.ProcessFinal:
 			if r.bad || r.finding != "" {
-				t.Errorf("%s's %s flagged: %q", r.inv.Process, r.inv.F, r.finding)
+				t.Errorf("%s's %s flagged: %q", r.Invoke.Process, r.Invoke.F, r.finding)
 			}
 		case "c1":
 			if !r.bad || !strings.Contains(r.finding, "although c1 held no lock") {
@@ -820,7 +784,7 @@ func TestWriteJudgedAgainstTheLeaseItNames(t *testing.T) {
 	b.Add("c1.1", history.OK, history.Write, "k", 2.6)
 	events := b.Events()
 	var findings []string
-	for _, r := range resourceOps(pairOps(events), checker.Check(events)) {
+	for _, r := range resourceOps(history.Pair(events).Ops, checker.Check(events)) {
 		findings = append(findings, fmt.Sprintf("%v %s", r.bad, r.finding))
 	}
 	if len(findings) != 2 || findings[0] != "false " || !strings.Contains(findings[1], `although c1's belief in "k" had ended at 2.00s (validity deadline)`) {

@@ -151,9 +151,9 @@ func renderReport(w io.Writer, dir string, rec Record, events []history.Event) e
 		v.Faults = append(v.Faults, row)
 	}
 
-	ops := pairOps(events)
+	ops := history.Pair(events).Ops
 	for _, o := range ops {
-		if o.inv.F != history.Nemesis {
+		if o.Invoke.F != history.Nemesis {
 			v.ClientOps++
 		}
 	}
@@ -168,7 +168,7 @@ func renderReport(w io.Writer, dir string, rec Record, events []history.Event) e
 	v.Throughput = buildThroughput(ops, res, sc)
 	if v.Throughput == nil {
 		for _, o := range ops {
-			if o.done {
+			if o.Done() {
 				v.FewOps++
 			}
 		}
@@ -310,7 +310,7 @@ func beliefSentence(b checker.Belief) string {
 	case checker.EndOpen:
 		fmt.Fprintf(&sb, "; it still held it when the history ended")
 	default:
-		fmt.Fprintf(&sb, "; it believed it held the lock until %s (%s)", checker.Seconds(b.End), endText(b.EndReason))
+		fmt.Fprintf(&sb, "; it believed it held the lock until %s (%s)", checker.Seconds(b.End), checker.EndText(b.EndReason))
 	}
 	return sb.String() + "."
 }
@@ -329,18 +329,4 @@ func faultSentence(f checker.FaultWindow) string {
 		s += " (" + f.Detail + ")"
 	}
 	return s
-}
-
-func endText(reason string) string {
-	switch reason {
-	case checker.EndDeadline:
-		return "validity deadline"
-	case checker.EndRelease:
-		return "released"
-	case checker.EndReacquire:
-		return "replaced by a new lease granted to the client"
-	case checker.EndOpen:
-		return "still held when the history ended"
-	}
-	return reason
 }

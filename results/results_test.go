@@ -307,7 +307,7 @@ func TestTimelineIsToScale(t *testing.T) {
 	events := clockJump()
 	res := checker.Check(events)
 	sc := newScale(res, events)
-	tl := buildTimeline(meta("clock-jump", ""), res, nil, resourceOps(pairOps(events), res), sc)
+	tl := buildTimeline(meta("clock-jump", ""), res, nil, resourceOps(history.Pair(events).Ops, res), sc)
 	byClass := func(shapes []shape, class string) []shape {
 		var out []shape
 		for _, s := range shapes {

@@ -91,7 +91,7 @@ func buildTimeline(meta Meta, res checker.Result, events eventIndex, resOps []re
 		}
 	}
 	for _, r := range resOps {
-		seen = append(seen, r.inv.Process)
+		seen = append(seen, r.Invoke.Process)
 	}
 	for _, c := range union(meta.Clients, seen) {
 		// A client that continued as a new process after an unknown

@@ -13,7 +13,7 @@ import (
 func beliefTitle(b checker.Belief, events eventIndex) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s believed it held %q from %s to %s (%s)", b.Client, b.Key,
-		checker.Seconds(b.Start), checker.Seconds(b.End), endText(b.EndReason))
+		checker.Seconds(b.Start), checker.Seconds(b.End), checker.EndText(b.EndReason))
 	fmt.Fprintf(&sb, "\nacquire invoked at %s, granted at %s", checker.Seconds(b.Invoke), checker.Seconds(b.Start))
 	if len(b.Nodes) > 0 {
 		fmt.Fprintf(&sb, " by %s", strings.Join(b.Nodes, ","))
@@ -49,10 +49,10 @@ func resourceTitle(r resourceOp, events eventIndex) string {
 		sb.WriteString("\n" + r.finding)
 	}
 	end := int64(-1)
-	if r.done {
-		end = r.end.Index
+	if r.Done() {
+		end = r.Completion.Index
 	}
-	writeEvents(&sb, events, r.inv.Index, end)
+	writeEvents(&sb, events, r.Invoke.Index, end)
 	return sb.String()
 }
 

@@ -11,10 +11,7 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/driver"
-	"splitbrain/fault"
 	"splitbrain/nemesis"
-	"splitbrain/scenarios/spec"
-	"splitbrain/workload"
 )
 
 // driverRig is a run's lock driver processes, one per client, registered
@@ -29,16 +26,11 @@ type driverRig struct {
 	mu sync.Mutex
 }
 
-// driverGate holds a driver's client at its gate when it announces a
-// point: the scripted pause stories name the same points for a driver as
-// for an in-process lock.
-type driverGate struct{ g *nemesis.ClientGate }
-
-func (d driverGate) At(ctx context.Context, p string) { d.g.At(ctx, fault.Point(p)) }
-
-// newDriverLock starts client's driver process over eps, as the client
-// reaches them (its proxies), and adapts it to workload.Lock.
-func (r *runner) newDriverLock(client string, eps []nemesis.Endpoint, password string) (workload.Lock, error) {
+// startDriver starts a client's driver process,
+// registered in the run's driver registry entry (made at the first),
+// logging to logs/driver-CLIENT.log; a built-in driver's program is
+// written into the entry's private folder first.
+func (r *runner) startDriver(ctx context.Context, cfg driver.Config) (*driver.Proc, error) {
 	if r.drivers == nil {
 		cache := r.cacheDir
 		if cache == "" {
@@ -56,42 +48,29 @@ func (r *runner) newDriverLock(client string, eps []nemesis.Endpoint, password s
 		}
 		r.drivers = &driverRig{live: live, procs: map[string]*driver.Proc{}, logf: r.logf}
 	}
-	cmd := r.sc.Lock.Command
-	name := r.sc.Lock.Kind
-	if r.sc.Lock.Kind != spec.LockDriver {
+	if len(cfg.Command) == 0 {
 		var err error
-		if cmd, err = driver.Builtin(r.sc.Lock.Kind, r.drivers.live.Dir()); err != nil {
+		if cfg.Command, err = driver.Builtin(cfg.Name, r.drivers.live.Dir()); err != nil {
 			return nil, err
 		}
 	}
-	var nodes []driver.Node
-	for _, ep := range eps {
-		addr, err := r.net.Addr(client, ep.Name)
-		if err != nil {
-			return nil, err
-		}
-		nodes = append(nodes, driver.Node{Name: ep.Name, Addr: addr})
-	}
-	logf, err := os.OpenFile(filepath.Join(r.runDir, "logs", "driver-"+client+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(r.runDir, "logs", "driver-"+cfg.Client+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("drivers: %w", err)
 	}
 	r.drivers.mu.Lock()
 	r.drivers.logs = append(r.drivers.logs, logf)
 	r.drivers.mu.Unlock()
-	p, err := driver.Start(context.Background(), driver.Config{
-		Command: cmd, Name: name, Client: client, Nodes: nodes, Password: password,
-		NodeTimeout: r.sc.Lock.NodeTimeout, Retries: r.sc.Lock.Retries,
-		Live: r.drivers.live, Log: logf,
-	})
+	cfg.Live, cfg.Log = r.drivers.live, logf
+	p, err := driver.Start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	r.drivers.mu.Lock()
-	r.drivers.procs[client] = p
+	r.drivers.procs[cfg.Client] = p
 	r.drivers.mu.Unlock()
-	r.logf("%s: driver %s started (pid %d), points %v", client, p.Name(), p.Pid(), p.Points())
-	return &driver.Lock{Proc: p, Gate: driverGate{r.faults.gates[client]}}, nil
+	r.logf("%s: driver %s started (pid %d), points %v", cfg.Client, p.Name(), p.Pid(), p.Points())
+	return p, nil
 }
 
 // pausers are the driver processes by client, for a random schedule's

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
+	"splitbrain/locks"
 	"splitbrain/scenarios/spec"
 )
 
@@ -23,53 +25,94 @@ import (
 //   - a Sentinel story needs a lock of one deployment, the locks whose
 //     clients find the master through the sentinels.
 
-// Fit reports whether the scenario fits lock kind k, and why not.
-func Fit(sc *spec.Scenario, k string) (bool, string) {
-	if !slices.Contains(spec.LockKinds, k) && k != spec.LockDriver {
-		return false, fmt.Sprintf("%q is not a lock kind (%s)", k, strings.Join(spec.LockKinds, ", "))
+// Fit reports whether the scenario fits lock kind name, and why not: the
+// rules read the kind's data (package locks): its shape, its fencing, its
+// process, its Sentinel client, the hook points it lacks.
+func Fit(sc *spec.Scenario, name string) (bool, string) {
+	k := locks.ByName(name)
+	if k == nil {
+		return false, fmt.Sprintf("%q is not a lock kind (%s)", name, strings.Join(locks.Matrix(), ", "))
 	}
-	if k == spec.LockDriver && len(sc.Lock.Command) == 0 {
+	if k.Command && len(sc.Lock.Command) == 0 {
 		return false, "a driver needs the program lock.command names, and the story names none"
 	}
-	if spec.Consensus(k) {
-		return fitConsensus(sc, k)
+	if k.Shape == locks.Ensemble {
+		return fitEnsemble(sc, k)
 	}
-	if why, ok := sc.NotFor[k]; ok {
-		return false, fmt.Sprintf("the story makes no claim about %s: %s", k, why)
+	if why, ok := sc.NotFor[name]; ok {
+		return false, fmt.Sprintf("the story makes no claim about %s: %s", name, why)
 	}
-	if _, ok := sc.ExpectFor(k); !ok {
-		return false, fmt.Sprintf("the story states no expectation for %s (its expect names %s)", k, expectKinds(sc))
+	if _, ok := sc.ExpectFor(name); !ok {
+		return false, fmt.Sprintf("the story states no expectation for %s (its expect names %s)", name, expectKinds(sc))
 	}
-	if sc.Workload.Fencing && !spec.Fenced(k) {
-		return false, fmt.Sprintf("the storage rejects writes without a fencing token (workload.fencing on), and %s hands out none", k)
+	if sc.Workload.Fencing && !k.Fenced {
+		return false, fmt.Sprintf("the storage rejects writes without a fencing token (workload.fencing on), and %s hands out none", name)
 	}
-	if !spec.DriverKind(k) && slices.ContainsFunc(sc.Steps, func(st spec.Step) bool { return st.Signal }) {
-		return false, fmt.Sprintf("the story stops a client's process with SIGSTOP (pause … signal: true), and %s runs inside the harness: only a lock driver has a process of its own", k)
+	if !k.Driver && slices.ContainsFunc(sc.Steps, func(st spec.Step) bool { return st.Signal }) {
+		return false, fmt.Sprintf("the story stops a client's process with SIGSTOP (pause … signal: true), and %s runs inside the harness: only a lock driver has a process of its own", name)
 	}
-	if sc.Sentinel != nil && spec.DriverKind(k) {
-		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, and a driver (%s) is given the nodes' addresses only", k)
+	if sc.Sentinel != nil && k.Driver {
+		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, and a driver (%s) is given the nodes' addresses only", name)
 	}
-	if k == spec.LockRueidislock && slices.ContainsFunc(sc.Steps, func(st spec.Step) bool { return st.Point == string(fault.AfterReplies) }) {
-		return false, "the story pauses a client at after-replies, a point inside the acquire that rueidislock (its scripts run by rueidis, not go-redis) gives the harness no hook for"
+	for _, st := range sc.Steps {
+		if why, ok := k.Unhooked[fault.Point(st.Point)]; ok {
+			return false, fmt.Sprintf("the story pauses a client at %s, %s", st.Point, why)
+		}
 	}
-	if sc.Sentinel != nil && !spec.OneDeployment(k) {
+	if sc.Sentinel != nil && !k.Sentinel {
 		// The failover client (go-redis's, asking the sentinels) serves
 		// the locks of one deployment only; a quorum lock would talk to
 		// n1 as a fixed address and never see the promotion.
-		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, which only the locks of one deployment do, and %s is a quorum lock", k)
+		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, which only the locks of one deployment do, and %s is a quorum lock", name)
 	}
-	if spec.OneDeployment(k) && sc.Nodes > 1 {
+	if k.Shape == locks.OneDeployment && sc.Nodes > 1 {
 		if singled := singledOut(sc); len(singled) > 0 {
 			return false, fmt.Sprintf("a quorum story: its steps act on part of its %d nodes (%s), and %s locks n1 alone",
-				sc.Nodes, strings.Join(singled, ", "), k)
+				sc.Nodes, strings.Join(singled, ", "), name)
 		}
+	}
+	return true, ""
+}
+
+// fitEnsemble says whether a story fits lock k on a consensus ensemble,
+// and why not: a story written for Redis nodes makes no claim about such
+// a lock unless its expect names the lock, and some cannot be played at
+// all — the faults its steps need must be ones the kind's server supports.
+func fitEnsemble(sc *spec.Scenario, lk *locks.Kind) (bool, string) {
+	k := lk.Name
+	kind := ServerKind(k)
+	switch {
+	case sc.Sentinel != nil || len(sc.Replicas) > 0:
+		return false, fmt.Sprintf("a Redis replication story: %s replicates through its own consensus, there is no asynchronous replica to cut off or promote", kind.Name)
+	case sc.Nodes != locks.EnsembleNodes:
+		return false, fmt.Sprintf("a story of %d independent Redis masters; %s runs on a %d-member ensemble, whose members are not independent: the story's grants and refusals do not carry over", sc.Nodes, k, locks.EnsembleNodes)
+	}
+	for _, p := range sc.Persistence {
+		if p != spec.PersistNone {
+			return false, fmt.Sprintf("a Redis persistence story (%s); %s always writes its log to disk before it acknowledges", p, kind.Name)
+		}
+	}
+	for _, st := range sc.Steps {
+		if f, ok := stepFault(st); ok {
+			if err := kind.Refuse("", f); err != nil {
+				return false, fmt.Sprintf("its step at line %d (%s) needs %s, which %s nodes do not support%s", st.Line, st.Kind, f, kind.Name, refusalReason(kind, f))
+			}
+		}
+		if st.Kind == spec.StepPartition && st.Shape == spec.ShapeSides && splitsNodes(st.Sides) {
+			if err := kind.Refuse("", cluster.FaultPeerLink); err != nil {
+				return false, fmt.Sprintf("its partition at line %d splits the ensemble, which needs %s%s", st.Line, cluster.FaultPeerLink, refusalReason(kind, cluster.FaultPeerLink))
+			}
+		}
+	}
+	if _, named := sc.Expects[k]; !named {
+		return false, fmt.Sprintf("the story states no expectation for %s: its expect speaks of Redis locks (a consensus lock's cell needs a claim made for it)", k)
 	}
 	return true, ""
 }
 
 func expectKinds(sc *spec.Scenario) string {
 	var out []string
-	for _, k := range append([]string{spec.ExpectDefault}, spec.LockKinds...) {
+	for _, k := range append([]string{spec.ExpectDefault}, locks.Matrix()...) {
 		if _, ok := sc.Expects[k]; ok {
 			out = append(out, k)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
+	"splitbrain/locks"
 	"splitbrain/results"
 	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
@@ -32,7 +33,7 @@ steps:
 			t.Errorf("kind %s parsed as %q", kind, sc.Lock.Kind)
 		}
 		// Every report says where the lock's belief ends.
-		if scenarios.Belief(kind) == "" {
+		if locks.Belief(kind) == "" {
 			t.Errorf("kind %s: no belief sentence", kind)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,8 +21,8 @@ import (
 	"splitbrain/checker"
 	"splitbrain/cluster"
 	"splitbrain/history"
+	"splitbrain/locks"
 	"splitbrain/nemesis"
-	"splitbrain/redlock"
 	"splitbrain/results"
 	"splitbrain/scenarios/spec"
 	"splitbrain/workload"
@@ -188,7 +187,7 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		Expect:      string(sc.Expect),
 		Command:     cmd,
 		Backend:     backend,
-		Belief:      Belief(sc.Lock.Kind),
+		Belief:      locks.Belief(sc.Lock.Kind),
 	}
 	write := results.Write
 	if opts.NoIndex {
@@ -223,112 +222,6 @@ type runner struct {
 	// drivers are the clients' driver processes, for the driver kinds.
 	drivers          *driverRig
 	runDir, cacheDir string
-}
-
-// newRedlock builds client's instance of the lock under test (our Redlock,
-// one of its variants, or a third-party lock): its own connection to every
-// node it uses, through its own proxies.
-func (r *runner) newRedlock(client string, eps []nemesis.Endpoint, password string) (workload.Lock, error) {
-	if spec.Consensus(r.sc.Lock.Kind) {
-		return r.newConsensusLock(client, eps, password)
-	}
-	if spec.OneDeployment(r.sc.Lock.Kind) {
-		eps = eps[:1]
-	}
-	if spec.DriverKind(r.sc.Lock.Kind) {
-		return r.newDriverLock(client, eps, password)
-	}
-	if r.sc.Lock.Kind == spec.LockRueidislock {
-		return r.newRueidislock(client, eps[0], password)
-	}
-	var conns []*redis.Client
-	var names []string
-	for _, ep := range eps {
-		addr, err := r.net.Addr(client, ep.Name)
-		if err != nil {
-			return nil, err
-		}
-		opts := redlock.ClientOptions(addr, password)
-		if r.sc.Lock.Kind == spec.LockWaitReplicas {
-			// WAIT blocks up to its timeout; a read must outlast it.
-			opts.ReadTimeout = waitReplicasTimeout + time.Second
-		}
-		var c *redis.Client
-		if r.sentinel != nil && spec.OneDeployment(r.sc.Lock.Kind) {
-			c = r.newFailoverClient(client, password, opts.ReadTimeout)
-			r.sentinel.clients = append(r.sentinel.clients, c)
-		} else {
-			c = redis.NewClient(opts)
-		}
-		r.conns = append(r.conns, c)
-		// Connect now, so that the first lock attempt measures the lock,
-		// not the connection handshake, against its per-node timeout.
-		// A slow first dial is tried again (untilConnected).
-		connect := func(ctx context.Context) error { return c.Ping(ctx).Err() }
-		if r.sentinel != nil {
-			// go-redis keeps its pipelines' connections in a pool of their
-			// own (wait-replicas pipelines every script with its WAIT), and
-			// a failover client's dial first asks a sentinel: under a
-			// partition that cut the client from the sentinel it asked
-			// last (sentinel-partition), the lock's first pipeline would
-			// wait out read timeouts on the sentinel instead of talking to
-			// the master it can reach. Both pools are filled before the
-			// story starts, as a running client's are.
-			connect = func(ctx context.Context) error {
-				if err := c.Ping(ctx).Err(); err != nil {
-					return err
-				}
-				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Ping(ctx).Err() })
-				return err
-			}
-		}
-		if err := untilConnected(connect); err != nil {
-			return nil, fmt.Errorf("client %s: connecting to %s: %w", client, ep.Name, err)
-		}
-		conns = append(conns, c)
-		names = append(names, ep.Name)
-	}
-	switch r.sc.Lock.Kind {
-	case spec.LockRedsync:
-		return r.gatedRedsync(client, conns), nil
-	case spec.LockRedislock:
-		return r.gatedRedislock(client, conns[0]), nil
-	case spec.LockWaitReplicas:
-		return r.gatedWaitReplicas(client, conns[0])
-	}
-	opts := redlock.Options{NodeTimeout: r.sc.Lock.NodeTimeout, Hooks: r.hooks(client), MaxTries: r.sc.Lock.Retries}
-	switch r.sc.Lock.Kind {
-	case spec.LockNaive:
-		opts.SkipElapsedCheck = true
-	case spec.LockFencedSimple:
-		opts.Fencing = redlock.FenceSimple
-	case spec.LockFencedTwoRound:
-		opts.Fencing = redlock.FenceTwoRound
-	}
-	l, err := redlock.New(conns, opts)
-	if err != nil {
-		return nil, fmt.Errorf("client %s: %w", client, err)
-	}
-	return &workload.Redlock{Locker: l, Nodes: names, Retry: r.sc.Lock.Retries > 1}, nil
-}
-
-// untilConnected runs connect until it succeeds, every 50 ms for up to
-// 10 s: a lock client's options fail at their first timeout, as the lock
-// wants, but setting up is not the lock's business, and on a machine busy
-// compiling one dial can take longer than that. A dial the kernel had no
-// local port for is not retried: it says so (cluster.NoLocalPort).
-func untilConnected(connect func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := connect(ctx)
-	for err != nil && ctx.Err() == nil {
-		if errors.Is(err, syscall.EADDRNOTAVAIL) {
-			return cluster.NoLocalPort(err)
-		}
-		workload.Sleep(ctx, 50*time.Millisecond)
-		err = connect(ctx)
-	}
-	return cluster.NoLocalPort(err)
 }
 
 func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error {
@@ -384,7 +277,7 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error
 	}
 	r.clients = map[string]*workload.Client{}
 	for _, name := range sc.Clients {
-		lock, err := r.newRedlock(name, eps, cl.Password())
+		lock, err := r.newLock(name, eps, cl.Password())
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/history"
+	"splitbrain/locks/adapter"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
 	"splitbrain/scenarios/spec"
@@ -392,29 +393,38 @@ func (p sentinelPromotion) Inject(context.Context) (nemesis.Heal, error) {
 	return func(context.Context) error { return nil }, nil
 }
 
+// sentinelRoute is how client finds the master through the run's
+// sentinels: each address it dials, a sentinel's or the master's as
+// announced, goes through the client's own proxy to that server.
+func (r *runner) sentinelRoute(client string) *adapter.Sentinel {
+	rig := r.sentinel
+	s := &adapter.Sentinel{Master: cluster.SentinelMaster, Route: func(addr string) (string, error) {
+		name, ok := rig.byAddr[addr]
+		if !ok {
+			return "", fmt.Errorf("client %s: %s is none of this run's servers", client, addr)
+		}
+		return r.net.Addr(client, name)
+	}}
+	for _, n := range rig.sentinels {
+		s.Addrs = append(s.Addrs, n.Addr())
+	}
+	return s
+}
+
 // newFailoverClient is client's connection to whichever node Sentinel
 // says is master, found as a real client finds it: go-redis's failover
-// client asks the sentinels. Every address it dials, a sentinel's or the
-// master's, goes through the client's own proxy to that server.
+// client asks the sentinels (sentinelRoute).
 func (r *runner) newFailoverClient(client, password string, readTimeout time.Duration) *redis.Client {
-	rig := r.sentinel
-	var addrs []string
-	for _, s := range rig.sentinels {
-		addrs = append(addrs, s.Addr())
-	}
+	s := r.sentinelRoute(client)
 	base := redlock.ClientOptions("", password)
 	var d net.Dialer
 	return redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:       cluster.SentinelMaster,
-		SentinelAddrs:    addrs,
+		MasterName:       s.Master,
+		SentinelAddrs:    s.Addrs,
 		SentinelPassword: password,
 		Password:         password,
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			name, ok := rig.byAddr[addr]
-			if !ok {
-				return nil, fmt.Errorf("client %s: %s is none of this run's servers", client, addr)
-			}
-			via, err := r.net.Addr(client, name)
+			via, err := s.Route(addr)
 			if err != nil {
 				return nil, err
 			}

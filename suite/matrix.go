@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"splitbrain/locks"
 	"splitbrain/results"
 	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
@@ -176,7 +177,7 @@ func Rebuild(out string, dirs []string, command string) (m results.Matrix, runs 
 	slices.Sort(dirs)
 	dirs = slices.Compact(dirs)
 	played, unread := ReadRuns(dirs)
-	m = Assemble(played, nil, slices.Clone(spec.LockKinds))
+	m = Assemble(played, nil, locks.Matrix())
 	m.Title = "splitbrain matrix"
 	m.Command = command
 	seeds := map[int64]bool{}

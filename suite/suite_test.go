@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"splitbrain/locks"
 	"splitbrain/scenarios/spec"
 )
 
@@ -39,7 +40,7 @@ func TestCellsAndFamilies(t *testing.T) {
 		}
 		// The consensus locks hand out tokens too, but a story of five
 		// Redis masters is not theirs.
-		if c.Scenario.Name == "pause-critical-section-fenced" && (spec.Fenced(c.Lock) && !spec.Consensus(c.Lock)) != (c.NA == "") {
+		if c.Scenario.Name == "pause-critical-section-fenced" && (locks.FencedKind(c.Lock) && !locks.Consensus(c.Lock)) != (c.NA == "") {
 			t.Errorf("%s/%s: n/a %q", c.Scenario.Name, c.Lock, c.NA)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/cluster"
 	"splitbrain/history"
+	"splitbrain/locks/adapter"
 	"splitbrain/redlock"
 	"splitbrain/workload"
 )
@@ -174,7 +175,7 @@ func (r *rig) client(name string, fenced bool) *workload.Client {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	var lock workload.Lock = &workload.Redlock{Locker: l, Nodes: []string{"n1", "n2", "n3"}}
+	var lock workload.Lock = &adapter.Redlock{Locker: l, Nodes: []string{"n1", "n2", "n3"}}
 	if fenced {
 		lock = sequenceTokens{Lock: lock, next: r.tokens}
 	}

@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
+
+	"splitbrain/locks"
 )
 
-// runFlagsHelp describes the flags run and suite share.
-const runFlagsHelp = `  --seed N        seed of the workload's and the nemesis's random draws
+// runFlagsHelp describes the flags run and suite share; --lock names the
+// kinds the registry has (package locks).
+var runFlagsHelp = `  --seed N        seed of the workload's and the nemesis's random draws
                   (default: a fresh random seed, printed and stored); every
                   play of a scenario uses the same seed, so the same faults
   --store DIR     where runs are written (default: store): a folder only
@@ -19,15 +23,13 @@ const runFlagsHelp = `  --seed N        seed of the workload's and the nemesis's
   --json          print the outcome as JSON instead of text; progress goes
                   to stderr
   --lock KIND     play only against this lock, instead of the kind or kinds
-                  the scenario lists: redlock, single, naive, fenced-simple,
-                  fenced-two-round, redsync, redislock, wait-replicas,
-                  redis-py, rueidislock, zookeeper, etcd or etcd-v3lock
+` + wrap("the scenario lists: "+locks.Or(locks.Matrix()), 18, 76) + `
   --clients N     the number of clients instead of the scenario's (1-64)
   --time D        how long a generated workload runs, such as 10s
   -h, --help      this help
 `
 
-const runUsage = `Usage: splitbrain run SCENARIO [flags]
+var runUsage = `Usage: splitbrain run SCENARIO [flags]
 
 Runs one scenario, a built-in name (splitbrain list) or a .yaml file, and
 prints its seed, its progress, its verdict and the path of its report. A
@@ -56,7 +58,7 @@ invalid, else 2 if one is unknown, else 0 (every verdict valid); 254 bad
 arguments. The verdict decides, not the expectation: use suite for that.
 `
 
-const suiteUsage = `Usage: splitbrain suite [SCENARIOS...|--all] [flags]
+var suiteUsage = `Usage: splitbrain suite [SCENARIOS...|--all] [flags]
 
 Plays every story (built-in names or .yaml files; default and --all: every
 built-in) against every lock kind it fits — a cell per story and lock,
@@ -115,7 +117,9 @@ Example:
 const listUsage = `Usage: splitbrain list
 
 Lists the built-in scenarios: name, expectation, the locks each is played
-against, and the first sentence of its description.
+against, and the first sentence of its description; then the lock kinds:
+name, the servers and deployment it runs on, whether it hands out fencing
+tokens, and what it is.
 
 Example:
   splitbrain list
@@ -183,4 +187,24 @@ func printHelp(w io.Writer, command string) error {
 	}
 	fmt.Fprint(w, u)
 	return nil
+}
+
+// wrap fills text into lines of at most width columns, each indented by
+// indent spaces.
+func wrap(text string, indent, width int) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && indent+len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	lines = append(lines, line)
+	pad := strings.Repeat(" ", indent)
+	return pad + strings.Join(lines, "\n"+pad)
 }

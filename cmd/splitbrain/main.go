@@ -28,6 +28,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/cluster"
 	"splitbrain/docker"
+	"splitbrain/locks"
 	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 	"splitbrain/suite"
@@ -41,7 +42,7 @@ const (
 	exitInternal = 255
 )
 
-const usage = `splitbrain: Jepsen-style fault injection for the Redlock distributed lock
+var usage = `splitbrain: Jepsen-style fault injection for the Redlock distributed lock
 
 Usage:
   splitbrain list                       list the built-in scenarios
@@ -163,6 +164,14 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		}
 		fmt.Fprintf(stdout, "%-30s expect %-9s %-17s %s\n", name, sc.ExpectSummary(), strings.Join(sc.Locks, ","), firstSentence(sc.Description))
 	}
+	fmt.Fprintln(stdout, "\nLock kinds (lock.kind, --lock):")
+	for _, k := range locks.All {
+		fenced := "no tokens"
+		if k.Fenced {
+			fenced = "fenced"
+		}
+		fmt.Fprintf(stdout, "%-17s %-9s %-26s %-9s %s\n", k.Name, k.Server, k.Shape, fenced, k.About)
+	}
 	return exitValid, nil
 }
 
@@ -218,7 +227,7 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 		fs.BoolVar(&f.shrink, "shrink", false, "no value (or =true, =false)")
 		fs.DurationVar(&f.budget, "budget", 5*time.Minute, "a duration such as 5m (0: no bound)")
 	}
-	fs.StringVar(&f.overrides.Lock, "lock", "", "one of "+strings.Join(spec.LockKinds, ", "))
+	fs.StringVar(&f.overrides.Lock, "lock", "", "one of "+strings.Join(locks.Matrix(), ", "))
 	fs.IntVar(&f.overrides.Clients, "clients", 0, fmt.Sprintf("a whole number from 1 to %d", spec.MaxClients))
 	fs.DurationVar(&f.overrides.Duration, "time", 0, "a duration such as 10s or 1m30s")
 	pos, err := parseInterleaved(fs, args)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"splitbrain/checker"
+	"splitbrain/locks"
 	"splitbrain/results"
 	"splitbrain/scenarios/spec"
 	"splitbrain/suite"
@@ -35,7 +36,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	locks := spec.LockKinds
+	locks := locks.Matrix()
 	if f.overrides.Lock != "" {
 		locks = []string{f.overrides.Lock}
 	}

@@ -24,6 +24,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"splitbrain/fault"
+	"splitbrain/locks"
 )
 
 //go:embed builtin/*.yaml
@@ -82,40 +83,36 @@ type Scenario struct {
 	Source []byte
 }
 
-// Lock kinds: our Redlock and its variants, and third-party locks.
-const (
-	LockRedlock        = "redlock"          // our Redlock over every node
-	LockSingle         = "single"           // our lock on n1 alone (N=1)
-	LockNaive          = "naive"            // ours without the elapsed-time check
-	LockFencedSimple   = "fenced-simple"    // ours with simple fencing tokens
-	LockFencedTwoRound = "fenced-two-round" // ours with two-round fencing tokens
-	LockRedsync        = "redsync"          // go-redsync/redsync v4
-	LockRedislock      = "redislock"        // bsm/redislock v0.9, on n1
-	LockWaitReplicas   = "wait-replicas"    // Redisson's RLock scheme: n1, then WAIT for its replicas
-	LockRedisPy        = "redis-py"         // redis-py's redis.lock.Lock, a built-in driver, on n1
-	LockRueidislock    = "rueidislock"      // rueidis' rueidislock v1.0, its keys on n1
-	// The control group: locks on consensus systems (consensus.go).
-	LockZooKeeper  = "zookeeper"   // ZooKeeper's lock recipe on a 3.8 ensemble
-	LockEtcd       = "etcd"        // etcd's client mutex (client v3.5) on a 3.4 cluster
-	LockEtcdV3Lock = "etcd-v3lock" // etcd 3.4's server-side Lock RPC
-	// LockDriver is a lock driven through a child process of the user's
-	// (lock.command), over every node: not a column of the matrix, since
-	// what it runs is the file's.
-	LockDriver = "driver"
+// Lock kinds, as package locks describes them (one file per kind there).
+// These names are kept for the callers that name a kind in code; a new
+// kind needs none.
+var (
+	LockRedlock        = locks.Redlock.Name
+	LockSingle         = locks.Single.Name
+	LockNaive          = locks.Naive.Name
+	LockFencedSimple   = locks.FencedSimple.Name
+	LockFencedTwoRound = locks.FencedTwoRound.Name
+	LockRedsync        = locks.Redsync.Name
+	LockRedislock      = locks.Redislock.Name
+	LockWaitReplicas   = locks.WaitReplicas.Name
+	LockRedisPy        = locks.RedisPy.Name
+	LockRueidislock    = locks.Rueidislock.Name
+	LockZooKeeper      = locks.ZooKeeper.Name
+	LockEtcd           = locks.Etcd.Name
+	LockEtcdV3Lock     = locks.EtcdV3Lock.Name
+	LockDriver         = locks.Driver.Name
 )
 
-// LockKinds lists the valid lock kinds.
-var LockKinds = []string{LockRedlock, LockSingle, LockNaive, LockFencedSimple, LockFencedTwoRound, LockRedsync, LockRedislock, LockWaitReplicas, LockRedisPy,
-	LockRueidislock, LockZooKeeper, LockEtcd, LockEtcdV3Lock}
+// LockKinds lists the lock kinds --lock takes and the matrix's columns
+// (locks.Matrix).
+var LockKinds = locks.Matrix()
 
-// fileLockKinds are the kinds a scenario file may name: LockKinds and
-// LockDriver.
-var fileLockKinds = append(slices.Clone(LockKinds), LockDriver)
+// fileLockKinds are the kinds a scenario file may name: every kind
+// (locks.Names), LockDriver among them.
+var fileLockKinds = locks.Names()
 
 // Consensus reports whether lock kind k is a lock on a consensus system.
-func Consensus(k string) bool {
-	return k == LockZooKeeper || k == LockEtcd || k == LockEtcdV3Lock
-}
+func Consensus(k string) bool { return locks.Consensus(k) }
 
 // Backend names, as --backend takes them and results.Meta records them.
 const (
@@ -138,18 +135,9 @@ const (
 // the client↔storage links can be injected like any other.
 const StorageNode = "storage"
 
-// OneDeployment reports whether lock kind k runs on one Redis deployment
-// (n1, with whatever replicas it has) rather than over every node.
-func OneDeployment(k string) bool {
-	return k == LockSingle || k == LockRedislock || k == LockWaitReplicas || k == LockRedisPy || k == LockRueidislock
-}
-
-// DriverKind reports whether lock kind k runs as a driver process.
-func DriverKind(k string) bool { return k == LockRedisPy || k == LockDriver }
-
 // Lock is the lock under test and its parameters.
 type Lock struct {
-	Kind        string // one of LockKinds
+	Kind        string // a lock kind's name (package locks)
 	TTL         time.Duration
 	Key         string
 	NodeTimeout time.Duration // zero: the library's default
@@ -552,11 +540,6 @@ func (p *parser) driverCommand(n *yaml.Node, kinds []string) []string {
 	return out
 }
 
-// Fenced reports whether lock kind k hands out fencing tokens.
-func Fenced(k string) bool {
-	return k == LockFencedSimple || k == LockFencedTwoRound || Consensus(k)
-}
-
 // PlayAgainst returns a copy of the scenario played against lock kind k
 // alone, with k's expectation.
 func (sc *Scenario) PlayAgainst(k string) *Scenario {
@@ -905,13 +888,13 @@ func (sc *Scenario) Override(o Overrides) error {
 	// Every play must be able to fence: a lock without tokens cannot
 	// write to a fenced storage at all.
 	for _, k := range sc.Locks {
-		if sc.Workload.Fencing && !Fenced(k) {
+		if sc.Workload.Fencing && !locks.FencedKind(k) {
 			flag := "--lock " + k
 			if o.Lock == "" {
 				flag = fmt.Sprintf("%s: lock.kind %s", sc.File, k)
 			}
-			return fmt.Errorf("%s: %s fences its storage and needs a lock with tokens: %s, %s, %s, %s or %s",
-				flag, sc.Name, LockFencedSimple, LockFencedTwoRound, LockZooKeeper, LockEtcd, LockEtcdV3Lock)
+			return fmt.Errorf("%s: %s fences its storage and needs a lock with tokens: %s",
+				flag, sc.Name, locks.Or(locks.FencedNames()))
 		}
 	}
 	if o.Clients != 0 {

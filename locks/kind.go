@@ -1,0 +1,198 @@
+// Package locks describes each lock kind the harness plays — ours, its
+// variants, third-party libraries, locks on consensus systems and lock
+// drivers — as data, one file per kind, as package cluster describes a
+// kind of server (cluster.Kind): its name, the server it runs on and the
+// shape of the deployment, whether it hands out fencing tokens, where a
+// client's belief that it holds the lock ends, what the harness cannot do
+// to it (the kind-specific fit rules) and which adapter builds it. Help
+// text, --lock, the parser's checks, fit, the matrix's columns and list
+// read All.
+//
+// Why two packages. The scenario parser (scenarios/spec) checks lock.kind
+// against this registry, and it is fuzzed with every package of its binary
+// instrumented, so it must not come to import the servers' clients
+// (go-redis, rueidis, etcd's clientv3 and gRPC, zk): a builder in the same
+// file as a kind's data would bring them into the parser. So a kind's data
+// is here, in a package that imports none of them (TestParserStaysLight
+// checks), and the code that builds it — the adapter to workload.Lock and
+// its builder — is in locks/adapter, which the runner imports and the
+// parser does not. A Kind names its builder (Adapter).
+//
+// Adding a kind: on an existing adapter (a variant of ours, a library's
+// other mode) one file here and its line in All; a new library also its
+// adapter's file in locks/adapter (adapter, builder, tests) and the
+// builder's line in adapter.Builders. Then the stories' expectations
+// (expect: in scenarios/spec/builtin). Fit, --lock, help, list, the
+// matrix's columns and the run read the kind from here.
+package locks
+
+import (
+	"slices"
+	"strings"
+
+	"splitbrain/fault"
+)
+
+// Kind describes one lock kind.
+type Kind struct {
+	// Name is the kind's name in scenario files (lock.kind), --lock,
+	// results and the matrix.
+	Name string
+	// About is one line on what the kind is, for help and list.
+	About string
+	// Server names the kind of server the lock's nodes run (a
+	// cluster.Kind's Name): redis, zookeeper or etcd.
+	Server string
+	// Shape is how the lock's nodes are deployed.
+	Shape Shape
+	// Fenced: the lock hands out fencing tokens, which a fenced storage
+	// needs (workload.fencing on).
+	Fenced bool
+	// Belief says where a client's belief that it holds the lock ends
+	// (property P1): what the lock's API tells its user, since a lock
+	// that documents nothing is used as its API suggests. Each run's
+	// report and result.json carry it.
+	Belief string
+	// Driver: the lock runs in a child process of its own that speaks
+	// the driver protocol (docs/driver-protocol.md), which a scripted
+	// SIGSTOP can stop; otherwise it runs inside the harness.
+	Driver bool
+	// Command: the scenario file names the driver's program
+	// (lock.command); a kind without it is built in.
+	Command bool
+	// Sentinel: the lock's clients can find the master through Sentinel
+	// (a failover client), so Sentinel stories fit it.
+	Sentinel bool
+	// Unhooked are the client hook points the harness has no way to stop
+	// the lock's clients at, each with why: a story pausing a client
+	// there does not fit the kind.
+	Unhooked map[fault.Point]string
+	// Adapter names the builder in locks/adapter (adapter.Builders) that
+	// makes a client's instance of the lock.
+	Adapter string
+	// Redlock are our lock's options, for the kinds the redlock adapter
+	// builds.
+	Redlock RedlockOptions
+	// NotInMatrix: the kind is no column of the matrix and no value of
+	// --lock (a driver of the user's: what it runs is the file's).
+	NotInMatrix bool
+}
+
+// Shape is how a lock's nodes are deployed.
+type Shape int
+
+const (
+	// Masters: N independent masters, every node of the cluster (n1..nN);
+	// a quorum lock.
+	Masters Shape = iota
+	// OneDeployment: one master (n1) with whatever replicas it has, or
+	// the master Sentinel names.
+	OneDeployment
+	// Ensemble: the members of one consensus ensemble (ZooKeeper, etcd).
+	Ensemble
+)
+
+// EnsembleNodes is the size of the ensembles the Ensemble locks run on.
+const EnsembleNodes = 3
+
+func (s Shape) String() string {
+	switch s {
+	case Masters:
+		return "independent masters"
+	case OneDeployment:
+		return "one master with replicas"
+	case Ensemble:
+		return "a consensus ensemble"
+	}
+	return "unknown shape"
+}
+
+// RedlockOptions are the variant of our Redlock a kind plays.
+type RedlockOptions struct {
+	// SkipElapsedCheck hands a lease back without checking how much of
+	// its TTL the acquire used.
+	SkipElapsedCheck bool
+	// Fencing is the fencing scheme: FenceSimple, FenceTwoRound or none.
+	Fencing string
+}
+
+// Fencing schemes of our lock (redlock.FenceSimple, redlock.FenceTwoRound).
+const (
+	FenceSimple   = "simple"
+	FenceTwoRound = "two-round"
+)
+
+// All lists every lock kind, in the matrix's order of columns. Adding a
+// kind is one file declaring it and its line here.
+var All = []*Kind{
+	Redlock, Single, Naive, FencedSimple, FencedTwoRound, Redsync, Redislock, WaitReplicas, RedisPy,
+	Rueidislock, ZooKeeper, Etcd, EtcdV3Lock,
+	Driver,
+}
+
+// ByName returns kind name, or nil.
+func ByName(name string) *Kind {
+	i := slices.IndexFunc(All, func(k *Kind) bool { return k.Name == name })
+	if i < 0 {
+		return nil
+	}
+	return All[i]
+}
+
+// Names are the names of the kinds a scenario file may name: every kind.
+func Names() []string { return names(func(*Kind) bool { return true }) }
+
+// Matrix are the names of the matrix's columns, which --lock takes: every
+// kind but the user's drivers.
+func Matrix() []string { return names(func(k *Kind) bool { return !k.NotInMatrix }) }
+
+// FencedNames are the names of the kinds with fencing tokens.
+func FencedNames() []string { return names(func(k *Kind) bool { return k.Fenced }) }
+
+func names(keep func(*Kind) bool) []string {
+	var out []string
+	for _, k := range All {
+		if keep(k) {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+// Is reports whether kind name is known and has property p.
+func Is(name string, p func(*Kind) bool) bool {
+	k := ByName(name)
+	return k != nil && p(k)
+}
+
+// Consensus reports whether kind name is a lock on a consensus system.
+func Consensus(name string) bool { return Is(name, func(k *Kind) bool { return k.Shape == Ensemble }) }
+
+// OneDeploymentKind reports whether kind name runs on one Redis
+// deployment (n1, with whatever replicas it has) rather than over every
+// node.
+func OneDeploymentKind(name string) bool {
+	return Is(name, func(k *Kind) bool { return k.Shape == OneDeployment })
+}
+
+// DriverKind reports whether kind name runs as a driver process.
+func DriverKind(name string) bool { return Is(name, func(k *Kind) bool { return k.Driver }) }
+
+// FencedKind reports whether kind name hands out fencing tokens.
+func FencedKind(name string) bool { return Is(name, func(k *Kind) bool { return k.Fenced }) }
+
+// Belief is the belief sentence of kind name, or "" for an unknown kind.
+func Belief(name string) string {
+	if k := ByName(name); k != nil {
+		return k.Belief
+	}
+	return ""
+}
+
+// Or joins names as prose: "a, b or c".
+func Or(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}

@@ -1,0 +1,13 @@
+package locks
+
+// WaitReplicas is Redisson's RLock scheme: n1, then WAIT for its replicas.
+var WaitReplicas = &Kind{
+	Name:   "wait-replicas",
+	About:  "Redisson's RLock scheme: n1, then WAIT for its replicas",
+	Server: "redis",
+	Shape:  OneDeployment,
+	Belief: "at the release: Redisson's lock() tells its user no deadline, its watchdog renews the key every TTL/3 " +
+		"behind the user's back, so the user believes until unlock() whatever became of the key",
+	Sentinel: true,
+	Adapter:  "wait-replicas",
+}
