@@ -24,6 +24,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"splitbrain/fault"
+	"splitbrain/history"
 )
 
 //go:embed builtin/*.yaml
@@ -218,17 +219,20 @@ type Step struct {
 	// "clients", "failover" or "all".
 	Heal string
 	// Fault steps (see parse_faults.go for each kind's fields).
-	Clients   []string      // partition: the clients, in the order the shape splits them
-	Fault     string        // net, replication: drop, reset, refuse or delay
-	Direction string        // net, replication: both, to-node or to-client
-	Delay     Span          // net, replication with fault delay: how long bytes are held
-	Shape     string        // partition
-	Sides     [][]string    // partition of shape sides: who is on which side
-	Point     string        // pause of a client: a hook point, any or random
-	Signal    bool          // pause of a client: stop its driver process (SIGSTOP) at Point
-	Replica   string        // replication, promote: which of Node's replicas (r1, r1b, ...)
-	Amnesia   bool          // kill, stop: restart with the data lost
-	Period    time.Duration // strobe
+	Clients   []string // partition: the clients, in the order the shape splits them
+	Fault     string   // net, replication: drop, reset, refuse or delay
+	Direction string   // net, replication: both, to-node or to-client
+	Delay     Span     // net, replication with fault delay: how long bytes are held
+	Shape     string   // partition
+	// Links are a drawn partition's links (ScheduleSteps); Parse never
+	// sets them: a partition step of a file draws its links from Shape.
+	Links   []history.Link
+	Sides   [][]string    // partition of shape sides: who is on which side
+	Point   string        // pause of a client: a hook point, any or random
+	Signal  bool          // pause of a client: stop its driver process (SIGSTOP) at Point
+	Replica string        // replication, promote: which of Node's replicas (r1, r1b, ...)
+	Amnesia bool          // kill, stop: restart with the data lost
+	Period  time.Duration // strobe
 	// For heals the fault on its own after this long (for kill and stop:
 	// restarts the node, 0s at once); unset (HasFor false) means until a
 	// heal, resume or restart step.

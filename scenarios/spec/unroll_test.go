@@ -102,9 +102,13 @@ func TestOpSteps(t *testing.T) {
 				{Kind: StepPause, Client: "c3", Point: "before-write", For: d, HasFor: true, Within: ms(700)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			faults, err := opSteps(tc.op, tc.within, 0)
+			drawn, err := opSteps(tc.op, tc.within, 0)
 			if err != nil {
 				t.Fatal(err)
+			}
+			var faults []TimedFault
+			for _, f := range drawn {
+				faults = append(faults, explicit(f)...)
 			}
 			var got []Step
 			for _, f := range faults {
