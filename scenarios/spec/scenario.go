@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"path"
 	"regexp"
 	"slices"
@@ -22,9 +21,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"splitbrain/fault"
-	"splitbrain/history"
 )
 
 //go:embed builtin/*.yaml
@@ -162,112 +158,6 @@ type Lock struct {
 	Extend bool
 	// Command is the driver program and its arguments of kind driver.
 	Command []string
-}
-
-// StepKind names what a step does.
-type StepKind string
-
-const (
-	StepCut     StepKind = "cut"
-	StepHeal    StepKind = "heal"
-	StepClock   StepKind = "clock"
-	StepAcquire StepKind = "acquire"
-	StepRelease StepKind = "release"
-	StepExtend  StepKind = "extend"
-	StepWait    StepKind = "wait"
-	// Fault steps, run by run_faults.go.
-	StepNet         StepKind = "net"
-	StepReplication StepKind = "replication"
-	StepPartition   StepKind = "partition"
-	StepStrobe      StepKind = "strobe"
-	StepClockReset  StepKind = "clock-reset"
-	StepPause       StepKind = "pause"
-	StepResume      StepKind = "resume"
-	StepKill        StepKind = "kill"
-	StepStop        StepKind = "stop"
-	StepRestart     StepKind = "restart"
-	StepPromote     StepKind = "promote"
-	StepRandom      StepKind = "random"
-)
-
-// Step is one scripted action. Which fields are set depends on Kind.
-type Step struct {
-	Kind   StepKind
-	Line   int
-	Client string   // cut, acquire, release
-	Nodes  []string // cut
-	Node   string   // clock
-	Key    string   // acquire, release, extend, wait until expired
-	// Expect is the outcome a scripted acquire (acquired, refused) or
-	// extend (extended, refused) must have for the run to go as scripted;
-	// empty: any. Expects holds the outcomes named per lock kind, where
-	// locks differ (expect: {default: acquired, wait-replicas: refused});
-	// Expect is then the default. See ExpectOf.
-	Expect  string
-	Expects map[string]string
-	// Until is the condition a wait step waits for (expired, up, down);
-	// empty: the wait is Span. Timeout bounds it; zero: the default.
-	Until   string
-	Timeout time.Duration
-	// AtMost, instead of Timeout, bounds a wait for a condition that the
-	// story may or may not meet: after it the steps go on either way.
-	AtMost time.Duration
-	// Span is the clock jump (clock) or the pause (wait); a range is drawn
-	// from the run's seed.
-	Span Span
-	// Heal is what a heal step heals: "links", "clocks", "nodes",
-	// "clients", "failover" or "all".
-	Heal string
-	// Fault steps (see parse_faults.go for each kind's fields).
-	Clients   []string // partition: the clients, in the order the shape splits them
-	Fault     string   // net, replication: drop, reset, refuse or delay
-	Direction string   // net, replication: both, to-node or to-client
-	Delay     Span     // net, replication with fault delay: how long bytes are held
-	Shape     string   // partition
-	// Links are a drawn partition's links (ScheduleSteps); Parse never
-	// sets them: a partition step of a file draws its links from Shape.
-	Links   []history.Link
-	Sides   [][]string    // partition of shape sides: who is on which side
-	Point   string        // pause of a client: a hook point, any or random
-	Signal  bool          // pause of a client: stop its driver process (SIGSTOP) at Point
-	Replica string        // replication, promote: which of Node's replicas (r1, r1b, ...)
-	Amnesia bool          // kill, stop: restart with the data lost
-	Period  time.Duration // strobe
-	// For heals the fault on its own after this long (for kill and stop:
-	// restarts the node, 0s at once); unset (HasFor false) means until a
-	// heal, resume or restart step.
-	For    Span
-	HasFor bool
-	// Within bounds how long a client pause stays armed waiting for the
-	// client to reach its point (zero: until the run ends); For counts
-	// from when the client gets there.
-	Within   time.Duration
-	Schedule fault.ScheduleSpec // random
-}
-
-// Span is a duration or a range of durations to draw from.
-type Span struct {
-	Min, Max time.Duration
-}
-
-// Draw picks a duration in [Min, Max] from r, in whole milliseconds where
-// the range allows, so that logs and reports stay readable.
-func (s Span) Draw(r *rand.Rand) time.Duration {
-	if s.Max <= s.Min {
-		return s.Min
-	}
-	steps := int64((s.Max - s.Min) / time.Millisecond)
-	if steps == 0 {
-		return s.Min + time.Duration(r.Int64N(int64(s.Max-s.Min)+1))
-	}
-	return s.Min + time.Duration(r.Int64N(steps+1))*time.Millisecond
-}
-
-func (s Span) String() string {
-	if s.Max <= s.Min {
-		return s.Min.String()
-	}
-	return s.Min.String() + ".." + s.Max.String()
 }
 
 // Error is a problem in a scenario file, located by line and field.
@@ -663,124 +553,6 @@ func (p *parser) span(n *yaml.Node, field string, allowNegative bool) (Span, boo
 		}
 	}
 	return Span{Min: min, Max: max}, true
-}
-
-var stepFields = map[StepKind]string{
-	StepCut:     "client, nodes",
-	StepClock:   "node, jump, for",
-	StepAcquire: "client, key, expect",
-	StepRelease: "client, key",
-	StepExtend:  "client, key, expect",
-	StepWait:    "until, client, key, node, timeout, at_most",
-	// Fault steps: parse_faults.go.
-	StepNet:         "client, nodes, fault, direction, delay, for",
-	StepReplication: "node, replica, fault, direction, delay, for",
-	StepPartition:   "shape, client, clients, nodes, sides, for",
-	StepStrobe:      "node, delta, period, for",
-	StepClockReset:  "nodes",
-	StepPause:       "node, client, at, for, within, signal",
-	StepResume:      "node, client",
-	StepKill:        "node, amnesia, for",
-	StepStop:        "node, amnesia, for",
-	StepRestart:     "node",
-	StepPromote:     "node, replica",
-	StepRandom:      "faults, targets, interval, duration, for, max_clock",
-}
-
-func (p *parser) parseStep(n *yaml.Node, i int) (Step, bool) {
-	field := fmt.Sprintf("steps[%d]", i)
-	kinds := "cut, heal, clock, acquire, release, extend, wait, net, replication, partition, strobe, clock-reset, pause, resume, kill, stop, restart, promote, random"
-	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
-		p.fail(n, field, "want a mapping with exactly one of %s", kinds)
-		return Step{}, false
-	}
-	key, val := n.Content[0], n.Content[1]
-	st := Step{Kind: StepKind(key.Value), Line: key.Line}
-	field += "." + key.Value
-	switch st.Kind {
-	case StepWait:
-		if val.Kind == yaml.MappingNode {
-			break
-		}
-		var ok bool
-		st.Span, ok = p.waitSpan(val, field)
-		return st, ok
-	case StepHeal:
-		st.Heal = p.enum(val, field, "", "links", "clocks", "nodes", "clients", "failover", "all")
-		return st, st.Heal != ""
-	case StepCut, StepClock, StepAcquire, StepRelease, StepExtend:
-	case StepNet, StepReplication, StepPartition, StepStrobe, StepClockReset, StepPause, StepResume,
-		StepKill, StepStop, StepRestart, StepPromote, StepRandom:
-	default:
-		p.fail(key, field, "unknown step; want one of %s", kinds)
-		return Step{}, false
-	}
-	if val.Kind != yaml.MappingNode {
-		p.fail(val, field, "want a mapping with fields %s", stepFields[st.Kind])
-		return Step{}, false
-	}
-	ok := true
-	seen := map[string]*yaml.Node{}
-	for j := 0; j+1 < len(val.Content); j += 2 {
-		k, v := val.Content[j], val.Content[j+1]
-		seen[k.Value] = v
-		if !strings.Contains(", "+stepFields[st.Kind]+",", ", "+k.Value+",") {
-			p.fail(k, field+"."+k.Value, "unknown field; valid fields: %s", stepFields[st.Kind])
-			ok = false
-		}
-	}
-	need := func(name string) *yaml.Node {
-		v := seen[name]
-		if v == nil {
-			p.fail(val, field+"."+name, "missing")
-			ok = false
-		}
-		return v
-	}
-	switch st.Kind {
-	case StepCut:
-		st.Client = p.client(need("client"), field+".client")
-		if v := need("nodes"); v != nil {
-			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-				p.fail(v, field+".nodes", "want a list of node names such as [n4, n5]")
-				ok = false
-			}
-			for _, nn := range v.Content {
-				st.Nodes = append(st.Nodes, p.parseNode(nn, field+".nodes"))
-			}
-		}
-	case StepClock:
-		st.Node = p.parseNode(need("node"), field+".node")
-		if v := need("jump"); v != nil {
-			var good bool
-			if st.Span, good = p.span(v, field+".jump", true); !good {
-				ok = false
-			}
-		}
-		// A jump with for: sets the clock back on its own, as a random
-		// schedule's clock faults do: a shrunk schedule (package shrink)
-		// writes each of them as one step.
-		if v := seen["for"]; v != nil {
-			var good bool
-			if st.For, good = p.span(v, field+".for", false); good && st.For.Min == 0 {
-				p.fail(v, field+".for", "%q: want more than 0s", v.Value)
-				good = false
-			}
-			st.HasFor = good
-			ok = ok && good
-		}
-	case StepAcquire, StepRelease, StepExtend:
-		st.Client = p.client(need("client"), field+".client")
-		if v := seen["key"]; v != nil {
-			st.Key = v.Value
-		}
-		ok = p.expectOutcome(&st, seen["expect"], field+".expect") && ok
-	case StepWait:
-		ok = p.parseWaitUntil(&st, val, field, seen, need) && ok
-	default:
-		ok = p.parseFaultStep(&st, val, field, seen, need) && ok
-	}
-	return st, ok
 }
 
 func (p *parser) parseNode(n *yaml.Node, field string) string {

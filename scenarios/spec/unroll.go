@@ -202,8 +202,7 @@ func cutSteps(links []history.Link, d time.Duration, line int, rec history.Fault
 	}
 	var out []TimedFault
 	for i, c := range order {
-		f := TimedFault{Step: Step{Kind: StepNet, Line: line, Client: c, Nodes: byClient[c], Fault: "drop",
-			Direction: string(fault.Both), For: fixed(d), HasFor: true}}
+		f := TimedFault{Step: Step{Kind: StepNet, Line: line, Client: c, Nodes: byClient[c], LinkFault: LinkFault{Fault: "drop", Direction: string(fault.Both)}, For: fixed(d), HasFor: true}}
 		if i == 0 {
 			f.Records = []history.Fault{rec}
 		}
@@ -288,12 +287,12 @@ func opSteps(op fault.Op, within time.Duration, line int) ([]TimedFault, error) 
 	}
 	switch op.Kind {
 	case fault.RandomPartition:
-		add(Step{Kind: StepPartition, Shape: op.Shape, Links: op.Links},
+		add(Step{Kind: StepPartition, Partition: Partition{Shape: op.Shape, Links: op.Links}},
 			history.Fault{Kind: fault.KindPartition, Links: op.Links})
 		return out, nil
 	case fault.RandomClientPause:
 		for _, c := range op.Clients {
-			add(Step{Kind: StepPause, Client: c, Point: string(op.Point), Within: within},
+			add(Step{Kind: StepPause, Client: c, ClientPause: ClientPause{Point: string(op.Point), Within: within}},
 				history.Fault{Kind: fault.KindClientPause, Nodes: []string{c}})
 		}
 		return out, nil
