@@ -27,7 +27,7 @@ func (c ClockJump) Available() error {
 
 // clockOf is node's clock, or the refusal of clock faults on it.
 func clockOf(node cluster.Node) (cluster.Clock, error) {
-	return cluster.Capable[cluster.Clock](node, cluster.FaultClock)
+	return cluster.Capable[cluster.Clock](node, fault.Clock)
 }
 
 // Describe implements Fault.

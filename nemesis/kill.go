@@ -41,7 +41,7 @@ func (k Kill) Available() error {
 	if err := wipeAvailable(k.Node, k.Amnesia); err != nil {
 		return err
 	}
-	_, err := cluster.Capable[cluster.Killer](k.Node, cluster.FaultKill)
+	_, err := cluster.Capable[cluster.Killer](k.Node, fault.Kill)
 	return err
 }
 
@@ -52,7 +52,7 @@ func (k Kill) Describe() history.Fault {
 
 // Inject implements Fault.
 func (k Kill) Inject(ctx context.Context) (Heal, error) {
-	kl, err := cluster.Capable[cluster.Killer](k.Node, cluster.FaultKill)
+	kl, err := cluster.Capable[cluster.Killer](k.Node, fault.Kill)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func wipeAvailable(node cluster.Node, amnesia bool) error {
 	if !amnesia {
 		return nil
 	}
-	_, err := cluster.Capable[cluster.Wiper](node, cluster.FaultWipe)
+	_, err := cluster.Capable[cluster.Wiper](node, fault.Wipe)
 	return err
 }
 

@@ -18,7 +18,7 @@ type Pause struct {
 
 // Available implements Fault: the node must be a cluster.Pauser.
 func (p Pause) Available() error {
-	_, err := cluster.Capable[cluster.Pauser](p.Node, cluster.FaultPause)
+	_, err := cluster.Capable[cluster.Pauser](p.Node, fault.Pause)
 	return err
 }
 
@@ -29,7 +29,7 @@ func (p Pause) Describe() history.Fault {
 
 // Inject implements Fault.
 func (p Pause) Inject(ctx context.Context) (Heal, error) {
-	pz, err := cluster.Capable[cluster.Pauser](p.Node, cluster.FaultPause)
+	pz, err := cluster.Capable[cluster.Pauser](p.Node, fault.Pause)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ type Promote struct {
 
 // Available implements Fault: the replica must be a cluster.Replica.
 func (p Promote) Available() error {
-	_, err := cluster.Capable[cluster.Replica](p.Replica, cluster.FaultReplica)
+	_, err := cluster.Capable[cluster.Replica](p.Replica, fault.Replica)
 	return err
 }
 
@@ -64,7 +64,7 @@ func (p Promote) Inject(ctx context.Context) (Heal, error) {
 		}
 		old[i] = up
 	}
-	rep, err := cluster.Capable[cluster.Replica](p.Replica, cluster.FaultReplica)
+	rep, err := cluster.Capable[cluster.Replica](p.Replica, fault.Replica)
 	if err != nil {
 		return nil, err
 	}

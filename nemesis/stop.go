@@ -25,7 +25,7 @@ func (s Stop) Available() error {
 	if err := wipeAvailable(s.Node, s.Amnesia); err != nil {
 		return err
 	}
-	_, err := cluster.Capable[cluster.Stopper](s.Node, cluster.FaultStop)
+	_, err := cluster.Capable[cluster.Stopper](s.Node, fault.Stop)
 	return err
 }
 
@@ -36,7 +36,7 @@ func (s Stop) Describe() history.Fault {
 
 // Inject implements Fault.
 func (s Stop) Inject(ctx context.Context) (Heal, error) {
-	st, err := cluster.Capable[cluster.Stopper](s.Node, cluster.FaultStop)
+	st, err := cluster.Capable[cluster.Stopper](s.Node, fault.Stop)
 	if err != nil {
 		return nil, err
 	}

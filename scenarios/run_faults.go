@@ -296,7 +296,7 @@ func (r *runner) pauseClient(ctx context.Context, st spec.Step, at fault.Point) 
 func (r *runner) refuseLinks(links []history.Link) error {
 	for _, l := range links {
 		if n, ok := r.cluster.Node(l.Node); ok {
-			if err := n.Kind().Refuse(n.Name(), cluster.FaultLink); err != nil {
+			if err := n.Kind().Refuse(n.Name(), fault.Link); err != nil {
 				return err
 			}
 		}
@@ -435,7 +435,7 @@ func (r *runner) random(ctx context.Context, st spec.Step) error {
 	}
 	for _, n := range r.cluster.Nodes() {
 		// Every node may take any of the schedule's faults.
-		if err := n.Kind().Refuse(n.Name(), cluster.FaultLink); err != nil {
+		if err := n.Kind().Refuse(n.Name(), fault.Link); err != nil {
 			return err
 		}
 		for _, f := range []nemesis.NodeFault{nemesis.ClockJump{Node: n}, nemesis.Pause{Node: n}, nemesis.Kill{Node: n, Amnesia: true}, nemesis.Stop{Node: n}} {

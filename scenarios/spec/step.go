@@ -12,11 +12,14 @@ import (
 	"splitbrain/history"
 )
 
-// StepKind names what a step does.
+// StepKind names what a step does. A step that injects one fault of the
+// history's kinds has that kind's name (package fault's), so that a pause
+// is "pause" in a scenario file, in the history and as the capability a
+// node needs to take it.
 type StepKind string
 
 const (
-	StepCut     StepKind = "cut"
+	StepCut     StepKind = fault.KindCut
 	StepHeal    StepKind = "heal"
 	StepClock   StepKind = "clock"
 	StepAcquire StepKind = "acquire"
@@ -26,15 +29,15 @@ const (
 	// Fault steps, run by run_faults.go.
 	StepNet         StepKind = "net"
 	StepReplication StepKind = "replication"
-	StepPartition   StepKind = "partition"
+	StepPartition   StepKind = fault.KindPartition
 	StepStrobe      StepKind = "strobe"
-	StepClockReset  StepKind = "clock-reset"
-	StepPause       StepKind = "pause"
+	StepClockReset  StepKind = fault.KindClockReset
+	StepPause       StepKind = fault.KindPause
 	StepResume      StepKind = "resume"
-	StepKill        StepKind = "kill"
-	StepStop        StepKind = "stop"
+	StepKill        StepKind = fault.KindKill
+	StepStop        StepKind = fault.KindStop
 	StepRestart     StepKind = "restart"
-	StepPromote     StepKind = "promote"
+	StepPromote     StepKind = fault.KindPromote
 	StepRandom      StepKind = "random"
 )
 
