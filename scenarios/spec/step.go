@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"time"
 
@@ -336,4 +337,38 @@ func (p *parser) decodeLease(st *Step, in *stepIn) bool {
 		st.Key = v.Value
 	}
 	return p.expectOutcome(st, in.seen["expect"], in.field+".expect")
+}
+
+func (p *parser) parseNode(n *yaml.Node, field string) string {
+	if n == nil {
+		return ""
+	}
+	if !p.nodes[n.Value] {
+		p.fail(n, field, "unknown node %q; this cluster has %s", n.Value, names(p.nodes))
+	}
+	return n.Value
+}
+
+func (p *parser) client(n *yaml.Node, field string) string {
+	if n == nil {
+		return ""
+	}
+	if !p.cls[n.Value] {
+		p.fail(n, field, "unknown client %q; this workload has %s", n.Value, names(p.cls))
+	}
+	return n.Value
+}
+
+func names(set map[string]bool) string {
+	var out []string
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if len(out[i]) != len(out[j]) {
+			return len(out[i]) < len(out[j])
+		}
+		return out[i] < out[j]
+	})
+	return strings.Join(out, ", ")
 }
