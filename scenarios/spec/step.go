@@ -243,6 +243,15 @@ var stepKinds = []stepKind{
 	{kind: StepRandom, fields: "faults, targets, interval, duration, for, max_clock", decode: faultStep((*parser).parseRandom)},
 }
 
+// StepKinds lists every kind of step, in the order messages list them.
+func StepKinds() []StepKind {
+	out := make([]StepKind, len(stepKinds))
+	for i, sk := range stepKinds {
+		out[i] = sk.kind
+	}
+	return out
+}
+
 // stepKindOf finds kind k.
 func stepKindOf(k StepKind) (stepKind, bool) {
 	for _, sk := range stepKinds {
@@ -255,9 +264,9 @@ func stepKindOf(k StepKind) (stepKind, bool) {
 
 func (p *parser) parseStep(n *yaml.Node, i int) (Step, bool) {
 	field := fmt.Sprintf("steps[%d]", i)
-	names := make([]string, len(stepKinds))
-	for j, sk := range stepKinds {
-		names[j] = string(sk.kind)
+	var names []string
+	for _, k := range StepKinds() {
+		names = append(names, string(k))
 	}
 	kinds := strings.Join(names, ", ")
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
