@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"splitbrain/fault"
 )
 
 // Backend is where a run's servers live: child processes of the harness
@@ -139,30 +141,25 @@ type ReplicaSpec struct {
 	Routes map[string]string
 }
 
-// Fault names what a fault does to a node, as an *UnsupportedError
-// reports it and a kind lists what it supports.
-type Fault string
+// Fault is a capability a node's kind has or lacks: fault.Capability,
+// the one vocabulary of faults, named here for the kinds' lists and the
+// refusals.
+type Fault = fault.Capability
 
-// The faults a kind may support.
+// The capabilities by their old names, for callers not yet moved to
+// package fault's.
+//
+// Deprecated: use fault.Link, fault.Pause, ... directly.
 const (
-	// FaultLink: the client↔node and replication links go through proxies
-	// that cut, delay and reset them.
-	FaultLink  Fault = "link faults"
-	FaultPause Fault = "pause"
-	FaultKill  Fault = "kill"
-	FaultStop  Fault = "stop"
-	// FaultWipe: the data lost before a restart (amnesia).
-	FaultWipe Fault = "wipe"
-	// FaultClock: wall-clock offsets, through the LD_PRELOAD shim, which
-	// only moves a server that reads its clock through libc.
-	FaultClock Fault = "clock offsets"
-	// FaultReplica: replicas, their promotion and following a master.
-	FaultReplica Fault = "replicas"
-	// FaultIsolate: a network disconnect of the node itself.
-	FaultIsolate Fault = "isolation"
-	// FaultPeerLink: the links between the members of an ensemble go
-	// through proxies too, so that a partition can split the ensemble.
-	FaultPeerLink Fault = "peer-link faults"
+	FaultLink     = fault.Link
+	FaultPause    = fault.Pause
+	FaultKill     = fault.Kill
+	FaultStop     = fault.Stop
+	FaultWipe     = fault.Wipe
+	FaultClock    = fault.Clock
+	FaultReplica  = fault.Replica
+	FaultIsolate  = fault.Disconnect
+	FaultPeerLink = fault.PeerLink
 )
 
 // UnsupportedError is the refusal of a fault a node cannot take: its kind
@@ -189,7 +186,7 @@ func (e *UnsupportedError) Error() string {
 }
 
 // Capable returns node as the capability C that fault f needs (Pauser for
-// FaultPause, or any interface the node's methods satisfy), or an
+// fault.Pause, or any interface the node's methods satisfy), or an
 // *UnsupportedError when the node's kind does not support f or its
 // backend's nodes do not have C.
 func Capable[C any](node Node, f Fault) (C, error) {
@@ -214,18 +211,18 @@ func StartReplica(ctx context.Context, b Backend, spec ReplicaSpec) (Node, error
 	if !ok {
 		return nil, fmt.Errorf("replica %s: no node %s to replicate", spec.Name, spec.Of)
 	}
-	if err := master.Kind().Refuse(master.Name(), FaultReplica); err != nil {
+	if err := master.Kind().Refuse(master.Name(), fault.Replica); err != nil {
 		return nil, err
 	}
 	rs, ok := b.(ReplicaStarter)
 	if !ok {
-		return nil, &UnsupportedError{Kind: master.Kind().Name, Fault: FaultReplica, Node: spec.Of, Backend: true}
+		return nil, &UnsupportedError{Kind: master.Kind().Name, Fault: fault.Replica, Node: spec.Of, Backend: true}
 	}
 	rep, err := rs.AddReplica(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	r, err := Capable[Replica](rep, FaultReplica)
+	r, err := Capable[Replica](rep, fault.Replica)
 	if err != nil {
 		return nil, err
 	}

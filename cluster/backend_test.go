@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 )
 
 // fakeNode is a node of a kind whose faults the test picks; Capable's
@@ -28,7 +29,7 @@ func (f fakeNode) WipeData(context.Context) error { return nil }
 // node has the methods; each refusal is an *UnsupportedError naming the
 // kind, the fault and the node, and says whether the backend is to blame.
 func TestCapableRefusesWithTypedError(t *testing.T) {
-	zk := &cluster.Kind{Name: "zookeeper", Faults: []cluster.Fault{cluster.FaultPause, cluster.FaultKill, cluster.FaultClock}}
+	zk := &cluster.Kind{Name: "zookeeper", Faults: []cluster.Fault{fault.Pause, fault.Kill, fault.Clock}}
 	n := fakeNode{kind: zk}
 	for _, tc := range []struct {
 		name        string
@@ -36,11 +37,11 @@ func TestCapableRefusesWithTypedError(t *testing.T) {
 		wantFault   cluster.Fault
 		wantBackend bool
 	}{
-		{"supported", func() error { _, err := cluster.Capable[cluster.Pauser](n, cluster.FaultPause); return err }, "", false},
-		{"kind lacks wipe", func() error { _, err := cluster.Capable[cluster.Wiper](n, cluster.FaultWipe); return err }, cluster.FaultWipe, false},
-		{"kind lacks replicas", func() error { _, err := cluster.Capable[cluster.Replica](n, cluster.FaultReplica); return err }, cluster.FaultReplica, false},
+		{"supported", func() error { _, err := cluster.Capable[cluster.Pauser](n, fault.Pause); return err }, "", false},
+		{"kind lacks wipe", func() error { _, err := cluster.Capable[cluster.Wiper](n, fault.Wipe); return err }, fault.Wipe, false},
+		{"kind lacks replicas", func() error { _, err := cluster.Capable[cluster.Replica](n, fault.Replica); return err }, fault.Replica, false},
 		// The kind has clock offsets, this node's backend has no Clock.
-		{"backend lacks clock", func() error { _, err := cluster.Capable[cluster.Clock](n, cluster.FaultClock); return err }, cluster.FaultClock, true},
+		{"backend lacks clock", func() error { _, err := cluster.Capable[cluster.Clock](n, fault.Clock); return err }, fault.Clock, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.get()
@@ -66,8 +67,8 @@ func TestCapableRefusesWithTypedError(t *testing.T) {
 
 // Redis takes every fault both backends offer.
 func TestRedisSupportsEveryFault(t *testing.T) {
-	for _, f := range []cluster.Fault{cluster.FaultLink, cluster.FaultPause, cluster.FaultKill, cluster.FaultStop,
-		cluster.FaultWipe, cluster.FaultClock, cluster.FaultReplica, cluster.FaultIsolate} {
+	for _, f := range []cluster.Fault{fault.Link, fault.Pause, fault.Kill, fault.Stop,
+		fault.Wipe, fault.Clock, fault.Replica, fault.Disconnect} {
 		if err := cluster.Redis.Refuse("n1", f); err != nil {
 			t.Errorf("Redis refuses %s: %v", f, err)
 		}
@@ -82,7 +83,7 @@ func TestNodeOfKindRefusesUnsupportedFaults(t *testing.T) {
 	limited := *cluster.Redis
 	limited.Name = "limited-redis"
 	limited.Faults = slices.DeleteFunc(slices.Clone(limited.Faults), func(f cluster.Fault) bool {
-		return f == cluster.FaultPause || f == cluster.FaultWipe || f == cluster.FaultClock || f == cluster.FaultReplica
+		return f == fault.Pause || f == fault.Wipe || f == fault.Clock || f == fault.Replica
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -100,15 +101,15 @@ func TestNodeOfKindRefusesUnsupportedFaults(t *testing.T) {
 		fault cluster.Fault
 		do    func() error
 	}{
-		{cluster.FaultPause, func() error { return n.Pause(ctx) }},
-		{cluster.FaultClock, func() error { return n.SetClockOffset(time.Minute) }},
-		{cluster.FaultReplica, func() error { _, err := n.Promote(ctx); return err }},
-		{cluster.FaultReplica, func() error { return n.Follow(ctx, "127.0.0.1:1") }},
-		{cluster.FaultReplica, func() error {
+		{fault.Pause, func() error { return n.Pause(ctx) }},
+		{fault.Clock, func() error { return n.SetClockOffset(time.Minute) }},
+		{fault.Replica, func() error { _, err := n.Promote(ctx); return err }},
+		{fault.Replica, func() error { return n.Follow(ctx, "127.0.0.1:1") }},
+		{fault.Replica, func() error {
 			_, err := cl.AddNode(ctx, cluster.NodeSpec{Name: "r1", ReplicaOf: n.Addr()})
 			return err
 		}},
-		{cluster.FaultReplica, func() error {
+		{fault.Replica, func() error {
 			_, err := cluster.StartReplica(ctx, cl, cluster.ReplicaSpec{Name: "r1", Of: "n1"})
 			return err
 		}},
@@ -127,7 +128,7 @@ func TestNodeOfKindRefusesUnsupportedFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ue *cluster.UnsupportedError
-	if err := n.WipeData(ctx); !errors.As(err, &ue) || ue.Fault != cluster.FaultWipe {
+	if err := n.WipeData(ctx); !errors.As(err, &ue) || ue.Fault != fault.Wipe {
 		t.Errorf("WipeData of a stopped node: %v, want the refusal of wipe", err)
 	}
 	if err := n.Start(ctx); err != nil {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"splitbrain/fault"
 )
 
 // NodeSpec describes a node added to a running local cluster.
@@ -52,7 +54,7 @@ func (c *Local) AddNode(ctx context.Context, spec NodeSpec) (*Process, error) {
 		return nil, fmt.Errorf("cluster: node %s: %w", spec.Name, err)
 	}
 	if spec.ReplicaOf != "" {
-		if err := spec.Kind.Refuse(spec.Name, FaultReplica); err != nil {
+		if err := spec.Kind.Refuse(spec.Name, fault.Replica); err != nil {
 			return nil, err
 		}
 		if _, _, err := net.SplitHostPort(spec.ReplicaOf); err != nil {
@@ -153,7 +155,7 @@ func (n *Process) SetPersistence(p Persistence) error {
 // stopped. The kernel still completes TCP handshakes to it, so clients see
 // timeouts, not refusals. Pausing a paused node is a no-op.
 func (n *Process) Pause(ctx context.Context) error {
-	if err := n.Refuse(FaultPause); err != nil {
+	if err := n.Refuse(fault.Pause); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -233,7 +235,7 @@ func (n *Process) PID() int {
 // what the page cache held. A kill -9 alone loses nothing under AOF,
 // whatever the fsync setting, because the page cache survives the process.
 func (n *Process) WipeData(context.Context) error {
-	if err := n.Refuse(FaultWipe); err != nil {
+	if err := n.Refuse(fault.Wipe); err != nil {
 		return err
 	}
 	n.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 )
 
 // ensembleOps is what the ensemble tests do to one kind of consensus
@@ -260,10 +261,10 @@ func TestEnsembleRefusals(t *testing.T) {
 		kind  *cluster.Kind
 		fault cluster.Fault
 	}{
-		{cluster.Etcd, cluster.FaultClock},
-		{cluster.Etcd, cluster.FaultWipe},
-		{cluster.Etcd, cluster.FaultPeerLink},
-		{cluster.ZooKeeper, cluster.FaultReplica},
+		{cluster.Etcd, fault.Clock},
+		{cluster.Etcd, fault.Wipe},
+		{cluster.Etcd, fault.PeerLink},
+		{cluster.ZooKeeper, fault.Replica},
 	}
 	for _, c := range cases {
 		err := c.kind.Refuse("n1", c.fault)
@@ -272,7 +273,7 @@ func TestEnsembleRefusals(t *testing.T) {
 			t.Errorf("%s %s: got %v, want an *UnsupportedError naming both", c.kind.Name, c.fault, err)
 		}
 	}
-	if err := cluster.ZooKeeper.Refuse("n1", cluster.FaultPeerLink); err != nil {
+	if err := cluster.ZooKeeper.Refuse("n1", fault.PeerLink); err != nil {
 		t.Errorf("zookeeper peer links: %v, want supported (the shim routes the JVM's connects)", err)
 	}
 }

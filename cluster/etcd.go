@@ -14,6 +14,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"splitbrain/fault"
 )
 
 // ErrNoEtcd means Debian's etcd-server is not installed.
@@ -59,7 +61,7 @@ var Etcd = &Kind{
 	Secure:       secureEtcd,
 	Persistence:  []Persistence{PersistNone},
 	PeerPorts:    1,
-	Faults:       []Fault{FaultLink, FaultPause, FaultKill, FaultStop},
+	Faults:       []Fault{fault.Link, fault.Pause, fault.Kill, fault.Stop},
 }
 
 // etcd's timing, kept short so that stories take seconds: a heartbeat

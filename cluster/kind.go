@@ -146,7 +146,7 @@ type Conn interface {
 	Close() error
 }
 
-// ReplicationConn is the connection of a kind with replicas (FaultReplica).
+// ReplicationConn is the connection of a kind with replicas (fault.Replica).
 type ReplicationConn interface {
 	// Promote makes the server a master, keeping its data.
 	Promote(ctx context.Context) error

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"splitbrain/fault"
 )
 
 // Local is the local backend: each node is a child process of the harness
@@ -536,7 +538,7 @@ func (n *Process) serverConfig() ServerConfig {
 // Stop shuts the node down with SIGTERM and waits; when ctx ends first it
 // falls back to SIGKILL. Stopping a stopped node is a no-op.
 func (n *Process) Stop(ctx context.Context) error {
-	if err := n.Refuse(FaultStop); err != nil {
+	if err := n.Refuse(fault.Stop); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -581,7 +583,7 @@ func (n *Process) stopLocked(ctx context.Context) error {
 // Kill sends SIGKILL and waits for the process to be gone, or for ctx to
 // end. Killing a node that is down is a no-op.
 func (n *Process) Kill(ctx context.Context) error {
-	if err := n.Refuse(FaultKill); err != nil {
+	if err := n.Refuse(fault.Kill); err != nil {
 		return err
 	}
 	n.mu.Lock()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"splitbrain/fault"
 )
 
 // NodeBase is the part of a node that does not depend on where the node
@@ -75,7 +77,7 @@ func (b *NodeBase) Refuse(f Fault) error { return b.kind.Refuse(b.name, f) }
 
 // SetClockOffset moves the node's wall clock to real time + d, at once.
 func (b *NodeBase) SetClockOffset(d time.Duration) error {
-	if err := b.Refuse(FaultClock); err != nil {
+	if err := b.Refuse(fault.Clock); err != nil {
 		return err
 	}
 	if err := b.clock.Set(d); err != nil {
@@ -91,9 +93,9 @@ func (b *NodeBase) ClockOffset() time.Duration { return b.clock.Get() }
 func (b *NodeBase) ClockPath() string { return b.clock.Path() }
 
 // Replication is the node's connection as a ReplicationConn, or the
-// refusal of FaultReplica.
+// refusal of fault.Replica.
 func (b *NodeBase) Replication() (ReplicationConn, error) {
-	if err := b.Refuse(FaultReplica); err != nil {
+	if err := b.Refuse(fault.Replica); err != nil {
 		return nil, err
 	}
 	rc, ok := b.Conn().(ReplicationConn)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"splitbrain/fault"
 )
 
 // ErrNoRedisServer means redis-server is not installed.
@@ -28,7 +30,7 @@ var Redis = &Kind{
 	Dial:        func(addr, password string) Conn { return DialRedis(addr, password) },
 	ReadyLine:   "Ready to accept connections",
 	Persistence: []Persistence{PersistNone, PersistAOFEverysec, PersistAOFAlways},
-	Faults:      []Fault{FaultLink, FaultPause, FaultKill, FaultStop, FaultWipe, FaultClock, FaultReplica, FaultIsolate},
+	Faults:      []Fault{fault.Link, fault.Pause, fault.Kill, fault.Stop, fault.Wipe, fault.Clock, fault.Replica, fault.Disconnect},
 }
 
 // redisConfig renders redis.conf. Both backends write it, so a setting

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"splitbrain/fault"
 )
 
 // ErrNoRedisSentinel means redis-sentinel is not installed.
@@ -36,7 +38,7 @@ var Sentinel = &Kind{
 	Dial:        func(addr, password string) Conn { return DialRedis(addr, password) },
 	ReadyLine:   "Sentinel ID is",
 	Persistence: []Persistence{PersistNone},
-	Faults:      []Fault{FaultLink, FaultPause, FaultKill, FaultStop, FaultClock},
+	Faults:      []Fault{fault.Link, fault.Pause, fault.Kill, fault.Stop, fault.Clock},
 }
 
 // SentinelMaster is the name the sentinels know the master by.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"splitbrain/fault"
 )
 
 // Debian's zookeeper package: the server's jar (its manifest names the
@@ -103,7 +105,7 @@ var ZooKeeper = &Kind{
 	ClassArchive: true,
 	Persistence:  []Persistence{PersistNone},
 	PeerPorts:    2,
-	Faults:       []Fault{FaultLink, FaultPeerLink, FaultPause, FaultKill, FaultStop, FaultWipe, FaultClock},
+	Faults:       []Fault{fault.Link, fault.PeerLink, fault.Pause, fault.Kill, fault.Stop, fault.Wipe, fault.Clock},
 }
 
 // ZooKeeper's timing, kept short so that stories take seconds: a tick of

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 )
@@ -120,7 +121,7 @@ func testEnsemble(t *testing.T, k *cluster.Kind) {
 	t.Cleanup(net.Close)
 	cfg := cluster.Config{Kind: k, Nodes: 3}
 	var peerLinks []history.Link
-	if k.Supports(cluster.FaultPeerLink) {
+	if k.Supports(fault.PeerLink) {
 		// Every link between two members through a proxy of its own, as
 		// the consensus stories have them.
 		cfg.PeerRoutes = func(members []cluster.Member) (map[string]map[string]string, error) {
@@ -211,9 +212,9 @@ func testEnsemble(t *testing.T, k *cluster.Kind) {
 	// Wipe: refused by name where the kind cannot take it (etcd); else n3
 	// comes back empty and syncs from the leader.
 	mustDo(t, "kill n3", n3.Kill(ctx))
-	if err := n3.WipeData(ctx); !k.Supports(cluster.FaultWipe) {
+	if err := n3.WipeData(ctx); !k.Supports(fault.Wipe) {
 		var ue *cluster.UnsupportedError
-		if !errors.As(err, &ue) || ue.Kind != k.Name || ue.Fault != cluster.FaultWipe {
+		if !errors.As(err, &ue) || ue.Kind != k.Name || ue.Fault != fault.Wipe {
 			t.Errorf("wipe: %v, want the kind's refusal", err)
 		}
 	} else if err != nil {
@@ -232,12 +233,12 @@ func testEnsemble(t *testing.T, k *cluster.Kind) {
 	// Clock offsets: refused by name where the shim cannot move the
 	// server's clock (etcd, a Go binary).
 	err = n3.SetClockOffset(time.Minute)
-	if k.Supports(cluster.FaultClock) {
+	if k.Supports(fault.Clock) {
 		mustDo(t, "clock offset", err)
 		mustDo(t, "clock reset", n3.SetClockOffset(0))
 	} else {
 		var ue *cluster.UnsupportedError
-		if !errors.As(err, &ue) || ue.Kind != k.Name || ue.Fault != cluster.FaultClock {
+		if !errors.As(err, &ue) || ue.Kind != k.Name || ue.Fault != fault.Clock {
 			t.Errorf("clock offset: %v, want the kind's refusal", err)
 		}
 	}

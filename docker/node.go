@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 )
 
 const (
@@ -373,7 +374,7 @@ func (n *Container) waitReady(ctx context.Context, since time.Time) error {
 // waits; when ctx ends first, or its deadline is near, the node is killed.
 // Stopping a stopped node is a no-op.
 func (n *Container) Stop(ctx context.Context) error {
-	if err := n.Refuse(cluster.FaultStop); err != nil {
+	if err := n.Refuse(fault.Stop); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -419,7 +420,7 @@ func (n *Container) stopLocked(ctx context.Context) error {
 // Kill sends SIGKILL through the engine and waits until the container has
 // stopped. Killing a stopped node is a no-op.
 func (n *Container) Kill(ctx context.Context) error {
-	if err := n.Refuse(cluster.FaultKill); err != nil {
+	if err := n.Refuse(fault.Kill); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -447,15 +448,15 @@ type RestartOptions struct {
 // Restart takes the node down, waits opts.Delay (other operations on the
 // node may run meanwhile) and starts it again.
 func (n *Container) Restart(ctx context.Context, opts RestartOptions) error {
-	fault := cluster.FaultKill
+	down := fault.Kill
 	if opts.Graceful {
-		fault = cluster.FaultStop
+		down = fault.Stop
 	}
-	if err := n.Refuse(fault); err != nil {
+	if err := n.Refuse(down); err != nil {
 		return err
 	}
 	if opts.Amnesia {
-		if err := n.Refuse(cluster.FaultWipe); err != nil {
+		if err := n.Refuse(fault.Wipe); err != nil {
 			return err
 		}
 	}
@@ -522,7 +523,7 @@ func (n *Container) recreateLocked(ctx context.Context) error {
 // completes TCP handshakes, so clients see timeouts, not refusals. Pausing
 // a paused node is a no-op.
 func (n *Container) Pause(ctx context.Context) error {
-	if err := n.Refuse(cluster.FaultPause); err != nil {
+	if err := n.Refuse(fault.Pause); err != nil {
 		return err
 	}
 	return n.setPaused(ctx, true)
@@ -561,7 +562,7 @@ func (n *Container) setPaused(ctx context.Context, pause bool) error {
 // harness included, reaches it until Rejoin; packets in flight are lost
 // and open connections hang. Isolating an isolated node is a no-op.
 func (n *Container) Isolate(ctx context.Context) error {
-	if err := n.Refuse(cluster.FaultIsolate); err != nil {
+	if err := n.Refuse(fault.Disconnect); err != nil {
 		return err
 	}
 	n.mu.Lock()

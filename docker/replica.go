@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 )
 
 // AddReplica implements cluster.ReplicaStarter: an asynchronous replica of
@@ -26,7 +27,7 @@ func (c *Cluster) AddReplica(ctx context.Context, spec cluster.ReplicaSpec) (clu
 	if !ok {
 		return nil, fmt.Errorf("docker: replica %s: no node %s to replicate", spec.Name, spec.Of)
 	}
-	if err := master.Refuse(cluster.FaultReplica); err != nil {
+	if err := master.Refuse(fault.Replica); err != nil {
 		return nil, err
 	}
 	if spec.Via == "" {

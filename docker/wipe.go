@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"splitbrain/cluster"
+	"splitbrain/fault"
 )
 
 // WipeData empties a stopped node's data folder before it starts again, so
@@ -13,7 +13,7 @@ import (
 // wiped at the stop, so there is nothing to do; with AOF the container and
 // its volume are replaced by fresh ones.
 func (n *Container) WipeData(ctx context.Context) error {
-	if err := n.Refuse(cluster.FaultWipe); err != nil {
+	if err := n.Refuse(fault.Wipe); err != nil {
 		return err
 	}
 	n.mu.Lock()

@@ -1,10 +1,13 @@
 // Package fault names the faults splitbrain injects and plans random
 // schedules of them, with no I/O: the fault kinds as the history records
-// them, the points where a client can be paused, the directions of a link
-// fault, the shapes of a partition (grudges), and Jepsen-style random
-// schedules drawn from a seed. The nemesis injects what this package
-// names; scenario files are parsed against it (scenarios/spec), so that
-// the parser and its fuzzing need nothing of the harness's servers,
+// them, the capabilities a node needs to take them (which server kinds
+// list and cluster's node interfaces provide), the points where a client
+// can be paused, the directions of a link fault, the shapes of a
+// partition (grudges), and Jepsen-style random schedules drawn from a
+// seed. It is the one vocabulary of faults: scenario steps that inject a
+// fault are named by its kind, the nemesis injects what this package
+// names, and scenario files are parsed against it (scenarios/spec), so
+// that the parser and its fuzzing need nothing of the harness's servers,
 // proxies and clients.
 package fault
 

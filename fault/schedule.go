@@ -13,12 +13,12 @@ import (
 
 // What a random schedule may do, as named in scenario files.
 const (
-	RandomPartition   = "partition"    // a partition of a random shape
-	RandomClock       = "clock"        // clock jumps, or a strobe
-	RandomPause       = "pause"        // node pauses (SIGSTOP)
-	RandomKill        = "kill"         // kill -9 or graceful stop, then restart
-	RandomAmnesia     = "amnesia"      // kill -9, restart with the data lost
-	RandomClientPause = "client-pause" // client pauses at a hook point
+	RandomPartition   = KindPartition   // a partition of a random shape
+	RandomClock       = "clock"         // clock jumps, or a strobe
+	RandomPause       = KindPause       // node pauses (SIGSTOP)
+	RandomKill        = KindKill        // kill -9 or graceful stop, then restart
+	RandomAmnesia     = "amnesia"       // kill -9, restart with the data lost
+	RandomClientPause = KindClientPause // client pauses at a hook point
 )
 
 // RandomKinds lists the kinds a schedule can draw from.

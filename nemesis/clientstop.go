@@ -21,7 +21,7 @@ type ProcessPauser interface {
 // stopped with SIGSTOP at whatever instruction it is, not at a point of
 // its lock work, and continued with SIGCONT at the heal. Recorded as a
 // client pause in the client's lane; the stretch it held the client is
-// recorded beside it as a fault.KindClientHeld fault (see Env.Faults).
+// recorded beside it as a fault.KindClientHeld fault (see ScheduledClientPause).
 type ClientStop struct {
 	Client string
 	Proc   ProcessPauser

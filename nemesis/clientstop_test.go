@@ -42,9 +42,9 @@ func (p *fakeProc) record(s string) error {
 func TestClientStopBySignal(t *testing.T) {
 	t.Parallel()
 	c1, c2 := &fakeProc{}, &fakeProc{}
-	env := nemesis.Env{
-		Gates: map[string]*nemesis.ClientGate{"c1": nemesis.NewClientGate("c1"), "c2": nemesis.NewClientGate("c2"), "c3": nemesis.NewClientGate("c3")},
-		Procs: map[string]nemesis.ProcessPauser{"c1": c1, "c2": c2},
+	env := testEnv{
+		gates: map[string]*nemesis.ClientGate{"c1": nemesis.NewClientGate("c1"), "c2": nemesis.NewClientGate("c2"), "c3": nemesis.NewClientGate("c3")},
+		procs: map[string]nemesis.ProcessPauser{"c1": c1, "c2": c2},
 	}
 	tests := []struct {
 		point   fault.Point
@@ -56,9 +56,9 @@ func TestClientStopBySignal(t *testing.T) {
 		{fault.AnyPoint, []string{"c3"}, []string{"nemesis.ClientPause"}},
 	}
 	for _, tc := range tests {
-		fs, err := env.Faults(fault.Op{Kind: fault.RandomClientPause, Clients: tc.clients, Point: tc.point, For: time.Second})
-		if err != nil {
-			t.Fatal(err)
+		var fs []nemesis.Fault
+		for _, c := range tc.clients {
+			fs = append(fs, nemesis.ScheduledClientPause(env.gates[c], env.procs[c], tc.point, time.Second)...)
 		}
 		var got []string
 		for _, f := range fs {
@@ -81,7 +81,7 @@ func TestClientStopBySignal(t *testing.T) {
 	rec := &memRecorder{}
 	nem := nemesis.New(rec)
 	ops := []fault.Op{{Kind: fault.RandomClientPause, Clients: []string{"c2"}, Point: fault.AnyPoint, For: 50 * time.Millisecond}}
-	if err := nem.RunSchedule(context.Background(), ops, env, nil); err != nil {
+	if err := nem.RunSchedule(context.Background(), env.timed(t, ops), nil); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(c2.signals, []string{"STOP", "CONT"}) {
@@ -101,10 +101,10 @@ func TestClientStopBySignal(t *testing.T) {
 
 	// A process that cannot be stopped fails the schedule, recording
 	// nothing active.
-	env.Procs["c1"] = &fakeProc{fail: errors.New("no such process")}
+	env.procs["c1"] = &fakeProc{fail: errors.New("no such process")}
 	nem = nemesis.New(&memRecorder{})
 	ops[0].Clients = []string{"c1"}
-	if err := nem.RunSchedule(context.Background(), ops, env, nil); err == nil {
+	if err := nem.RunSchedule(context.Background(), env.timed(t, ops), nil); err == nil {
 		t.Error("a process that could not be stopped did not fail the schedule")
 	}
 	if len(nem.Active()) != 0 {

@@ -5,24 +5,29 @@ import (
 	"fmt"
 	"time"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
 	"splitbrain/history"
 )
-
-// ClockNode is a node whose wall clock the nemesis can move.
-type ClockNode interface {
-	Name() string
-	SetClockOffset(time.Duration) error
-	ClockOffset() time.Duration
-}
 
 // ClockJump moves a node's wall clock by By (forward or backward) at once,
 // as an NTP step or an operator's `date -s` would. Keys whose expiry the new
 // time has passed are gone at the next access. Healing restores the offset
 // the node had before, which cannot bring expired keys back.
 type ClockJump struct {
-	Node ClockNode
+	Node cluster.Node
 	By   time.Duration
+}
+
+// Available implements Fault: the node must be a cluster.Clock.
+func (c ClockJump) Available() error {
+	_, err := clockOf(c.Node)
+	return err
+}
+
+// clockOf is node's clock, or the refusal of clock faults on it.
+func clockOf(node cluster.Node) (cluster.Clock, error) {
+	return cluster.Capable[cluster.Clock](node, fault.Clock)
 }
 
 // Describe implements Fault.
@@ -37,9 +42,13 @@ func (c ClockJump) Describe() history.Fault {
 
 // Inject implements Fault.
 func (c ClockJump) Inject(ctx context.Context) (Heal, error) {
-	before := c.Node.ClockOffset()
-	if err := c.Node.SetClockOffset(before + c.By); err != nil {
+	clock, err := clockOf(c.Node)
+	if err != nil {
 		return nil, err
 	}
-	return func(context.Context) error { return c.Node.SetClockOffset(before) }, nil
+	before := clock.ClockOffset()
+	if err := clock.SetClockOffset(before + c.By); err != nil {
+		return nil, err
+	}
+	return func(context.Context) error { return clock.SetClockOffset(before) }, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
 	"splitbrain/history"
 )
@@ -16,7 +17,17 @@ import (
 // faults still active on the nodes (a strobe would otherwise go on
 // flipping, and a jump's later heal would restore its own base).
 type ClockReset struct {
-	Nodes []ClockNode
+	Nodes []cluster.Node
+}
+
+// Available implements Fault: every node must be a cluster.Clock.
+func (c ClockReset) Available() error {
+	for _, n := range c.Nodes {
+		if _, err := clockOf(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Describe implements Fault.
@@ -32,14 +43,18 @@ func (c ClockReset) Describe() history.Fault {
 func (c ClockReset) Inject(context.Context) (Heal, error) {
 	var errs []error
 	for _, n := range c.Nodes {
-		errs = append(errs, n.SetClockOffset(0))
+		clock, err := clockOf(n)
+		if err == nil {
+			err = clock.SetClockOffset(0)
+		}
+		errs = append(errs, err)
 	}
 	return func(context.Context) error { return nil }, errors.Join(errs...)
 }
 
 // ResetClocks heals every clock fault on nodes and sets their clocks to real
 // time, recorded as an instant clock-reset.
-func (m *Nemesis) ResetClocks(ctx context.Context, nodes ...ClockNode) error {
+func (m *Nemesis) ResetClocks(ctx context.Context, nodes ...cluster.Node) error {
 	names := make([]string, len(nodes))
 	for i, n := range nodes {
 		names[i] = n.Name()

@@ -4,22 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
 	"splitbrain/history"
 )
-
-// Killable is a node that can be killed and started again. Killing a node
-// that is down does nothing; starting one that runs is an error.
-type Killable interface {
-	Name() string
-	Kill(ctx context.Context) error
-	Start(ctx context.Context) error
-}
-
-// Wipeable is a stopped node whose data can be deleted before it restarts.
-type Wipeable interface {
-	WipeData(ctx context.Context) error
-}
 
 // runningNode is a node that can say whether it runs; the kill and stop
 // faults use it, where a backend offers it, to refuse taking down a node
@@ -28,7 +16,7 @@ type runningNode interface {
 	Running() bool
 }
 
-func running(node Killable) (bool, bool) {
+func running(node cluster.Node) (bool, bool) {
 	r, ok := node.(runningNode)
 	if !ok {
 		return false, false
@@ -43,8 +31,18 @@ func running(node Killable) (bool, bool) {
 // fsync): the node's data is deleted before it restarts. Healing restarts
 // the node; Nemesis.StartFor restarts it after a delay.
 type Kill struct {
-	Node    Killable
+	Node    cluster.Node
 	Amnesia bool
+}
+
+// Available implements Fault: the node must be a cluster.Killer, and a
+// cluster.Wiper for amnesia.
+func (k Kill) Available() error {
+	if err := wipeAvailable(k.Node, k.Amnesia); err != nil {
+		return err
+	}
+	_, err := cluster.Capable[cluster.Killer](k.Node, fault.Kill)
+	return err
 }
 
 // Describe implements Fault.
@@ -54,25 +52,39 @@ func (k Kill) Describe() history.Fault {
 
 // Inject implements Fault.
 func (k Kill) Inject(ctx context.Context) (Heal, error) {
+	kl, err := cluster.Capable[cluster.Killer](k.Node, fault.Kill)
+	if err != nil {
+		return nil, err
+	}
 	if up, known := running(k.Node); known && !up {
 		return nil, fmt.Errorf("kill %s: not running", k.Node.Name())
 	}
-	if err := k.Node.Kill(ctx); err != nil {
+	if err := kl.Kill(ctx); err != nil {
 		return nil, err
 	}
 	return restart(k.Node, k.Amnesia), nil
 }
 
+// wipeAvailable is the refusal of amnesia on a node that cannot wipe its
+// data; nil without amnesia.
+func wipeAvailable(node cluster.Node, amnesia bool) error {
+	if !amnesia {
+		return nil
+	}
+	_, err := cluster.Capable[cluster.Wiper](node, fault.Wipe)
+	return err
+}
+
 // restart returns the heal of a node that was taken down: start it again,
 // with its data deleted first if amnesia is set. A node some other heal
 // already started is left alone.
-func restart(node Killable, amnesia bool) Heal {
+func restart(node cluster.Node, amnesia bool) Heal {
 	return func(ctx context.Context) error {
 		if up, _ := running(node); up {
 			return nil
 		}
 		if amnesia {
-			w, ok := node.(Wipeable)
+			w, ok := node.(cluster.Wiper)
 			if !ok {
 				return fmt.Errorf("restart %s: amnesia asked, but the node cannot wipe its data", node.Name())
 			}

@@ -223,3 +223,12 @@ func (m *Nemesis) record(f history.Fault, err error) {
 	}
 	m.rec.Record(e)
 }
+
+// NodeFault is a fault on nodes, which says itself whether they can take
+// it: Available refuses, with a *cluster.UnsupportedError, a fault whose
+// node's kind or backend lacks the capability it acts through, before
+// anything is injected.
+type NodeFault interface {
+	Fault
+	Available() error
+}

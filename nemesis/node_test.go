@@ -17,10 +17,18 @@ import (
 	"splitbrain/nemesis"
 )
 
-// The cluster's nodes are what the nemesis's node faults act on.
+// The cluster's nodes have every capability the nemesis's node faults
+// act through.
 var (
-	_ nemesis.ScheduleNode = (*cluster.Process)(nil)
-	_ nemesis.Promotable   = (*cluster.Process)(nil)
+	_ interface {
+		cluster.Node
+		cluster.Killer
+		cluster.Stopper
+		cluster.Pauser
+		cluster.Wiper
+		cluster.Clock
+	} = (*cluster.Process)(nil)
+	_ cluster.Replica = (*cluster.Process)(nil)
 )
 
 func procState(t *testing.T, pid int) string {

@@ -3,23 +3,23 @@ package nemesis
 import (
 	"context"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
 	"splitbrain/history"
 )
-
-// Pausable is a node whose process can be frozen and thawed.
-type Pausable interface {
-	Name() string
-	Pause(ctx context.Context) error
-	Resume(ctx context.Context) error
-}
 
 // Pause freezes a node (SIGSTOP, docker pause): it answers nothing, but the
 // kernel still accepts TCP connections to it, so clients time out rather
 // than being refused. Its keys do not expire while it is frozen and it
 // notices the time that passed when it is thawed. Healing resumes it.
 type Pause struct {
-	Node Pausable
+	Node cluster.Node
+}
+
+// Available implements Fault: the node must be a cluster.Pauser.
+func (p Pause) Available() error {
+	_, err := cluster.Capable[cluster.Pauser](p.Node, fault.Pause)
+	return err
 }
 
 // Describe implements Fault.
@@ -29,8 +29,12 @@ func (p Pause) Describe() history.Fault {
 
 // Inject implements Fault.
 func (p Pause) Inject(ctx context.Context) (Heal, error) {
-	if err := p.Node.Pause(ctx); err != nil {
+	pz, err := cluster.Capable[cluster.Pauser](p.Node, fault.Pause)
+	if err != nil {
 		return nil, err
 	}
-	return p.Node.Resume, nil
+	if err := pz.Pause(ctx); err != nil {
+		return nil, err
+	}
+	return pz.Resume, nil
 }

@@ -7,20 +7,10 @@ import (
 	"sort"
 	"strings"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
 	"splitbrain/history"
 )
-
-// Promotable is a replica that can be made a master and made to follow one.
-type Promotable interface {
-	Name() string
-	Addr() string
-	// Promote makes the replica a master (REPLICAOF NO ONE) and returns
-	// the address it replicated from.
-	Promote(ctx context.Context) (string, error)
-	// Follow makes the node a replica of the master at addr again.
-	Follow(ctx context.Context, addr string) error
-}
 
 // Promote fails over to a replica: it becomes a master keeping whatever it
 // had replicated — with asynchronous replication, not necessarily every
@@ -31,8 +21,14 @@ type Promotable interface {
 // and syncing afresh).
 type Promote struct {
 	Net     *Net
-	Replica Promotable
+	Replica cluster.Node
 	Links   []history.Link
+}
+
+// Available implements Fault: the replica must be a cluster.Replica.
+func (p Promote) Available() error {
+	_, err := cluster.Capable[cluster.Replica](p.Replica, fault.Replica)
+	return err
 }
 
 // Describe implements Fault.
@@ -68,7 +64,11 @@ func (p Promote) Inject(ctx context.Context) (Heal, error) {
 		}
 		old[i] = up
 	}
-	master, err := p.Replica.Promote(ctx)
+	rep, err := cluster.Capable[cluster.Replica](p.Replica, fault.Replica)
+	if err != nil {
+		return nil, err
+	}
+	master, err := rep.Promote(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (p Promote) Inject(ctx context.Context) (Heal, error) {
 			errs = append(errs, p.Net.Retarget(ctx, p.Links[i], old[i]))
 		}
 		if master != "" {
-			errs = append(errs, p.Replica.Follow(ctx, master))
+			errs = append(errs, rep.Follow(ctx, master))
 		}
 		return errors.Join(errs...)
 	}

@@ -3,110 +3,55 @@ package nemesis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"splitbrain/fault"
 )
 
-// ScheduleNode is a node a random schedule may do anything to.
-type ScheduleNode interface {
-	ClockNode
-	Pausable
-	Stoppable
-	Wipeable
+// Timed is one drawn fault of a random schedule as the faults that carry
+// it out (built from the schedule's steps, see spec.ScheduleSteps): they
+// start together at At, from the schedule's start, and are healed, newest
+// first, For later. Client pauses at a gate are the exception: see
+// RunSchedule.
+type Timed struct {
+	At, For time.Duration
+	Faults  []Fault
+	// Within bounds how long client pauses at a gate stay armed waiting for
+	// their client to reach its point.
+	Within time.Duration
+	// What says what was drawn, for logs.
+	What string
 }
 
-// Env is what a schedule acts on.
-type Env struct {
-	Net   *Net
-	Nodes map[string]ScheduleNode
-	Gates map[string]*ClientGate
-	// Procs are the clients that run as processes of their own (lock
-	// drivers): a client pause drawn at fault.AnyPoint stops such a client's
-	// process with SIGSTOP at once, wherever it is, rather than at its
-	// next point. The draws are the same either way.
-	Procs map[string]ProcessPauser
+// ScheduledClientPause is the fault of a random schedule's client pause:
+// at the gate, or, for a client that runs as a process of its own (proc
+// set, a lock driver) drawn at fault.AnyPoint, its process stopped with
+// SIGSTOP at once, wherever it is, rather than at its next point, and the
+// stretch recorded as held. The draws are the same either way.
+func ScheduledClientPause(g *ClientGate, proc ProcessPauser, at fault.Point, hold time.Duration) []Fault {
+	if proc != nil && at == fault.AnyPoint {
+		return []Fault{ClientStop{Client: g.Name(), Proc: proc}, clientHeld{client: g.Name(), hold: hold, signal: true}}
+	}
+	return []Fault{ClientPause{Gate: g, At: at, For: hold}}
 }
 
-// Faults turns op into the faults that carry it out.
-func (e Env) Faults(op fault.Op) ([]Fault, error) {
-	node := func(name string) (ScheduleNode, error) {
-		n, ok := e.Nodes[name]
-		if !ok {
-			return nil, fmt.Errorf("schedule: no node %q", name)
-		}
-		return n, nil
-	}
-	var out []Fault
-	switch op.Kind {
-	case fault.RandomPartition:
-		return []Fault{Partition{Net: e.Net, Shape: op.Shape, Links: op.Links}}, nil
-	case fault.RandomClientPause:
-		for _, c := range op.Clients {
-			if p, ok := e.Procs[c]; ok && op.Point == fault.AnyPoint {
-				out = append(out, ClientStop{Client: c, Proc: p}, clientHeld{client: c, hold: op.For, signal: true})
-				continue
-			}
-			g, ok := e.Gates[c]
-			if !ok {
-				return nil, fmt.Errorf("schedule: no client %q", c)
-			}
-			out = append(out, ClientPause{Gate: g, At: op.Point, For: op.For})
-		}
-		return out, nil
-	}
-	for i, name := range op.Nodes {
-		n, err := node(name)
-		if err != nil {
-			return nil, err
-		}
-		switch op.Kind {
-		case fault.RandomClock:
-			if op.Strobe > 0 {
-				out = append(out, ClockStrobe{Node: n, Delta: op.Offsets[0], Period: op.Strobe})
-			} else {
-				out = append(out, ClockJump{Node: n, By: op.Offsets[i]})
-			}
-		case fault.RandomPause:
-			out = append(out, Pause{Node: n})
-		case fault.RandomKill:
-			if op.Graceful {
-				out = append(out, Stop{Node: n})
-			} else {
-				out = append(out, Kill{Node: n})
-			}
-		case fault.RandomAmnesia:
-			out = append(out, Kill{Node: n, Amnesia: true})
-		default:
-			return nil, fmt.Errorf("schedule: unknown kind %q", op.Kind)
-		}
-	}
-	return out, nil
-}
-
-// RunSchedule plays ops in order, one goroutine, so that the history
-// records the same faults in the same order for the same ops: each op's
-// faults start at its time and are healed, newest first, when it ends.
-// A client pause is the exception: it stays armed until the client reaches
-// its point (at most until the next op is due) and then holds the client
-// for the op's whole duration, so that a drawn pause is a pause however
-// long the client takes to get there; the schedule goes on once it is
-// over, late if need be. onStart, if set, is told of each op as it
-// starts. When ctx ends it returns at once, leaving what is active to
-// HealAll.
-func (m *Nemesis) RunSchedule(ctx context.Context, ops []fault.Op, env Env, onStart func(fault.Op)) error {
+// RunSchedule plays ts in order, one goroutine, so that the history
+// records the same faults in the same order for the same schedule: each
+// one's faults start at its time and are healed, newest first, when it
+// ends. A client pause is the exception: it stays armed until the client
+// reaches its point (at most Within) and then holds the client for the
+// whole For, so that a drawn pause is a pause however long the client
+// takes to get there; the schedule goes on once it is over, late if need
+// be. onStart, if set, is told of each as it starts. When ctx ends it
+// returns at once, leaving what is active to HealAll.
+func (m *Nemesis) RunSchedule(ctx context.Context, ts []Timed, onStart func(Timed)) error {
 	start := time.Now()
-	for i, op := range ops {
-		if !sleepUntil(ctx, start.Add(op.At)) {
+	for _, t := range ts {
+		if !sleepUntil(ctx, start.Add(t.At)) {
 			return nil
 		}
-		faults, err := env.Faults(op)
-		if err != nil {
-			return err
-		}
 		if onStart != nil {
-			onStart(op)
+			onStart(t)
 		}
 		var ids []int
 		stopAll := func() error {
@@ -116,18 +61,10 @@ func (m *Nemesis) RunSchedule(ctx context.Context, ops []fault.Op, env Env, onSt
 			}
 			return errors.Join(errs...)
 		}
-		if op.Kind == fault.RandomClientPause && gatePauses(faults) {
-			within := op.For
-			if i+1 < len(ops) {
-				within = max(ops[i+1].At-op.At, time.Millisecond)
-			}
+		if gatePauses(t.Faults) {
 			var overs []<-chan struct{}
-			for _, f := range faults {
-				cp, ok := f.(ClientPause)
-				if !ok {
-					return fmt.Errorf("schedule: client pause op carried %T", f)
-				}
-				_, over, err := m.StartClientPause(ctx, cp, within)
+			for _, f := range t.Faults {
+				_, over, err := m.StartClientPause(ctx, f.(ClientPause), t.Within)
 				if err != nil {
 					return err
 				}
@@ -142,14 +79,14 @@ func (m *Nemesis) RunSchedule(ctx context.Context, ops []fault.Op, env Env, onSt
 			}
 			continue
 		}
-		for _, f := range faults {
+		for _, f := range t.Faults {
 			id, err := m.Start(ctx, f)
 			if err != nil {
 				return errors.Join(err, stopAll())
 			}
 			ids = append(ids, id)
 		}
-		if !sleepUntil(ctx, start.Add(op.At+op.For)) {
+		if !sleepUntil(ctx, start.Add(t.At+t.For)) {
 			return nil
 		}
 		if err := stopAll(); err != nil {
@@ -167,7 +104,7 @@ func gatePauses(faults []Fault) bool {
 			return false
 		}
 	}
-	return true
+	return len(faults) > 0
 }
 
 // sleepUntil waits until t; false means ctx ended first.

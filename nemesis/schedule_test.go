@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
@@ -19,14 +20,14 @@ import (
 func TestRunScheduleHealsAndRepeats(t *testing.T) {
 	clients := []string{"c1", "c2"}
 	cl, links, _, _ := setup(t, 3, clients...)
-	env := nemesis.Env{Net: links, Nodes: map[string]nemesis.ScheduleNode{}, Gates: map[string]*nemesis.ClientGate{}}
+	env := testEnv{net: links, nodes: map[string]cluster.Node{}, gates: map[string]*nemesis.ClientGate{}}
 	var names []string
 	for _, n := range cl.Processes() {
-		env.Nodes[n.Name()] = n
+		env.nodes[n.Name()] = n
 		names = append(names, n.Name())
 	}
 	for _, c := range clients {
-		env.Gates[c] = nemesis.NewClientGate(c)
+		env.gates[c] = nemesis.NewClientGate(c)
 	}
 	s := fault.ScheduleSpec{
 		Kinds:    fault.RandomKinds,
@@ -48,7 +49,7 @@ func TestRunScheduleHealsAndRepeats(t *testing.T) {
 		var started []string
 		ctx, cancel := within(time.Minute)
 		defer cancel()
-		if err := nem.RunSchedule(ctx, ops, env, func(op fault.Op) { started = append(started, op.Kind) }); err != nil {
+		if err := nem.RunSchedule(ctx, env.timed(t, ops), func(op nemesis.Timed) { started = append(started, op.What) }); err != nil {
 			t.Fatal(err)
 		}
 		if len(started) != len(ops) || len(nem.Active()) != 0 {
@@ -104,9 +105,8 @@ func TestRunScheduleHealsAndRepeats(t *testing.T) {
 }
 
 func TestRunScheduleStopsWithContext(t *testing.T) {
-	cl, links, nem, _ := setup(t, 1, "c1")
-	env := nemesis.Env{Net: links, Nodes: map[string]nemesis.ScheduleNode{"n1": cl.Processes()[0]}}
-	ops := []fault.Op{{At: 0, For: time.Hour, Kind: fault.RandomPause, Nodes: []string{"n1"}}}
+	cl, _, nem, _ := setup(t, 1, "c1")
+	ops := []nemesis.Timed{{At: 0, For: time.Hour, Faults: []nemesis.Fault{nemesis.Pause{Node: cl.Processes()[0]}}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	// Cancel once the op's fault is in effect, as Ctrl-C in its middle would.
@@ -116,7 +116,7 @@ func TestRunScheduleStopsWithContext(t *testing.T) {
 		}
 		cancel()
 	}()
-	go func() { done <- nem.RunSchedule(ctx, ops, env, nil) }()
+	go func() { done <- nem.RunSchedule(ctx, ops, nil) }()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -129,4 +129,53 @@ func TestRunScheduleStopsWithContext(t *testing.T) {
 	if cl.Processes()[0].Paused() {
 		t.Error("paused after HealAll")
 	}
+}
+
+// testEnv turns a schedule's ops into faults as the runner does from the
+// schedule's steps (scenarios/run_faults.go), which a test of the
+// schedule's timing needs without a runner.
+type testEnv struct {
+	net   *nemesis.Net
+	nodes map[string]cluster.Node
+	gates map[string]*nemesis.ClientGate
+	procs map[string]nemesis.ProcessPauser
+}
+
+func (e testEnv) timed(t *testing.T, ops []fault.Op) []nemesis.Timed {
+	t.Helper()
+	var out []nemesis.Timed
+	for i, op := range ops {
+		within := op.For
+		if i+1 < len(ops) {
+			within = max(ops[i+1].At-op.At, time.Millisecond)
+		}
+		tm := nemesis.Timed{At: op.At, For: op.For, Within: within, What: op.Kind}
+		switch op.Kind {
+		case fault.RandomPartition:
+			tm.Faults = []nemesis.Fault{nemesis.Partition{Net: e.net, Shape: op.Shape, Links: op.Links}}
+		case fault.RandomClientPause:
+			for _, c := range op.Clients {
+				tm.Faults = append(tm.Faults, nemesis.ScheduledClientPause(e.gates[c], e.procs[c], op.Point, op.For)...)
+			}
+		}
+		for j, name := range op.Nodes {
+			n := e.nodes[name]
+			var f nemesis.Fault
+			switch {
+			case op.Kind == fault.RandomClock && op.Strobe > 0:
+				f = nemesis.ClockStrobe{Node: n, Delta: op.Offsets[0], Period: op.Strobe}
+			case op.Kind == fault.RandomClock:
+				f = nemesis.ClockJump{Node: n, By: op.Offsets[j]}
+			case op.Kind == fault.RandomPause:
+				f = nemesis.Pause{Node: n}
+			case op.Kind == fault.RandomKill && op.Graceful:
+				f = nemesis.Stop{Node: n}
+			default:
+				f = nemesis.Kill{Node: n, Amnesia: op.Kind == fault.RandomAmnesia}
+			}
+			tm.Faults = append(tm.Faults, f)
+		}
+		out = append(out, tm)
+	}
+	return out
 }

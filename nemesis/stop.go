@@ -4,15 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
 	"splitbrain/history"
 )
-
-// Stoppable is a node that can be shut down gracefully and started again.
-type Stoppable interface {
-	Killable
-	Stop(ctx context.Context) error
-}
 
 // Stop shuts a node down gracefully (SIGTERM): Redis finishes its AOF
 // (and, configured without `save ""`, would snapshot). A paused node is
@@ -20,8 +15,18 @@ type Stoppable interface {
 // node's data before it restarts. Healing restarts the node;
 // Nemesis.StartFor restarts it after a delay.
 type Stop struct {
-	Node    Stoppable
+	Node    cluster.Node
 	Amnesia bool
+}
+
+// Available implements Fault: the node must be a cluster.Stopper, and a
+// cluster.Wiper for amnesia.
+func (s Stop) Available() error {
+	if err := wipeAvailable(s.Node, s.Amnesia); err != nil {
+		return err
+	}
+	_, err := cluster.Capable[cluster.Stopper](s.Node, fault.Stop)
+	return err
 }
 
 // Describe implements Fault.
@@ -31,10 +36,14 @@ func (s Stop) Describe() history.Fault {
 
 // Inject implements Fault.
 func (s Stop) Inject(ctx context.Context) (Heal, error) {
+	st, err := cluster.Capable[cluster.Stopper](s.Node, fault.Stop)
+	if err != nil {
+		return nil, err
+	}
 	if up, known := running(s.Node); known && !up {
 		return nil, fmt.Errorf("stop %s: not running", s.Node.Name())
 	}
-	if err := s.Node.Stop(ctx); err != nil {
+	if err := st.Stop(ctx); err != nil {
 		return nil, err
 	}
 	return restart(s.Node, s.Amnesia), nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
 	"splitbrain/history"
 )
@@ -15,9 +16,15 @@ import (
 // strobe): expiry decisions on the node see time jump to and fro. Healing
 // stops the flipping and restores the offset the node had before.
 type ClockStrobe struct {
-	Node   ClockNode
+	Node   cluster.Node
 	Delta  time.Duration
 	Period time.Duration
+}
+
+// Available implements Fault: the node must be a cluster.Clock.
+func (s ClockStrobe) Available() error {
+	_, err := clockOf(s.Node)
+	return err
 }
 
 // Describe implements Fault.
@@ -38,8 +45,12 @@ func (s ClockStrobe) Inject(ctx context.Context) (Heal, error) {
 	if s.Delta == 0 {
 		return nil, errors.New("clock strobe: delta is 0, want a non-zero offset")
 	}
-	base := s.Node.ClockOffset()
-	if err := s.Node.SetClockOffset(base + s.Delta); err != nil {
+	clock, err := clockOf(s.Node)
+	if err != nil {
+		return nil, err
+	}
+	base := clock.ClockOffset()
+	if err := clock.SetClockOffset(base + s.Delta); err != nil {
 		return nil, err
 	}
 	stop, done := make(chan struct{}), make(chan error, 1)
@@ -59,7 +70,7 @@ func (s ClockStrobe) Inject(ctx context.Context) (Heal, error) {
 			if high {
 				off += s.Delta
 			}
-			if err := s.Node.SetClockOffset(off); err != nil {
+			if err := clock.SetClockOffset(off); err != nil {
 				done <- err
 				return
 			}
@@ -67,6 +78,6 @@ func (s ClockStrobe) Inject(ctx context.Context) (Heal, error) {
 	}()
 	return func(context.Context) error {
 		close(stop)
-		return errors.Join(<-done, s.Node.SetClockOffset(base))
+		return errors.Join(<-done, clock.SetClockOffset(base))
 	}, nil
 }

@@ -319,33 +319,6 @@ func (r *runner) step(ctx context.Context, st spec.Step) error {
 		key = r.sc.Lock.Key
 	}
 	switch st.Kind {
-	case spec.StepCut:
-		links := make([]history.Link, len(st.Nodes))
-		for i, n := range st.Nodes {
-			links[i] = history.Link{Client: st.Client, Node: n}
-		}
-		if err := r.refuseLinks(links); err != nil {
-			return err
-		}
-		f := nemesis.Cut{Net: r.net, Links: links}
-		r.logf("cut %s", f.Describe().Detail)
-		_, err := r.nem.Start(ctx, f)
-		return err
-	case spec.StepHeal:
-		r.logf("heal %s", st.Heal)
-		return r.heal(ctx, st.Heal)
-	case spec.StepClock:
-		node, err := nodeAs[nemesis.ClockNode](r, st.Node, cluster.FaultClock)
-		if err != nil {
-			return err
-		}
-		f := nemesis.ClockJump{Node: node, By: st.Span.Draw(r.nemRand)}
-		if st.HasFor {
-			return r.start(ctx, st, f)
-		}
-		r.logf("jump %s", f.Describe().Detail)
-		_, err = r.nem.Start(ctx, f)
-		return err
 	case spec.StepAcquire:
 		return r.acquire(ctx, st, key)
 	case spec.StepExtend:

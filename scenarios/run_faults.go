@@ -102,85 +102,140 @@ func healKindsFor(what string) []string {
 	return all
 }
 
-// faultStep runs a fault step.
-func (r *runner) faultStep(ctx context.Context, st spec.Step) error {
-	switch st.Kind {
-	case spec.StepNet:
-		return r.linkFault(ctx, st, clientLinks([]string{st.Client}, st.Nodes))
-	case spec.StepReplication:
-		return r.linkFault(ctx, st, []history.Link{{Client: st.Replica, Node: st.Node}})
-	case spec.StepPartition:
-		return r.partition(ctx, st)
-	case spec.StepStrobe:
-		node, err := nodeAs[nemesis.ClockNode](r, st.Node, cluster.FaultClock)
+// faultPlays are the fault steps that do more than start one fault for
+// their for: heal, resume and restart steps end faults, a clock reset is
+// an instant, a client pause waits for its client, a random schedule plays
+// many; cut and clock log as they always have. Every other fault step is
+// in faultBuilds.
+var faultPlays = map[spec.StepKind]func(r *runner, ctx context.Context, st spec.Step) error{
+	spec.StepCut: func(r *runner, ctx context.Context, st spec.Step) error {
+		f, err := r.linkFault(st, clientLinks([]string{st.Client}, st.Nodes), "drop")
 		if err != nil {
 			return err
 		}
-		return r.start(ctx, st, nemesis.ClockStrobe{Node: node, Delta: st.Span.Draw(r.nemRand), Period: st.Period})
-	case spec.StepClockReset:
-		names := st.Nodes
-		if len(names) == 0 {
-			names = r.nodeNames()
+		r.logf("cut %s", f.Describe().Detail)
+		_, err = r.nem.Start(ctx, f)
+		return err
+	},
+	spec.StepHeal: func(r *runner, ctx context.Context, st spec.Step) error {
+		r.logf("heal %s", st.Heal)
+		return r.heal(ctx, st.Heal)
+	},
+	spec.StepClock: func(r *runner, ctx context.Context, st spec.Step) error {
+		f, err := faultBuilds[spec.StepClock](r, st)
+		if err != nil || st.HasFor {
+			return r.startStep(ctx, st, f, err)
 		}
-		var nodes []nemesis.ClockNode
-		for _, name := range names {
-			n, err := nodeAs[nemesis.ClockNode](r, name, cluster.FaultClock)
-			if err != nil {
-				return err
-			}
-			nodes = append(nodes, n)
-		}
-		r.logf("reset the clocks of %s", strings.Join(names, ","))
-		return r.nem.ResetClocks(ctx, nodes...)
-	case spec.StepPause:
-		if st.Client != "" {
-			at := fault.Point(st.Point)
-			if st.Point == "random" {
-				points := r.pausePoints()
-				at = points[r.nemRand.IntN(len(points))]
-			}
-			return r.pauseClient(ctx, st, at)
-		}
-		node, err := nodeAs[nemesis.Pausable](r, st.Node, cluster.FaultPause)
-		if err != nil {
+		if err := available(f); err != nil {
 			return err
 		}
-		return r.start(ctx, st, nemesis.Pause{Node: node})
-	case spec.StepResume:
+		r.logf("jump %s", f.Describe().Detail)
+		_, err = r.nem.Start(ctx, f)
+		return err
+	},
+	spec.StepClockReset: (*runner).resetClocks,
+	spec.StepPause: func(r *runner, ctx context.Context, st spec.Step) error {
+		if st.Client == "" {
+			f, err := faultBuilds[spec.StepPause](r, st)
+			return r.startStep(ctx, st, f, err)
+		}
+		at := fault.Point(st.Point)
+		if st.Point == "random" {
+			points := r.pausePoints()
+			at = points[r.nemRand.IntN(len(points))]
+		}
+		return r.pauseClient(ctx, st, at)
+	},
+	spec.StepResume: func(r *runner, ctx context.Context, st spec.Step) error {
 		if st.Client != "" {
 			return r.stopOn(ctx, "resume", st.Client, fault.KindClientPause)
 		}
 		return r.stopOn(ctx, "resume", st.Node, fault.KindPause)
-	case spec.StepKill, spec.StepStop:
-		if st.Amnesia {
-			if _, err := nodeAs[nemesis.Wipeable](r, st.Node, cluster.FaultWipe); err != nil {
-				return err
-			}
-		}
-		if st.Kind == spec.StepKill {
-			node, err := nodeAs[nemesis.Killable](r, st.Node, cluster.FaultKill)
-			if err != nil {
-				return err
-			}
-			return r.start(ctx, st, nemesis.Kill{Node: node, Amnesia: st.Amnesia})
-		}
-		node, err := nodeAs[nemesis.Stoppable](r, st.Node, cluster.FaultStop)
-		if err != nil {
-			return err
-		}
-		return r.start(ctx, st, nemesis.Stop{Node: node, Amnesia: st.Amnesia})
-	case spec.StepRestart:
+	},
+	spec.StepRestart: func(r *runner, ctx context.Context, st spec.Step) error {
 		return r.stopOn(ctx, "restart", st.Node, fault.KindKill, fault.KindStop)
-	case spec.StepPromote:
-		rep, err := nodeAs[nemesis.Promotable](r, st.Replica, cluster.FaultReplica)
+	},
+	spec.StepRandom: (*runner).random,
+}
+
+// faultBuilds make the nemesis fault of each step kind that injects one:
+// a scripted step's fault starts for the step's for: (start), and a random
+// schedule's steps become faults through the same builders. Draws from
+// the nemesis stream happen here, in the order the step's fields come.
+var faultBuilds = map[spec.StepKind]func(r *runner, st spec.Step) (nemesis.Fault, error){
+	spec.StepNet: func(r *runner, st spec.Step) (nemesis.Fault, error) {
+		return r.linkFault(st, clientLinks([]string{st.Client}, st.Nodes), st.Fault)
+	},
+	spec.StepReplication: func(r *runner, st spec.Step) (nemesis.Fault, error) {
+		return r.linkFault(st, []history.Link{{Client: st.Replica, Node: st.Node}}, st.Fault)
+	},
+	spec.StepPartition: (*runner).partition,
+	spec.StepStrobe: func(r *runner, st spec.Step) (nemesis.Fault, error) {
+		node, err := r.node(st.Node)
+		if err != nil {
+			return nil, err
+		}
+		return nemesis.ClockStrobe{Node: node, Delta: st.Span.Draw(r.nemRand), Period: st.Period}, nil
+	},
+	spec.StepClock: func(r *runner, st spec.Step) (nemesis.Fault, error) {
+		node, err := r.node(st.Node)
+		if err != nil {
+			return nil, err
+		}
+		return nemesis.ClockJump{Node: node, By: st.Span.Draw(r.nemRand)}, nil
+	},
+	spec.StepPause: func(r *runner, st spec.Step) (nemesis.Fault, error) {
+		node, err := r.node(st.Node)
+		return nemesis.Pause{Node: node}, err
+	},
+	spec.StepKill: func(r *runner, st spec.Step) (nemesis.Fault, error) {
+		node, err := r.node(st.Node)
+		return nemesis.Kill{Node: node, Amnesia: st.Amnesia}, err
+	},
+	spec.StepStop: func(r *runner, st spec.Step) (nemesis.Fault, error) {
+		node, err := r.node(st.Node)
+		return nemesis.Stop{Node: node, Amnesia: st.Amnesia}, err
+	},
+	spec.StepPromote: func(r *runner, st spec.Step) (nemesis.Fault, error) {
+		rep, err := r.node(st.Replica)
+		return nemesis.Promote{Net: r.net, Replica: rep, Links: clientLinks(r.sc.Clients, []string{st.Node})}, err
+	},
+}
+
+// faultStep runs a fault step: its play, or its fault started for its
+// for:.
+func (r *runner) faultStep(ctx context.Context, st spec.Step) error {
+	if play, ok := faultPlays[st.Kind]; ok {
+		return play(r, ctx, st)
+	}
+	build, ok := faultBuilds[st.Kind]
+	if !ok {
+		return fmt.Errorf("unknown step kind %q", st.Kind)
+	}
+	f, err := build(r, st)
+	return r.startStep(ctx, st, f, err)
+}
+
+// resetClocks plays a clock-reset step: every clock fault on its nodes
+// (all nodes when it names none) healed, their clocks set to real time.
+func (r *runner) resetClocks(ctx context.Context, st spec.Step) error {
+	names := st.Nodes
+	if len(names) == 0 {
+		names = r.nodeNames()
+	}
+	var nodes []cluster.Node
+	for _, name := range names {
+		n, err := r.node(name)
 		if err != nil {
 			return err
 		}
-		return r.start(ctx, st, nemesis.Promote{Net: r.net, Replica: rep, Links: clientLinks(r.sc.Clients, []string{st.Node})})
-	case spec.StepRandom:
-		return r.random(ctx, st)
+		nodes = append(nodes, n)
 	}
-	return fmt.Errorf("unknown step kind %q", st.Kind)
+	if err := (nemesis.ClockReset{Nodes: nodes}).Available(); err != nil {
+		return err
+	}
+	r.logf("reset the clocks of %s", strings.Join(names, ","))
+	return r.nem.ResetClocks(ctx, nodes...)
 }
 
 func clientLinks(clients, nodes []string) []history.Link {
@@ -235,24 +290,13 @@ func (r *runner) pauseClient(ctx context.Context, st spec.Step, at fault.Point) 
 	return err
 }
 
-// nodeAs is node name as the interface C that fault f needs; the refusal,
-// when its kind or backend lacks f, is a *cluster.UnsupportedError.
-func nodeAs[C any](r *runner, name string, f cluster.Fault) (C, error) {
-	n, err := r.node(name)
-	if err != nil {
-		var zero C
-		return zero, err
-	}
-	return cluster.Capable[C](n, f)
-}
-
 // refuseLinks is the refusal of a link fault on a node whose kind takes
 // none; links to the storage node, which is no backend's, are always
 // proxied.
 func (r *runner) refuseLinks(links []history.Link) error {
 	for _, l := range links {
 		if n, ok := r.cluster.Node(l.Node); ok {
-			if err := n.Kind().Refuse(n.Name(), cluster.FaultLink); err != nil {
+			if err := n.Kind().Refuse(n.Name(), fault.Link); err != nil {
 				return err
 			}
 		}
@@ -260,9 +304,23 @@ func (r *runner) refuseLinks(links []history.Link) error {
 	return nil
 }
 
+// startStep starts the fault a step's builder made (start), or returns the
+// builder's error.
+func (r *runner) startStep(ctx context.Context, st spec.Step, f nemesis.Fault, err error) error {
+	if err != nil {
+		return err
+	}
+	return r.start(ctx, st, f)
+}
+
 // start injects f, healing it on its own after the step's "for" if given;
-// "for: 0s" (kill and stop) heals it at once.
+// "for: 0s" (kill and stop) heals it at once. A fault on a node its kind
+// or backend cannot take is refused first, with a
+// *cluster.UnsupportedError.
 func (r *runner) start(ctx context.Context, st spec.Step, f nemesis.Fault) error {
+	if err := available(f); err != nil {
+		return err
+	}
 	desc := f.Describe().Detail
 	if !st.HasFor {
 		r.logf("%s", desc)
@@ -283,6 +341,14 @@ func (r *runner) start(ctx context.Context, st spec.Step, f nemesis.Fault) error
 	return err
 }
 
+// available is the refusal of a node fault its node cannot take.
+func available(f nemesis.Fault) error {
+	if nf, ok := f.(nemesis.NodeFault); ok {
+		return nf.Available()
+	}
+	return nil
+}
+
 // stopOn heals the active faults of the given kinds on target (a node or a
 // client); it is an error if there is none.
 func (r *runner) stopOn(ctx context.Context, verb, target string, kinds ...string) error {
@@ -294,28 +360,31 @@ func (r *runner) stopOn(ctx context.Context, verb, target string, kinds ...strin
 	return r.nem.StopMatching(ctx, match)
 }
 
-func (r *runner) linkFault(ctx context.Context, st spec.Step, links []history.Link) error {
+// linkFault is the link fault kind (drop, reset, refuse, delay) on links.
+func (r *runner) linkFault(st spec.Step, links []history.Link, kind string) (nemesis.Fault, error) {
 	if err := r.refuseLinks(links); err != nil {
-		return err
+		return nil, err
 	}
 	dir := fault.Direction(st.Direction)
-	var f nemesis.Fault
-	switch st.Fault {
+	switch kind {
 	case "drop":
-		f = nemesis.Cut{Net: r.net, Links: links, Direction: dir}
+		return nemesis.Cut{Net: r.net, Links: links, Direction: dir}, nil
 	case "reset":
-		f = nemesis.Reset{Net: r.net, Links: links, Direction: dir}
+		return nemesis.Reset{Net: r.net, Links: links, Direction: dir}, nil
 	case "refuse":
-		f = nemesis.Refuse{Net: r.net, Links: links}
+		return nemesis.Refuse{Net: r.net, Links: links}, nil
 	case "delay":
-		f = nemesis.Delay{Net: r.net, Links: links, Direction: dir, By: st.Delay.Draw(r.nemRand).Truncate(time.Millisecond)}
-	default:
-		return fmt.Errorf("unknown link fault %q", st.Fault)
+		return nemesis.Delay{Net: r.net, Links: links, Direction: dir, By: st.Delay.Draw(r.nemRand).Truncate(time.Millisecond)}, nil
 	}
-	return r.start(ctx, st, f)
+	return nil, fmt.Errorf("unknown link fault %q", kind)
 }
 
-func (r *runner) partition(ctx context.Context, st spec.Step) error {
+// partition is the partition a step cuts: links of its shape, or the
+// links a random schedule drew (st.Links).
+func (r *runner) partition(st spec.Step) (nemesis.Fault, error) {
+	if st.Links != nil {
+		return nemesis.Partition{Net: r.net, Shape: st.Shape, Links: st.Links}, r.refuseLinks(st.Links)
+	}
 	clients, nodes := st.Clients, st.Nodes
 	if len(clients) == 0 {
 		clients = r.sc.Clients
@@ -350,33 +419,51 @@ func (r *runner) partition(ctx context.Context, st spec.Step) error {
 		err = r.refuseLinks(links)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return r.start(ctx, st, nemesis.Partition{Net: r.net, Shape: st.Shape, Links: links})
+	return nemesis.Partition{Net: r.net, Shape: st.Shape, Links: links}, nil
 }
 
-// random plays a random schedule drawn from the run's seed; the step ends
-// when the schedule does.
+// random plays a random schedule drawn from the run's seed, as the steps
+// spec.ScheduleSteps writes it (the steps a shrunk run replays), each
+// built into its fault as a scripted step is; the step ends when the
+// schedule does.
 func (r *runner) random(ctx context.Context, st spec.Step) error {
-	spec := st.Schedule
-	spec.Points = r.pausePoints()
-	ops, err := fault.Plan(spec, r.sc.Clients, r.nodeNames(), r.nemRand)
+	ops, steps, err := r.sc.ScheduleSteps(st, r.nemRand)
 	if err != nil {
 		return err
 	}
-	env := nemesis.Env{Net: r.net, Nodes: map[string]nemesis.ScheduleNode{}, Gates: r.faults.gates, Procs: r.drivers.pausers()}
 	for _, n := range r.cluster.Nodes() {
 		// Every node may take any of the schedule's faults.
-		for _, f := range []cluster.Fault{cluster.FaultLink, cluster.FaultClock, cluster.FaultPause, cluster.FaultKill, cluster.FaultStop, cluster.FaultWipe} {
-			sn, err := cluster.Capable[nemesis.ScheduleNode](n, f)
+		if err := n.Kind().Refuse(n.Name(), fault.Link); err != nil {
+			return err
+		}
+		for _, f := range []nemesis.NodeFault{nemesis.ClockJump{Node: n}, nemesis.Pause{Node: n}, nemesis.Kill{Node: n, Amnesia: true}, nemesis.Stop{Node: n}} {
+			if err := f.Available(); err != nil {
+				return err
+			}
+		}
+	}
+	procs := r.drivers.pausers()
+	ts := make([]nemesis.Timed, len(ops))
+	for i, op := range ops {
+		ts[i] = nemesis.Timed{At: op.At, For: op.For, What: op.String()}
+		for _, tf := range steps[i] {
+			s := tf.Step
+			if s.Kind == spec.StepPause && s.Client != "" {
+				ts[i].Within = s.Within
+				ts[i].Faults = append(ts[i].Faults, nemesis.ScheduledClientPause(r.faults.gates[s.Client], procs[s.Client], fault.Point(s.Point), s.For.Min)...)
+				continue
+			}
+			f, err := faultBuilds[s.Kind](r, s)
 			if err != nil {
 				return err
 			}
-			env.Nodes[n.Name()] = sn
+			ts[i].Faults = append(ts[i].Faults, f)
 		}
 	}
 	r.logf("random schedule: %d faults over %v", len(ops), st.Schedule.Total)
-	return r.nem.RunSchedule(ctx, ops, env, func(op fault.Op) { r.logf("random: %s", op) })
+	return r.nem.RunSchedule(ctx, ts, func(t nemesis.Timed) { r.logf("random: %s", t.What) })
 }
 
 // pausePoints are where this run's clients can be paused: the lock's hook

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/locks/adapter"
 	"splitbrain/nemesis"
@@ -107,7 +108,7 @@ func (r *runner) setUpSentinels(ctx context.Context) error {
 	ss, ok := r.cluster.(cluster.SentinelStarter)
 	if !ok {
 		return fmt.Errorf("%s: cluster.sentinel: %w", r.sc.File,
-			&cluster.UnsupportedError{Kind: cluster.Sentinel.Name, Fault: cluster.FaultReplica, Backend: true})
+			&cluster.UnsupportedError{Kind: cluster.Sentinel.Name, Fault: fault.Replica, Backend: true})
 	}
 	data, err := r.dataNodes()
 	if err != nil {
@@ -133,7 +134,7 @@ func (r *runner) setUpSentinels(ctx context.Context) error {
 		rt, ok := d.(routable)
 		if !ok {
 			return fmt.Errorf("%s: cluster.sentinel: %w", r.sc.File,
-				&cluster.UnsupportedError{Kind: cluster.Sentinel.Name, Fault: cluster.FaultLink, Node: d.Name(), Backend: true})
+				&cluster.UnsupportedError{Kind: cluster.Sentinel.Name, Fault: fault.Link, Node: d.Name(), Backend: true})
 		}
 		if err := rt.SetRoutes(routes); err != nil {
 			return err

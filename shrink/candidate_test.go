@@ -43,7 +43,7 @@ func testWriter(t *testing.T) *writer {
 func TestCandidateFile(t *testing.T) {
 	w := testWriter(t)
 	c := &candidate{clients: []string{"c1", "c3"}, keys: 1, duration: 1800 * time.Millisecond, faults: []fault{
-		{id: 4, at: ms(250), step: spec.Step{Kind: spec.StepPause, Client: "c3", Point: "before-write", For: span(ms(844)), HasFor: true, Within: time.Second}},
+		{id: 4, at: ms(250), step: spec.Step{Kind: spec.StepPause, Client: "c3", ClientPause: spec.ClientPause{Point: "before-write", Within: time.Second}, For: span(ms(844)), HasFor: true}},
 		{id: 5, at: ms(250), step: spec.Step{Kind: spec.StepPause, Node: "n2", For: span(ms(300)), HasFor: true}},
 		{id: 9, at: ms(1250), step: spec.Step{Kind: spec.StepStrobe, Node: "n4", Span: span(-ms(1802)), Period: ms(36), For: span(ms(761)), HasFor: true}},
 	}}
@@ -66,7 +66,7 @@ func TestCandidateFile(t *testing.T) {
 	}
 	want := []spec.Step{
 		{Kind: spec.StepWait, Span: span(ms(250))},
-		{Kind: spec.StepPause, Client: "c2", Point: "before-write", For: span(ms(844)), HasFor: true, Within: time.Second},
+		{Kind: spec.StepPause, Client: "c2", ClientPause: spec.ClientPause{Point: "before-write", Within: time.Second}, For: span(ms(844)), HasFor: true},
 		{Kind: spec.StepPause, Node: "n2", For: span(ms(300)), HasFor: true},
 		{Kind: spec.StepWait, Span: span(time.Second)},
 		{Kind: spec.StepStrobe, Node: "n4", Span: span(-ms(1802)), Period: ms(36), For: span(ms(761)), HasFor: true},

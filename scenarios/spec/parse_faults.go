@@ -147,64 +147,50 @@ var (
 	shapes     = []string{fault.ShapeIsolate, fault.ShapeClient, fault.ShapeHalves, fault.ShapeBridge, fault.ShapeRandom, ShapeSides}
 )
 
-// faultStep parses the fields of a fault step; step has checked that the
-// fields present are the kind's.
-func (p *parser) parseFaultStep(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) bool {
-	before := len(p.errs)
-	if v := seen["for"]; v != nil && st.Kind != StepRandom {
-		var good bool
-		if st.For, good = p.span(v, field+".for", false); good {
-			st.HasFor = true
-			if st.For.Min == 0 && st.Kind != StepKill && st.Kind != StepStop {
-				p.fail(v, field+".for", "%q: want more than 0s (0s means \"restart at once\" and is for kill and stop only)", v.Value)
-			}
-		}
-	}
-	switch st.Kind {
-	case StepNet:
-		st.Client = p.client(need("client"), field+".client")
-		st.Nodes = p.linkNodes(need("nodes"), field+".nodes")
-		p.parseLinkFault(st, seen, field)
-	case StepReplication:
-		st.Node = p.replicatedNode(need("node"), field+".node")
-		st.Replica = p.replicaOf(st.Node, seen["replica"], field+".replica")
-		p.parseLinkFault(st, seen, field)
-	case StepPartition:
-		p.parsePartition(st, val, field, seen, need)
-	case StepStrobe:
-		st.Node = p.parseNode(need("node"), field+".node")
-		if v := need("delta"); v != nil {
-			if sp, good := p.span(v, field+".delta", true); good {
-				if sp.Min <= 0 && sp.Max >= 0 {
-					p.fail(v, field+".delta", "%q: want an offset that cannot be 0, such as 5s, -2s or 1s..3s", v.Value)
+// faultStep wraps the decoder of a fault step's fields: its for: is read
+// first, the same for every fault step (a random schedule's for: is its
+// length, which it reads itself), and the step is good when its fields
+// added no error.
+func faultStep(decode func(p *parser, st *Step, in *stepIn)) func(p *parser, st *Step, in *stepIn) bool {
+	return func(p *parser, st *Step, in *stepIn) bool {
+		before := len(p.errs)
+		if v := in.seen["for"]; v != nil && st.Kind != StepRandom {
+			var good bool
+			if st.For, good = p.span(v, in.field+".for", false); good {
+				st.HasFor = true
+				if st.For.Min == 0 && st.Kind != StepKill && st.Kind != StepStop {
+					p.fail(v, in.field+".for", "%q: want more than 0s (0s means \"restart at once\" and is for kill and stop only)", v.Value)
 				}
-				st.Span = sp
 			}
 		}
-		st.Period = p.durationOf(need("period"), field+".period")
-	case StepClockReset:
-		if v := seen["nodes"]; v != nil {
-			st.Nodes = p.parseNodeList(v, field+".nodes", true)
-		}
-	case StepPause, StepResume:
-		p.pauseTarget(st, val, field, seen)
-	case StepKill, StepStop:
-		st.Node = p.parseNode(need("node"), field+".node")
-		if v := seen["amnesia"]; v != nil {
-			st.Amnesia = p.boolean(v, field+".amnesia")
-		}
-	case StepRestart:
-		st.Node = p.parseNode(need("node"), field+".node")
-	case StepPromote:
-		st.Node = p.replicatedNode(need("node"), field+".node")
-		st.Replica = p.replicaOf(st.Node, seen["replica"], field+".replica")
-	case StepRandom:
-		p.parseRandom(st, val, field, seen, need)
+		decode(p, st, in)
+		return len(p.errs) == before
 	}
-	return len(p.errs) == before
 }
 
-func (p *parser) parseLinkFault(st *Step, seen map[string]*yaml.Node, field string) {
+func (p *parser) parseStrobe(st *Step, in *stepIn) {
+	st.Node = p.parseNode(in.need(p, "node"), in.field+".node")
+	if v := in.need(p, "delta"); v != nil {
+		if sp, good := p.span(v, in.field+".delta", true); good {
+			if sp.Min <= 0 && sp.Max >= 0 {
+				p.fail(v, in.field+".delta", "%q: want an offset that cannot be 0, such as 5s, -2s or 1s..3s", v.Value)
+			}
+			st.Span = sp
+		}
+	}
+	st.Period = p.durationOf(in.need(p, "period"), in.field+".period")
+}
+
+// parseNodeDown reads kill and stop.
+func (p *parser) parseNodeDown(st *Step, in *stepIn) {
+	st.Node = p.parseNode(in.need(p, "node"), in.field+".node")
+	if v := in.seen["amnesia"]; v != nil {
+		st.Amnesia = p.boolean(v, in.field+".amnesia")
+	}
+}
+
+func (p *parser) parseLinkFault(st *Step, in *stepIn) {
+	seen, field := in.seen, in.field
 	st.Fault, st.Direction = "drop", string(fault.Both)
 	if v := seen["fault"]; v != nil {
 		st.Fault = p.enum(v, field+".fault", "drop", linkFaults...)
@@ -232,7 +218,9 @@ func (p *parser) parseLinkFault(st *Step, seen map[string]*yaml.Node, field stri
 	}
 }
 
-func (p *parser) parsePartition(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) {
+func (p *parser) parsePartition(st *Step, in *stepIn) {
+	val, field, seen := in.val, in.field, in.seen
+	need := func(name string) *yaml.Node { return in.need(p, name) }
 	if v := need("shape"); v != nil {
 		st.Shape = p.enum(v, field+".shape", "", shapes...)
 	}
@@ -290,7 +278,8 @@ func (p *parser) parsePartition(st *Step, val *yaml.Node, field string, seen map
 	}
 }
 
-func (p *parser) pauseTarget(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node) {
+func (p *parser) pauseTarget(st *Step, in *stepIn) {
+	val, field, seen := in.val, in.field, in.seen
 	node, client := seen["node"], seen["client"]
 	if (node == nil) == (client == nil) {
 		p.fail(val, field, "want exactly one of node (pause the redis-server) or client (a client's GC pause)")
@@ -331,7 +320,9 @@ func (p *parser) pauseTarget(st *Step, val *yaml.Node, field string, seen map[st
 	}
 }
 
-func (p *parser) parseRandom(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) {
+func (p *parser) parseRandom(st *Step, in *stepIn) {
+	val, field, seen := in.val, in.field, in.seen
+	need := func(name string) *yaml.Node { return in.need(p, name) }
 	s := &st.Schedule
 	before := len(p.errs)
 	if v := need("faults"); v != nil {

@@ -122,7 +122,9 @@ func (p *parser) waitSpan(n *yaml.Node, field string) (Span, bool) {
 // waitUntil parses a wait for a condition: {until: expired, client: c1},
 // {until: up, node: n3}, {until: down, node: n3}, {until: paused, client:
 // c1} or {until: wrote, client: c2}, each with an optional timeout.
-func (p *parser) parseWaitUntil(st *Step, val *yaml.Node, field string, seen map[string]*yaml.Node, need func(string) *yaml.Node) bool {
+func (p *parser) parseWaitUntil(st *Step, in *stepIn) bool {
+	val, field, seen := in.val, in.field, in.seen
+	need := func(name string) *yaml.Node { return in.need(p, name) }
 	before := len(p.errs)
 	v := need("until")
 	if v == nil {

@@ -59,12 +59,12 @@ func TestParseNewFields(t *testing.T) {
 `, func(sc *Scenario) string {
 			want := []Step{
 				{Kind: StepAcquire, Client: "c1"},
-				{Kind: StepAcquire, Client: "c2", Key: "k", Expect: OutcomeRefused},
-				{Kind: StepExtend, Client: "c1", Expect: OutcomeExtended},
+				{Kind: StepAcquire, Client: "c2", Key: "k", Outcome: Outcome{Expect: OutcomeRefused}},
+				{Kind: StepExtend, Client: "c1", Outcome: Outcome{Expect: OutcomeExtended}},
 				{Kind: StepExtend, Client: "c1", Key: "k"},
-				{Kind: StepWait, Until: UntilExpired, Client: "c1", Key: "k", Timeout: 3 * time.Second},
-				{Kind: StepWait, Until: UntilDown, Node: "n2"},
-				{Kind: StepWait, Until: UntilUp, Node: "n2", Timeout: 10 * time.Second},
+				{Kind: StepWait, Condition: Condition{Until: UntilExpired, Timeout: 3 * time.Second}, Client: "c1", Key: "k"},
+				{Kind: StepWait, Condition: Condition{Until: UntilDown}, Node: "n2"},
+				{Kind: StepWait, Condition: Condition{Until: UntilUp, Timeout: 10 * time.Second}, Node: "n2"},
 				{Kind: StepWait, Span: Span{time.Second, 2 * time.Second}},
 			}
 			if len(sc.Steps) != len(want) {

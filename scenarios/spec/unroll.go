@@ -202,8 +202,7 @@ func cutSteps(links []history.Link, d time.Duration, line int, rec history.Fault
 	}
 	var out []TimedFault
 	for i, c := range order {
-		f := TimedFault{Step: Step{Kind: StepNet, Line: line, Client: c, Nodes: byClient[c], Fault: "drop",
-			Direction: string(fault.Both), For: fixed(d), HasFor: true}}
+		f := TimedFault{Step: Step{Kind: StepNet, Line: line, Client: c, Nodes: byClient[c], LinkFault: LinkFault{Fault: "drop", Direction: string(fault.Both)}, For: fixed(d), HasFor: true}}
 		if i == 0 {
 			f.Records = []history.Fault{rec}
 		}
@@ -214,37 +213,71 @@ func cutSteps(links []history.Link, d time.Duration, line int, rec history.Fault
 
 // unrollSchedule draws a random step's schedule as random does and writes
 // each of its faults as steps; it returns them and when the schedule ends.
+// A drawn partition is written as one net step per client (cutSteps).
 func (sc *Scenario) unrollSchedule(st Step, start time.Duration, where string, nem *rand.Rand) ([]TimedFault, time.Duration, error) {
-	spec := st.Schedule
-	spec.Points = sc.PausePoints()
-	ops, err := fault.Plan(spec, sc.Clients, sc.nodeNames(), nem)
+	ops, steps, err := sc.ScheduleSteps(st, nem)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", where, err)
 	}
 	var out []TimedFault
 	end := start
 	for j, op := range ops {
-		// RunSchedule keeps a client pause armed until the next fault is
-		// due (the last one: for its own duration).
-		within := op.For
-		if j+1 < len(ops) {
-			within = max(ops[j+1].At-op.At, time.Millisecond)
+		first := len(out)
+		for _, f := range steps[j] {
+			out = append(out, explicit(f)...)
 		}
-		faults, err := opSteps(op, within, st.Line)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", where, err)
-		}
-		for _, f := range faults {
-			f.At, f.From = start+op.At, fmt.Sprintf("%s: %s", where, op)
-			out = append(out, f)
+		for k := first; k < len(out); k++ {
+			out[k].At, out[k].From = start+op.At, fmt.Sprintf("%s: %s", where, op)
 		}
 		end = start + op.At + op.For
 	}
 	return out, end, nil
 }
 
+// explicit is f in the form a scenario file writes it: a drawn partition
+// (a partition step with its links) as one net step per client.
+func explicit(f TimedFault) []TimedFault {
+	if f.Step.Kind != StepPartition || f.Step.Links == nil {
+		return []TimedFault{f}
+	}
+	return cutSteps(f.Step.Links, f.Step.For.Min, f.Step.Line, f.Records[0])
+}
+
+// ScheduleSteps draws the random schedule of st (a random step) from nem,
+// and writes each drawn fault as the explicit steps that play it: the
+// runner plays these, and Unroll writes them for shrinking, so that a
+// schedule has one translation from what was drawn to what is done. The
+// steps of ops[i] are steps[i]; their At is ops[i].At, from the
+// schedule's start.
+func (sc *Scenario) ScheduleSteps(st Step, nem *rand.Rand) ([]fault.Op, [][]TimedFault, error) {
+	spec := st.Schedule
+	spec.Points = sc.PausePoints()
+	ops, err := fault.Plan(spec, sc.Clients, sc.nodeNames(), nem)
+	if err != nil {
+		return nil, nil, err
+	}
+	steps := make([][]TimedFault, len(ops))
+	for j, op := range ops {
+		// A client pause stays armed until the next fault is due (the
+		// last one: for its own duration), then holds its client for its
+		// whole duration: the schedule waits for it.
+		within := op.For
+		if j+1 < len(ops) {
+			within = max(ops[j+1].At-op.At, time.Millisecond)
+		}
+		if steps[j], err = opSteps(op, within, st.Line); err != nil {
+			return nil, nil, err
+		}
+		for k := range steps[j] {
+			steps[j][k].At = op.At
+		}
+	}
+	return ops, steps, nil
+}
+
 // opSteps writes one drawn fault of a random schedule as steps, one per
-// node or client it acts on, each recording what Env.Faults's fault does.
+// node or client it acts on (a partition: one step with its drawn links),
+// each with what it records as it starts.
 func opSteps(op fault.Op, within time.Duration, line int) ([]TimedFault, error) {
 	d := fixed(op.For)
 	var out []TimedFault
@@ -254,10 +287,12 @@ func opSteps(op fault.Op, within time.Duration, line int) ([]TimedFault, error) 
 	}
 	switch op.Kind {
 	case fault.RandomPartition:
-		return cutSteps(op.Links, op.For, line, history.Fault{Kind: fault.KindPartition, Links: op.Links}), nil
+		add(Step{Kind: StepPartition, Partition: Partition{Shape: op.Shape, Links: op.Links}},
+			history.Fault{Kind: fault.KindPartition, Links: op.Links})
+		return out, nil
 	case fault.RandomClientPause:
 		for _, c := range op.Clients {
-			add(Step{Kind: StepPause, Client: c, Point: string(op.Point), Within: within},
+			add(Step{Kind: StepPause, Client: c, ClientPause: ClientPause{Point: string(op.Point), Within: within}},
 				history.Fault{Kind: fault.KindClientPause, Nodes: []string{c}})
 		}
 		return out, nil

@@ -79,11 +79,11 @@ func TestOpSteps(t *testing.T) {
 	}{
 		{"partition", fault.Op{Kind: fault.RandomPartition, For: ms(300), Shape: "halves",
 			Links: fault.Isolate([]string{"c1"}, []string{"n1", "n2"})[:2:2]}, 0,
-			[]Step{{Kind: StepNet, Client: "c1", Nodes: []string{"n1", "n2"}, Fault: "drop", Direction: "both", For: d, HasFor: true}}},
+			[]Step{{Kind: StepNet, Client: "c1", Nodes: []string{"n1", "n2"}, LinkFault: LinkFault{Fault: "drop", Direction: "both"}, For: d, HasFor: true}}},
 		{"grudge over two clients", fault.Op{Kind: fault.RandomPartition, For: ms(300), Shape: "random",
 			Links: append(fault.Isolate([]string{"c2"}, []string{"n3"}), fault.Isolate([]string{"c1"}, []string{"n1"})...)}, 0,
-			[]Step{{Kind: StepNet, Client: "c2", Nodes: []string{"n3"}, Fault: "drop", Direction: "both", For: d, HasFor: true},
-				{Kind: StepNet, Client: "c1", Nodes: []string{"n1"}, Fault: "drop", Direction: "both", For: d, HasFor: true}}},
+			[]Step{{Kind: StepNet, Client: "c2", Nodes: []string{"n3"}, LinkFault: LinkFault{Fault: "drop", Direction: "both"}, For: d, HasFor: true},
+				{Kind: StepNet, Client: "c1", Nodes: []string{"n1"}, LinkFault: LinkFault{Fault: "drop", Direction: "both"}, For: d, HasFor: true}}},
 		{"jumps", fault.Op{Kind: fault.RandomClock, For: ms(300), Nodes: []string{"n1", "n3"}, Offsets: []time.Duration{ms(500), -ms(700)}}, 0,
 			[]Step{{Kind: StepClock, Node: "n1", Span: fixed(ms(500)), For: d, HasFor: true},
 				{Kind: StepClock, Node: "n3", Span: fixed(-ms(700)), For: d, HasFor: true}}},
@@ -98,13 +98,17 @@ func TestOpSteps(t *testing.T) {
 		{"amnesia", fault.Op{Kind: fault.RandomAmnesia, For: ms(300), Nodes: []string{"n4"}}, 0,
 			[]Step{{Kind: StepKill, Node: "n4", Amnesia: true, For: d, HasFor: true}}},
 		{"client pauses", fault.Op{Kind: fault.RandomClientPause, For: ms(300), Clients: []string{"c1", "c3"}, Point: fault.BeforeWrite}, ms(700),
-			[]Step{{Kind: StepPause, Client: "c1", Point: "before-write", For: d, HasFor: true, Within: ms(700)},
-				{Kind: StepPause, Client: "c3", Point: "before-write", For: d, HasFor: true, Within: ms(700)}}},
+			[]Step{{Kind: StepPause, Client: "c1", ClientPause: ClientPause{Point: "before-write", Within: ms(700)}, For: d, HasFor: true},
+				{Kind: StepPause, Client: "c3", ClientPause: ClientPause{Point: "before-write", Within: ms(700)}, For: d, HasFor: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			faults, err := opSteps(tc.op, tc.within, 0)
+			drawn, err := opSteps(tc.op, tc.within, 0)
 			if err != nil {
 				t.Fatal(err)
+			}
+			var faults []TimedFault
+			for _, f := range drawn {
+				faults = append(faults, explicit(f)...)
 			}
 			var got []Step
 			for _, f := range faults {
@@ -131,14 +135,14 @@ workload: {kind: counter, clients: 3}
 `
 	for _, st := range []Step{
 		{Kind: StepWait, Span: fixed(ms(250))},
-		{Kind: StepNet, Client: "c2", Nodes: []string{"n1", "n4"}, Fault: "drop", Direction: "both", For: fixed(ms(640)), HasFor: true},
-		{Kind: StepNet, Client: "c1", Nodes: []string{"storage"}, Fault: "delay", Delay: fixed(ms(90)), Direction: "to-node", For: fixed(time.Second), HasFor: true},
-		{Kind: StepReplication, Node: "n1", Replica: "r1", Fault: "reset", Direction: "both", For: fixed(ms(10)), HasFor: true},
+		{Kind: StepNet, Client: "c2", Nodes: []string{"n1", "n4"}, LinkFault: LinkFault{Fault: "drop", Direction: "both"}, For: fixed(ms(640)), HasFor: true},
+		{Kind: StepNet, Client: "c1", Nodes: []string{"storage"}, LinkFault: LinkFault{Fault: "delay", Delay: fixed(ms(90)), Direction: "to-node"}, For: fixed(time.Second), HasFor: true},
+		{Kind: StepReplication, Node: "n1", Replica: "r1", LinkFault: LinkFault{Fault: "reset", Direction: "both"}, For: fixed(ms(10)), HasFor: true},
 		{Kind: StepStrobe, Node: "n4", Span: fixed(ms(1101)), Period: ms(115), For: fixed(ms(998)), HasFor: true},
 		{Kind: StepClock, Node: "n3", Span: fixed(-ms(681)), For: fixed(ms(989)), HasFor: true},
 		{Kind: StepPause, Node: "n2", For: fixed(ms(1)), HasFor: true},
-		{Kind: StepPause, Client: "c3", Point: "before-write", For: fixed(ms(812)), HasFor: true, Within: ms(1000)},
-		{Kind: StepPause, Client: "c1", Point: "any", For: fixed(ms(300)), HasFor: true},
+		{Kind: StepPause, Client: "c3", ClientPause: ClientPause{Point: "before-write", Within: ms(1000)}, For: fixed(ms(812)), HasFor: true},
+		{Kind: StepPause, Client: "c1", ClientPause: ClientPause{Point: "any"}, For: fixed(ms(300)), HasFor: true},
 		{Kind: StepKill, Node: "n5", Amnesia: true, For: fixed(ms(450)), HasFor: true},
 		{Kind: StepKill, Node: "n5", For: fixed(0), HasFor: true},
 		{Kind: StepStop, Node: "n2", For: fixed(ms(1500)), HasFor: true},
@@ -165,7 +169,7 @@ workload: {kind: counter, clients: 3}
 			}
 		})
 	}
-	for _, st := range []Step{{Kind: StepWait, Until: "up"}, {Kind: StepHeal, Heal: "all"}, {Kind: StepAcquire, Client: "c1"}} {
+	for _, st := range []Step{{Kind: StepWait, Condition: Condition{Until: "up"}}, {Kind: StepHeal, Heal: "all"}, {Kind: StepAcquire, Client: "c1"}} {
 		if _, err := StepNode(st); err == nil {
 			t.Errorf("StepNode(%+v) wrote it; it has no explicit form", st)
 		}
