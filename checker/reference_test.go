@@ -704,7 +704,7 @@ func refCounterKey(events []history.Event, ops []refOp, beliefs []*refBelief, ke
 	var init *refOp
 	sections := map[string]*refSection{}
 	var order []string
-	outside := map[string]string{} // process → its current run outside any lease
+	cur := map[string]string{} // client → its section not yet closed by a write
 	runs := 0
 	var finals []refOp
 	for _, o := range ops {
@@ -723,16 +723,19 @@ func refCounterKey(events []history.Event, ops []refOp, beliefs []*refBelief, ke
 			}
 			continue
 		}
-		id := refHeld(e, events, beliefs)
-		if id != "" {
-			id = "lease " + id
-			delete(outside, e.Process)
-		} else {
-			if outside[e.Process] == "" {
-				runs++
-				outside[e.Process] = fmt.Sprintf("run %d", runs)
-			}
-			id = outside[e.Process]
+		// A write is computed from its client's last read before it,
+		// whatever leases began or ended between them: a client's
+		// section runs from the first read after its previous write to
+		// its next write (a new process after an unknown outcome is the
+		// same client).
+		c := clientOf(e.Process)
+		if cur[c] == "" {
+			runs++
+			cur[c] = fmt.Sprintf("run %d", runs)
+		}
+		id := cur[c]
+		if e.F == history.Write {
+			delete(cur, c)
 		}
 		s := sections[id]
 		if s == nil {

@@ -701,11 +701,24 @@ func TestResourceOpsTiedToTheirLease(t *testing.T) {
 	}{
 		{"a write after its release, named by its lease", afterRelease(true), Invalid,
 			"c1's write of 1 (read at 0.040s, written at 0.210s) was computed from a read of 0, but the counter was 1 by then", ""},
-		{"the same without lease values: outside any lease, checked, but its read is not known", afterRelease(false), Valid,
-			"", `write by c1 on "k" at event 16 ran outside any lease`},
+		// Issue 33: a write outside any lease counts as any other, computed
+		// from its client's last read; it was judged a blind write and the
+		// lost update VALID.
+		{"the same without lease values: outside any lease, computed from its client's read", afterRelease(false), Invalid,
+			"c1's write of 1 (read at 0.040s, written at 0.210s) was computed from a read of 0, but the counter was 1 by then",
+			`write by c1 on "k" at event 16 ran outside any lease`},
 		{"a write under a new process after an unknown extend, named by its lease", afterUnknownExtend(true), Invalid,
 			"c1.1's write of 1", ""},
-		{"the same without lease values", afterUnknownExtend(false), Valid, "", `write by c1.1 on "k" at event 16 ran outside any lease`},
+		{"the same without lease values: the read was c1's, the write c1.1's", afterUnknownExtend(false), Invalid,
+			"c1.1's write of 1", `write by c1.1 on "k" at event 16 ran outside any lease`},
+		{"a write outside any lease that lost nothing is valid, and named", func() []history.Event {
+			b := newRB().init("k", 0)
+			b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+			b.read("c1", "k", 0.03, 0.04, 0)
+			b.release("c1", "k", 0.05, 0.06, history.OK)
+			b.write("c1", history.Write, "k", 0.2, 0.21, 1, 0, history.OK, 2)
+			return b.read(history.ProcessFinal, "k", 1, 1.01, 1).Events()
+		}(), Valid, "1 of the writes made outside their client's lease", "ran outside any lease"},
 		{"an applied write outside any lease is part of the register", func() []history.Event {
 			b := newRB().init("k", 0)
 			b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
