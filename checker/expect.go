@@ -16,7 +16,8 @@ import (
 
 // Answers are a run's two answers, each valid, invalid or unknown.
 type Answers struct {
-	// Lock is P1's verdict.
+	// Lock folds the lock's own promises: P1, and where the lock hands
+	// out fencing tokens their order (lock tokens).
 	Lock Verdict `json:"lock"`
 	// Resource folds the resource checks (counter, bank, set, fencing):
 	// invalid if one is, else unknown if one is, else valid. Empty when
@@ -37,6 +38,11 @@ func AnswersOf(res Result) Answers {
 			if p.Decides {
 				a.Resource = verdict.Worse(a.Resource, p.Verdict)
 			}
+		}
+	}
+	for _, p := range res.Properties {
+		if p.Name == PropTokens {
+			a.Lock = verdict.Worse(a.Lock, p.Verdict)
 		}
 	}
 	return a

@@ -431,8 +431,11 @@ func TestFencing(t *testing.T) {
 	// A lock whose token went backwards: c2's later write carries a lower
 	// token than c1's earlier one. At a storage that fences, it would have
 	// been refused, so its being applied is a stale token accepted; at one
-	// that does not, the check only says so, and the counter (serial
-	// updates, nothing lost) decides.
+	// that does not, the storage's check only says so, and the counter
+	// (serial updates, nothing lost) is the resource's answer. Either way
+	// the lock broke its promise of increasing tokens (lock tokens), which
+	// is the lock's answer (issue 33: it was demoted to a note, and the
+	// play judged valid).
 	fencing := func(e *history.Event) { e.Fencing = true }
 	for _, tc := range []struct {
 		name    string
@@ -442,7 +445,7 @@ func TestFencing(t *testing.T) {
 		reason  string
 	}{
 		{"storage fences", fencing, true, Invalid, "1 stale token(s) accepted: "},
-		{"storage does not fence", noMod, false, Valid, "the storage does not fence, so this does not decide: 1 write(s) applied out of token order"},
+		{"storage does not fence", noMod, false, Invalid, "the storage does not fence, so this does not decide: 1 write(s) applied out of token order"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newRB()
@@ -471,6 +474,13 @@ func TestFencing(t *testing.T) {
 			if res.Counter.Verdict != Valid {
 				t.Errorf("counter %s: the updates themselves were serial", res.Counter.Verdict)
 			}
+			wantResource := Valid
+			if tc.decides {
+				wantResource = Invalid
+			}
+			if a := AnswersOf(res); a.Lock != Invalid || a.Resource != wantResource {
+				t.Errorf("answers %+v, want the lock invalid (its tokens went backwards), the resource %s", a, wantResource)
+			}
 			want := "the storage applied c2's write of 2 (token 1, read at 0.130s, written at 0.150s) after c1's write of 1 (token 2, read at 0.040s, written at 0.060s) (seq 2, then 3): a stale token was accepted"
 			if f.Violations[0].Text != want {
 				t.Errorf("text =\n%s\nwant\n%s", f.Violations[0].Text, want)
@@ -495,8 +505,14 @@ func TestFencing(t *testing.T) {
 	same.read("c2", "k", 1.12, 1.13, 2)
 	same.write("c2", history.Write, "k", 1.14, 1.15, 3, 4, history.OK, 4)
 	same.release("c2", "k", 1.16, 1.17, history.OK)
-	if res := Check(same.Events()); res.Fencing.Verdict != Invalid {
+	res := Check(same.Events())
+	if res.Fencing.Verdict != Invalid {
 		t.Errorf("two leases, one token: %+v", res.Fencing)
+	}
+	// The storage does not fence, so its check decides nothing; the lock
+	// handing two leases one token is the lock's own break, and decides.
+	if res.Verdict != Invalid || res.Tokens == nil || res.Tokens.Verdict != Invalid || AnswersOf(res).Lock != Invalid {
+		t.Errorf("two leases, one token: %s (%s), tokens %+v", res.Verdict, res.Reason, res.Tokens)
 	}
 }
 
@@ -560,7 +576,8 @@ func TestResultWithResourcesRoundTripsThroughJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	if back.Bank == nil || back.Bank.Verdict != Valid || back.Fencing == nil || back.Fencing.Rejected != 1 ||
-		back.CriticalSection == nil || back.CriticalSection.ViolationCount != 1 || len(back.Properties) != 4 {
+		back.CriticalSection == nil || back.CriticalSection.ViolationCount != 1 || len(back.Properties) != 5 ||
+		back.Tokens == nil || back.Tokens.Grants != 2 {
 		t.Errorf("round trip lost data: %s", data)
 	}
 }
