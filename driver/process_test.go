@@ -80,6 +80,17 @@ func TestBrokenDrivers(t *testing.T) {
 		{name: "never answers", noAns: true,
 			script: ready + `read req; sleep 30`,
 			want:   []string{"acquire #1: no answer in time"}},
+		// Issue 33, hardening 9: an escape sequence in the name reached
+		// the terminal raw.
+		{name: "escape sequence in its name", atStart: true,
+			script: `read hello; printf '{"op":"ready","name":"fake\\u001b]0;owned\\u0007"}\n'; sleep 5`,
+			want:   []string{`"name"`, "control or unprintable character", `\x1b`}},
+		{name: "a name too long", atStart: true,
+			script: `read hello; printf '{"op":"ready","name":"%0200d"}\n' 0; sleep 5`,
+			want:   []string{`"name" is 200 bytes long; want at most 100`}},
+		{name: "escape sequence in a point",
+			script: ready + `read req; printf '{"op":"point","id":1,"point":"after\\u001b[2J"}\n'; sleep 5`,
+			want:   []string{`"point"`, "control or unprintable character"}},
 		{name: "ok without a value",
 			script: ready + `read req; echo '{"op":"reply","id":1,"result":"ok"}'; sleep 5`,
 			want:   []string{`answered acquire #1 ok without "value"`}},
