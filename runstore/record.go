@@ -83,7 +83,7 @@ type Record struct {
 func WritePorcupine(dir string, res checker.Result) (bool, error) {
 	var errs []error
 	if res.Verdict == checker.Invalid && res.HasVisualization() {
-		err := WriteAtomic(dir, PorcupineFile, res.WriteVisualization)
+		err := writeAtomic(dir, PorcupineFile, res.WriteVisualization)
 		if err == nil {
 			return true, nil
 		}

@@ -121,9 +121,9 @@ func Latest(store string) (string, error) {
 	return filepath.Join(store, target), nil
 }
 
-// WriteAtomic writes name in dir through a temporary file renamed into
+// writeAtomic writes name in dir through a temporary file renamed into
 // place: a reader (or a crash) never sees a half-written result.
-func WriteAtomic(dir, name string, write func(io.Writer) error) (err error) {
+func writeAtomic(dir, name string, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("runstore: writing %s: %w", name, err)
@@ -154,7 +154,7 @@ func WriteAtomic(dir, name string, write func(io.Writer) error) (err error) {
 
 // writeJSON writes v to dir/name as indented JSON, atomically.
 func writeJSON(dir, name string, v any) error {
-	return WriteAtomic(dir, name, func(w io.Writer) error {
+	return writeAtomic(dir, name, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
@@ -163,7 +163,7 @@ func writeJSON(dir, name string, v any) error {
 
 // WriteFile writes b to dir/name, atomically.
 func WriteFile(dir, name string, b []byte) error {
-	return WriteAtomic(dir, name, func(w io.Writer) error {
+	return writeAtomic(dir, name, func(w io.Writer) error {
 		_, err := w.Write(b)
 		return err
 	})

@@ -98,7 +98,7 @@ func TestNewRunDir(t *testing.T) {
 func TestWriteAtomicLeavesNothingOnError(t *testing.T) {
 	dir := t.TempDir()
 	boom := errors.New("boom")
-	err := WriteAtomic(dir, ResultFile, func(w io.Writer) error {
+	err := writeAtomic(dir, ResultFile, func(w io.Writer) error {
 		io.WriteString(w, `{"half":`)
 		return boom
 	})
@@ -110,10 +110,10 @@ func TestWriteAtomicLeavesNothingOnError(t *testing.T) {
 		t.Errorf("left behind: %v", entries)
 	}
 	// An existing file is replaced whole, never truncated in place.
-	if err := WriteAtomic(dir, ResultFile, func(w io.Writer) error { _, err := io.WriteString(w, "one"); return err }); err != nil {
+	if err := writeAtomic(dir, ResultFile, func(w io.Writer) error { _, err := io.WriteString(w, "one"); return err }); err != nil {
 		t.Fatal(err)
 	}
-	_ = WriteAtomic(dir, ResultFile, func(w io.Writer) error { io.WriteString(w, "tw"); return boom })
+	_ = writeAtomic(dir, ResultFile, func(w io.Writer) error { io.WriteString(w, "tw"); return boom })
 	if got := readFile(t, filepath.Join(dir, ResultFile)); got != "one" {
 		t.Errorf("after a failed rewrite the file holds %q, want the old content", got)
 	}
