@@ -3,7 +3,7 @@
 // run's record (result.json), the index of a store's runs and a suite's
 // matrix as data, and refusing a store another user could change. Every
 // file is written atomically. The pages drawn from them are package
-// pages's.
+// pages'.
 package runstore
 
 import (
