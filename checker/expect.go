@@ -49,7 +49,7 @@ func AnswersOf(res Result) Answers {
 }
 
 // Expectation is what a scenario expects of one play, in the form
-// results.Meta.Expect stores it: one word for the whole verdict ("violation",
+// runstore.Meta.Expect stores it: one word for the whole verdict ("violation",
 // "safe", "any"), or the two answers apart, "lock violation, resource
 // safe" (either part may be left out).
 type Expectation struct {
@@ -118,7 +118,7 @@ func AsExpected(word string, v Verdict) bool {
 	return false
 }
 
-// Met reports whether res meets the expectation expect (results.Meta.Expect's
+// Met reports whether res meets the expectation expect (runstore.Meta.Expect's
 // form). A run whose verdict is unknown meets none; an expectation of the
 // resource meets nothing in a run without one.
 func Met(expect string, res Result) bool {

@@ -11,7 +11,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/fault"
 	"splitbrain/history"
-	"splitbrain/results"
+	"splitbrain/runstore"
 	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 )
@@ -164,7 +164,7 @@ func TestBuiltinsRandomSchedules(t *testing.T) {
 			if !out.AsExpected {
 				t.Errorf("verdict %s (%s), want valid or invalid", out.Result.Verdict, out.Result.Reason)
 			}
-			events, err := history.ReadFile(filepath.Join(out.Dir, results.HistoryFile))
+			events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,7 +23,8 @@ import (
 	"splitbrain/history"
 	"splitbrain/locks"
 	"splitbrain/nemesis"
-	"splitbrain/results"
+	"splitbrain/pages"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 	"splitbrain/workload"
 )
@@ -77,7 +78,7 @@ const cleanupTimeout = 30 * time.Second
 // folder was made, even with an error.
 func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, error) {
 	started := time.Now()
-	dir, err := results.NewRunDir(opts.Store, sc.Name, started)
+	dir, err := runstore.NewRunDir(opts.Store, sc.Name, started)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 	if err := writeScenarioFile(dir, sc); err != nil {
 		return nil, err
 	}
-	rec, err := history.Create(filepath.Join(dir, results.HistoryFile))
+	rec, err := history.Create(filepath.Join(dir, runstore.HistoryFile))
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +175,7 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 	if cmd == "" {
 		cmd = fmt.Sprintf("splitbrain run %s --seed %d", sc.Name, opts.Seed)
 	}
-	meta := results.Meta{
+	meta := runstore.Meta{
 		Scenario:    sc.Name,
 		Description: sc.Description,
 		Lock:        sc.Lock.Kind,
@@ -189,9 +190,9 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		Backend:     backend,
 		Belief:      locks.Belief(sc.Lock.Kind),
 	}
-	write := results.Write
+	write := pages.Write
 	if opts.NoIndex {
-		write = results.WriteRun
+		write = pages.WriteRun
 	}
 	writeErr := write(dir, meta, events, res)
 	out := &Outcome{Dir: dir, Result: res, AsExpected: checker.Met(meta.Expect, res)}

@@ -9,13 +9,13 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
-	"splitbrain/results"
+	"splitbrain/runstore"
 	"splitbrain/scenarios"
 )
 
 func readHistory(t *testing.T, out *scenarios.Outcome) []history.Event {
 	t.Helper()
-	events, err := history.ReadFile(filepath.Join(out.Dir, results.HistoryFile))
+	events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}

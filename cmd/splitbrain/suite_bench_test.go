@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
-	"splitbrain/results"
+	"splitbrain/runstore"
 )
 
 var benchParallel = flag.Int("suite.parallel", 0, "BenchmarkSuite*: --parallel for the suite (0: the command's default)")
@@ -53,7 +53,7 @@ func benchSuite(b *testing.B, goal time.Duration, extra ...string) {
 		res := e.runFor(2*time.Hour, args...)
 		wall += time.Since(started)
 		cpu += childrenCPU(b) - used
-		m, err := results.ReadMatrix(store)
+		m, err := runstore.ReadMatrix(store)
 		if err != nil {
 			b.Fatalf("exit %d, no matrix: %v\n%s", res.code, err, res.stderr)
 		}
