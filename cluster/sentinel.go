@@ -159,7 +159,7 @@ type SentinelSpec struct {
 	// Addr is the sentinel's address, one ReserveSentinels gave.
 	Addr   string
 	Config SentinelConfig
-	// Routes: see Process.SetRoutes.
+	// Routes: see local.Process.SetRoutes.
 	Routes map[string]string
 }
 

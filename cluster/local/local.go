@@ -1,3 +1,8 @@
+// Package local is the local backend of package cluster, beside
+// package cluster/docker: each node is a child process of the harness on
+// loopback, with the run's password, a private state folder in the
+// live-run registry and a wall clock the nemesis can move through the
+// clock shim.
 package local
 
 import (
