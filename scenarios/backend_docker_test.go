@@ -15,8 +15,8 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/cluster"
-	"splitbrain/docker"
-	"splitbrain/docker/dockertest"
+	"splitbrain/cluster/docker"
+	"splitbrain/cluster/docker/dockertest"
 	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"

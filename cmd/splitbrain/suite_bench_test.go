@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/runstore"
 )
 
@@ -95,7 +96,7 @@ func redisStartCPU(b *testing.B) time.Duration {
 	defer cancel()
 	cache := b.TempDir()
 	cycle := func() {
-		cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 1, Dir: b.TempDir(), CacheDir: cache})
+		cl, err := local.Start(ctx, cluster.Config{Nodes: 1, Dir: b.TempDir(), CacheDir: cache})
 		if err != nil {
 			b.Fatal(err)
 		}

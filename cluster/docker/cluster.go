@@ -1,4 +1,5 @@
-// Package docker is the Docker backend of package cluster: each node is a
+// Package docker is the Docker backend of package cluster, beside
+// package cluster/local: each node is a
 // container of an image built on this machine from the host's server binary
 // (redis-server; no registry needed), on a private bridge network made for
 // the run, with faults injected through the engine — pause, kill, restart

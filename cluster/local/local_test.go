@@ -1,4 +1,4 @@
-package cluster_test
+package local_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 )
 
 // testCtx bounds what one test may wait for: a node that never answers
@@ -27,11 +28,11 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func startCluster(t *testing.T, nodes int, cache string) *cluster.Local {
+func startCluster(t *testing.T, nodes int, cache string) *local.Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: nodes, Dir: t.TempDir(), CacheDir: cache})
+	cl, err := local.Start(ctx, cluster.Config{Nodes: nodes, Dir: t.TempDir(), CacheDir: cache})
 	if err != nil {
 		t.Fatalf("StartLocal: %v", err)
 	}
@@ -165,7 +166,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	cache := t.TempDir()
 	ctx := testCtx(t)
 	dir := t.TempDir()
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 3, Dir: dir, CacheDir: cache})
+	cl, err := local.Start(ctx, cluster.Config{Nodes: 3, Dir: dir, CacheDir: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestReapSparesLiveRuns(t *testing.T) {
 	}
 }
 
-func pidOf(t *testing.T, n *cluster.Process) int {
+func pidOf(t *testing.T, n *local.Process) int {
 	t.Helper()
 	info, err := n.Admin().Info(context.Background(), "server").Result()
 	if err != nil {

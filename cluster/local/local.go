@@ -1,4 +1,9 @@
-package cluster
+// Package local is the local backend of package cluster, beside
+// package cluster/docker: each node is a child process of the harness on
+// loopback, with the run's password, a private state folder in the
+// live-run registry and a wall clock the nemesis can move through the
+// clock shim.
+package local
 
 import (
 	"context"
@@ -14,17 +19,18 @@ import (
 	"syscall"
 	"time"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
 )
 
-// Local is the local backend: each node is a child process of the harness
+// Cluster is the local backend: each node is a child process of the harness
 // on loopback, in its own process group, dying with the harness.
-type Local struct {
-	cfg      Config // resolved
+type Cluster struct {
+	cfg      cluster.Config // resolved
 	password string
 	shim     string
-	live     *liveRun      // also the run's private state folder
-	archive  *classArchive // the JVM's classes, for a kind with ClassArchive
+	live     *cluster.LiveRun // also the run's private state folder
+	archive  *classArchive    // the JVM's classes, for a kind with ClassArchive
 	nodes    []*Process
 
 	extraMu sync.Mutex
@@ -36,39 +42,31 @@ type Local struct {
 }
 
 var _ interface {
-	Backend
-	ReplicaStarter
-	SentinelStarter
-} = (*Local)(nil)
+	cluster.Backend
+	cluster.ReplicaStarter
+	cluster.SentinelStarter
+} = (*Cluster)(nil)
 
-// StartLocal reaps leftovers of crashed runs, builds the clock shim if
+// Start reaps leftovers of crashed runs, builds the clock shim if
 // needed and starts the nodes. On error nothing is left running.
-func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
+func Start(ctx context.Context, cfg cluster.Config) (_ *Cluster, err error) {
 	if cfg, err = cfg.Resolve(); err != nil {
 		return nil, err
 	}
-	liveBase := filepath.Join(cfg.CacheDir, "live")
-	if err := PrivateDir(liveBase); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	killed, err := Reap(liveBase)
+	live, killed, err := cluster.RegisterLive(cfg.CacheDir, cfg.RunID)
 	for _, line := range killed {
 		cfg.Logf("local: killed the leftover %s", line)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cluster: reaping leftovers: %w", err)
-	}
-	shim, err := BuildShim(ctx, cfg.CacheDir)
-	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	live, err := registerRun(liveBase, cfg.RunID)
+	shim, err := cluster.BuildShim(ctx, cfg.CacheDir)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return nil, errors.Join(fmt.Errorf("cluster: %w", err), live.Remove())
 	}
-	c := &Local{
+	c := &Cluster{
 		cfg:      cfg,
-		password: RandomHex(16),
+		password: cluster.RandomHex(16),
 		shim:     shim,
 		live:     live,
 	}
@@ -116,14 +114,14 @@ func StartLocal(ctx context.Context, cfg Config) (_ *Local, err error) {
 const ensembleTries = 3
 
 // startNodes makes the lock's nodes and starts them side by side.
-func (c *Local) startNodes(ctx context.Context) error {
+func (c *Cluster) startNodes(ctx context.Context) error {
 	cfg := c.cfg
 	members, routes, err := reserveEnsemble(cfg)
 	if err != nil {
 		return err
 	}
 	for i := 1; i <= cfg.Nodes; i++ {
-		name := NodeName(i)
+		name := cluster.NodeName(i)
 		spec := NodeSpec{Name: name, Persistence: cfg.PersistenceOf(name), Routes: routes[name]}
 		if members != nil {
 			spec.Port = members[i-1].Port
@@ -148,7 +146,7 @@ func (c *Local) startNodes(ctx context.Context) error {
 
 // discardNodes stops the lock's nodes and removes their state, for a
 // start again from scratch.
-func (c *Local) discardNodes(ctx context.Context) error {
+func (c *Cluster) discardNodes(ctx context.Context) error {
 	var errs []error
 	for _, n := range c.nodes {
 		errs = append(errs, n.close(ctx), os.RemoveAll(n.stateDir))
@@ -164,20 +162,20 @@ func firstLineOf(err error) string {
 
 // reserveEnsemble reserves the ports of an ensemble's members (nil for a
 // kind without peers) and asks cfg.PeerRoutes for their routes.
-func reserveEnsemble(cfg Config) ([]Member, map[string]map[string]string, error) {
+func reserveEnsemble(cfg cluster.Config) ([]cluster.Member, map[string]map[string]string, error) {
 	k := cfg.Kind
 	if k.PeerPorts == 0 {
 		return nil, nil, nil
 	}
 	per := 1 + k.PeerPorts
-	ports, err := ReserveSentinelPorts(cfg.Nodes * per)
+	ports, err := reservePorts(cfg.Nodes * per)
 	if err != nil {
 		return nil, nil, err
 	}
-	members := make([]Member, cfg.Nodes)
+	members := make([]cluster.Member, cfg.Nodes)
 	for i := range members {
 		p := ports[i*per : (i+1)*per]
-		members[i] = Member{Name: NodeName(i + 1), ID: i + 1, Port: p[0], PeerPorts: p[1:]}
+		members[i] = cluster.Member{Name: cluster.NodeName(i + 1), ID: i + 1, Port: p[0], PeerPorts: p[1:]}
 	}
 	if cfg.PeerRoutes == nil {
 		return members, nil, nil
@@ -189,17 +187,17 @@ func reserveEnsemble(cfg Config) ([]Member, map[string]map[string]string, error)
 	return members, routes, nil
 }
 
-func (c *Local) newProcess(spec NodeSpec) (*Process, error) {
+func (c *Cluster) newProcess(spec NodeSpec) (*Process, error) {
 	name := spec.Name
-	state := c.live.path(name)
-	if err := newPrivateDir(state); err != nil {
+	state, err := c.live.NewDir(name)
+	if err != nil {
 		return nil, fmt.Errorf("cluster: node %s: %w", name, err)
 	}
 	data := filepath.Join(state, "data")
 	if err := os.Mkdir(data, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: node %s: %w", name, err)
 	}
-	clock, err := NewClockFile(filepath.Join(state, "clock"))
+	clock, err := cluster.NewClockFile(filepath.Join(state, "clock"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: node %s: %w", name, err)
 	}
@@ -217,7 +215,7 @@ func (c *Local) newProcess(spec NodeSpec) (*Process, error) {
 		}
 	}
 	n := &Process{
-		NodeBase: NewNodeBase(name, kind, c.password, nil, clock),
+		NodeBase: cluster.NewNodeBase(name, kind, c.password, nil, clock),
 		cluster:  c,
 		binary:   binary,
 		stateDir: state,
@@ -227,7 +225,7 @@ func (c *Local) newProcess(spec NodeSpec) (*Process, error) {
 		port:     spec.Port,
 		sentinel: spec.Sentinel,
 	}
-	n.setReplicaOf(spec.ReplicaOf)
+	n.SetReplicaOf(spec.ReplicaOf)
 	if err := n.SetRoutes(spec.Routes); err != nil {
 		_ = clock.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -237,37 +235,39 @@ func (c *Local) newProcess(spec NodeSpec) (*Process, error) {
 
 // Nodes returns the lock's nodes, n1..nN, in name order; nodes added with
 // AddNode (replicas, storage) are not among them.
-func (c *Local) Nodes() []Node { return AsNodes(c.nodes) }
+func (c *Cluster) Nodes() []cluster.Node { return cluster.AsNodes(c.nodes) }
 
 // Node returns the node called name, added nodes included.
-func (c *Local) Node(name string) (Node, bool) { return FindNode(AsNodes(c.all()), name) }
+func (c *Cluster) Node(name string) (cluster.Node, bool) {
+	return cluster.FindNode(cluster.AsNodes(c.all()), name)
+}
 
 // All returns every node: n1..nN, then the added ones in the order added.
-func (c *Local) All() []Node { return AsNodes(c.all()) }
+func (c *Cluster) All() []cluster.Node { return cluster.AsNodes(c.all()) }
 
 // Processes are the lock's nodes, n1..nN, as processes.
-func (c *Local) Processes() []*Process { return c.nodes }
+func (c *Cluster) Processes() []*Process { return c.nodes }
 
 // Process returns the process of node name, added nodes included.
-func (c *Local) Process(name string) (*Process, bool) { return FindNode(c.all(), name) }
+func (c *Cluster) Process(name string) (*Process, bool) { return cluster.FindNode(c.all(), name) }
 
-func (c *Local) all() []*Process {
+func (c *Cluster) all() []*Process {
 	c.extraMu.Lock()
 	defer c.extraMu.Unlock()
 	return append(append([]*Process(nil), c.nodes...), c.extra...)
 }
 
 // Password is the run's password, required by every node.
-func (c *Local) Password() string { return c.password }
+func (c *Cluster) Password() string { return c.password }
 
 // StateDir is the run's private state folder (mode 0700, outside the run's
 // folder): the nodes' configs, data and clock offset files.
-func (c *Local) StateDir() string { return c.live.dir }
+func (c *Cluster) StateDir() string { return c.live.Dir() }
 
 // Close stops every node (gracefully, then by SIGKILL when ctx ends), resets
 // clocks and removes the run's private state with its registry entry. Logs
 // stay. It is safe to call more than once.
-func (c *Local) Close(ctx context.Context) error {
+func (c *Cluster) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		c.extraMu.Lock()
 		c.closed = true
@@ -280,7 +280,7 @@ func (c *Local) Close(ctx context.Context) error {
 		}
 		wg.Wait()
 		c.archive.finish(ctx)
-		errs = append(errs, c.live.remove())
+		errs = append(errs, c.live.Remove())
 		c.closeErr = errors.Join(errs...)
 	})
 	return c.closeErr
@@ -288,11 +288,11 @@ func (c *Local) Close(ctx context.Context) error {
 
 // Process is a node of the local backend: a server child process.
 type Process struct {
-	*NodeBase
-	cluster  *Local
+	*cluster.NodeBase
+	cluster  *Cluster
 	binary   string
-	sentinel *SentinelConfig // what a sentinel watches; nil for others
-	stateDir string          // private: the config file, the data folder and the routes
+	sentinel *cluster.SentinelConfig // what a sentinel watches; nil for others
+	stateDir string                  // private: the config file, the data folder and the routes
 	dataDir  string
 	logPath  string
 
@@ -300,22 +300,22 @@ type Process struct {
 	port     int
 	connAddr string // where the harness's connection dials
 	proc     *process
-	persist  Persistence
+	persist  cluster.Persistence
 	paused   bool
 	// member and ensemble place the node among its peers; nil for a
 	// kind without peers.
-	member   *Member
-	ensemble []Member
+	member   *cluster.Member
+	ensemble []cluster.Member
 }
 
 var _ interface {
-	Node
-	Killer
-	Stopper
-	Pauser
-	Wiper
-	Clock
-	Replica
+	cluster.Node
+	cluster.Killer
+	cluster.Stopper
+	cluster.Pauser
+	cluster.Wiper
+	cluster.Clock
+	cluster.Replica
 } = (*Process)(nil)
 
 type process struct {
@@ -369,7 +369,7 @@ func (n *Process) Start(ctx context.Context) error {
 	var err error
 	for i := range tries {
 		if !fixedPort {
-			if n.port, err = freePort(); err != nil {
+			if n.port, err = cluster.FreePort(); err != nil {
 				return fmt.Errorf("node %s: %w", n.Name(), err)
 			}
 		}
@@ -425,11 +425,10 @@ func (n *Process) spawn(ctx context.Context) error {
 	cmd := exec.Command(n.binary, append(args, k.Args(conf)...)...)
 	cmd.Dir = n.dataDir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(withoutEnv(os.Environ(), "LD_PRELOAD", ClockEnv, RunEnv, RouteEnv),
+	cmd.Env = append(c.live.MarkedEnv(os.Environ(), "LD_PRELOAD", cluster.ClockEnv, cluster.RouteEnv),
 		"LD_PRELOAD="+c.shim,
-		ClockEnv+"="+n.ClockPath(),
-		RouteEnv+"="+n.routeFile(),
-		RunEnv+"="+c.live.id)
+		cluster.ClockEnv+"="+n.ClockPath(),
+		cluster.RouteEnv+"="+n.routeFile())
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Own process group: a Ctrl-C in the terminal reaches the harness
 		// only, which then stops the nodes in order and writes the report.
@@ -450,12 +449,12 @@ func (n *Process) spawn(ctx context.Context) error {
 		close(p.done)
 	}()
 	n.proc = p
-	if err := c.live.addPID(n.Name(), cmd.Process.Pid); err != nil {
+	if err := c.live.AddPID(n.Name(), cmd.Process.Pid); err != nil {
 		_ = n.killLocked(context.WithoutCancel(ctx))
 		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}
 	if n.connAddr != n.addrLocked() {
-		n.setConn(k.Dial(n.addrLocked(), c.password))
+		n.SetConn(k.Dial(n.addrLocked(), c.password))
 		n.connAddr = n.addrLocked()
 	}
 	if err := n.waitReady(ctx, p); err != nil {
@@ -527,8 +526,8 @@ const (
 
 func (n *Process) config() string { return n.Kind().Config(n.serverConfig()) }
 
-func (n *Process) serverConfig() ServerConfig {
-	return ServerConfig{
+func (n *Process) serverConfig() cluster.ServerConfig {
+	return cluster.ServerConfig{
 		Port: n.port, Bind: "127.0.0.1", Password: n.cluster.password, DataDir: n.dataDir,
 		LogFile: n.logPath, Persistence: n.persist, ReplicaOf: n.ReplicaOf(), Debug: n.cluster.cfg.Debug,
 		Sentinel: n.sentinel, Member: n.member, Ensemble: n.ensemble,
@@ -565,7 +564,7 @@ func (n *Process) stopLocked(ctx context.Context) error {
 	defer limit.Stop()
 	select {
 	case <-p.done:
-		n.cluster.live.removePID(n.Name())
+		n.cluster.live.RemovePID(n.Name())
 		return nil
 	case <-limit.C:
 		if err := n.killLocked(context.WithoutCancel(ctx)); err != nil {
@@ -605,7 +604,7 @@ func (n *Process) killLocked(ctx context.Context) error {
 		return fmt.Errorf("node %s: killed, but pid %d has not exited yet: %w", n.Name(), p.cmd.Process.Pid, ctx.Err())
 	}
 	n.paused = false
-	n.cluster.live.removePID(n.Name())
+	n.cluster.live.RemovePID(n.Name())
 	return nil
 }
 
@@ -636,20 +635,6 @@ func (n *Process) close(ctx context.Context) error {
 		err = nil // killed after its grace, as meant
 	}
 	return errors.Join(err, n.Release())
-}
-
-func withoutEnv(env []string, names ...string) []string {
-	out := env[:0:0]
-next:
-	for _, kv := range env {
-		for _, name := range names {
-			if strings.HasPrefix(kv, name+"=") {
-				continue next
-			}
-		}
-		out = append(out, kv)
-	}
-	return out
 }
 
 // logSince is what the server logged from offset from on, "" when its

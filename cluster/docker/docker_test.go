@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
-	"splitbrain/docker/dockertest"
+	"splitbrain/cluster/docker/dockertest"
 )
 
 // The tests share one engine connection and one cache dir (the clock shim is

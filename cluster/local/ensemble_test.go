@@ -1,4 +1,4 @@
-package cluster_test
+package local_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/fault"
 )
 
@@ -22,21 +23,21 @@ import (
 type ensembleOps struct {
 	kind *cluster.Kind
 	// put writes key=val through every member's address.
-	put func(ctx context.Context, cl *cluster.Local, key, val string) error
+	put func(ctx context.Context, cl *local.Cluster, key, val string) error
 	// readFrom reads key from member n alone (its own state).
-	readFrom func(ctx context.Context, cl *cluster.Local, n *cluster.Process, key string) (string, error)
-	leader   func(ctx context.Context, cl *cluster.Local) (*cluster.Process, error)
+	readFrom func(ctx context.Context, cl *local.Cluster, n *local.Process, key string) (string, error)
+	leader   func(ctx context.Context, cl *local.Cluster) (*local.Process, error)
 	// stranger tries to read and write without the password; nil error
 	// means it could.
-	stranger func(ctx context.Context, cl *cluster.Local) error
+	stranger func(ctx context.Context, cl *local.Cluster) error
 }
 
-func startEnsemble(t *testing.T, kind *cluster.Kind) *cluster.Local {
+func startEnsemble(t *testing.T, kind *cluster.Kind) *local.Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Kind: kind, Nodes: 3, Dir: t.TempDir(), CacheDir: t.TempDir()})
+	cl, err := local.Start(ctx, cluster.Config{Kind: kind, Nodes: 3, Dir: t.TempDir(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("StartLocal %s: %v", kind.Name, err)
 	}
@@ -49,7 +50,7 @@ func startEnsemble(t *testing.T, kind *cluster.Kind) *cluster.Local {
 	return cl
 }
 
-func addrs(cl *cluster.Local) []string {
+func addrs(cl *local.Cluster) []string {
 	var out []string
 	for _, n := range cl.Processes() {
 		out = append(out, n.Addr())
@@ -59,7 +60,7 @@ func addrs(cl *cluster.Local) []string {
 
 var zooKeeperOps = ensembleOps{
 	kind: cluster.ZooKeeper,
-	put: func(ctx context.Context, cl *cluster.Local, key, val string) error {
+	put: func(ctx context.Context, cl *local.Cluster, key, val string) error {
 		c, _, err := cluster.DialZooKeeper(ctx, addrs(cl), 5*time.Second, cl.Password(), nil, nil)
 		if err != nil {
 			return err
@@ -68,7 +69,7 @@ var zooKeeperOps = ensembleOps{
 		_, err = c.Create("/"+key, []byte(val), 0, cluster.ZooKeeperACL(cl.Password()))
 		return err
 	},
-	readFrom: func(ctx context.Context, cl *cluster.Local, n *cluster.Process, key string) (string, error) {
+	readFrom: func(ctx context.Context, cl *local.Cluster, n *local.Process, key string) (string, error) {
 		c, _, err := cluster.DialZooKeeper(ctx, []string{n.Addr()}, 5*time.Second, cl.Password(), nil, nil)
 		if err != nil {
 			return "", err
@@ -77,7 +78,7 @@ var zooKeeperOps = ensembleOps{
 		b, _, err := c.Get("/" + key)
 		return string(b), err
 	},
-	leader: func(ctx context.Context, cl *cluster.Local) (*cluster.Process, error) {
+	leader: func(ctx context.Context, cl *local.Cluster) (*local.Process, error) {
 		for _, n := range cl.Processes() {
 			if m, err := cluster.ZooKeeperMode(ctx, n.Addr()); err == nil && m == "leader" {
 				return n, nil
@@ -85,7 +86,7 @@ var zooKeeperOps = ensembleOps{
 		}
 		return nil, errors.New("no member says it leads")
 	},
-	stranger: func(ctx context.Context, cl *cluster.Local) error {
+	stranger: func(ctx context.Context, cl *local.Cluster) error {
 		c, _, err := zk.Connect(addrs(cl), 5*time.Second, zk.WithLogger(quiet{}))
 		if err != nil {
 			return fmt.Errorf("connect: %v", err)
@@ -106,13 +107,13 @@ type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
 
-func dialEtcd(cl *cluster.Local, endpoints ...string) (*clientv3.Client, error) {
+func dialEtcd(cl *local.Cluster, endpoints ...string) (*clientv3.Client, error) {
 	return cluster.DialEtcd(endpoints, cl.Password(), 5*time.Second)
 }
 
 var etcdOps = ensembleOps{
 	kind: cluster.Etcd,
-	put: func(ctx context.Context, cl *cluster.Local, key, val string) error {
+	put: func(ctx context.Context, cl *local.Cluster, key, val string) error {
 		c, err := dialEtcd(cl, addrs(cl)...)
 		if err != nil {
 			return err
@@ -121,7 +122,7 @@ var etcdOps = ensembleOps{
 		_, err = c.Put(ctx, key, val)
 		return err
 	},
-	readFrom: func(ctx context.Context, cl *cluster.Local, n *cluster.Process, key string) (string, error) {
+	readFrom: func(ctx context.Context, cl *local.Cluster, n *local.Process, key string) (string, error) {
 		c, err := dialEtcd(cl, n.Addr())
 		if err != nil {
 			return "", err
@@ -136,7 +137,7 @@ var etcdOps = ensembleOps{
 		}
 		return string(r.Kvs[0].Value), nil
 	},
-	leader: func(ctx context.Context, cl *cluster.Local) (*cluster.Process, error) {
+	leader: func(ctx context.Context, cl *local.Cluster) (*local.Process, error) {
 		c, err := dialEtcd(cl, addrs(cl)...)
 		if err != nil {
 			return nil, err
@@ -150,7 +151,7 @@ var etcdOps = ensembleOps{
 		}
 		return nil, errors.New("no member says it leads")
 	},
-	stranger: func(ctx context.Context, cl *cluster.Local) error {
+	stranger: func(ctx context.Context, cl *local.Cluster) error {
 		c, err := clientv3.New(clientv3.Config{Endpoints: addrs(cl), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 		if err != nil {
 			return fmt.Errorf("connect: %v", err)

@@ -1,4 +1,4 @@
-package cluster_test
+package local_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 )
 
 // The first ZooKeeper ensemble started with a cache dir has one member
@@ -22,11 +23,11 @@ func TestZooKeeperClassArchive(t *testing.T) {
 	}
 	t.Parallel()
 	cache := t.TempDir()
-	start := func() *cluster.Local {
+	start := func() *local.Cluster {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cl, err := cluster.StartLocal(ctx, cluster.Config{Kind: cluster.ZooKeeper, Nodes: 3, Dir: t.TempDir(), CacheDir: cache})
+		cl, err := local.Start(ctx, cluster.Config{Kind: cluster.ZooKeeper, Nodes: 3, Dir: t.TempDir(), CacheDir: cache})
 		if err != nil {
 			t.Fatalf("StartLocal: %v", err)
 		}
@@ -40,7 +41,7 @@ func TestZooKeeperClassArchive(t *testing.T) {
 		}
 		return m
 	}
-	closeAll := func(cl *cluster.Local) {
+	closeAll := func(cl *local.Cluster) {
 		t.Helper()
 		if err := cl.Close(testCtx(t)); err != nil {
 			t.Fatalf("Close: %v", err)
@@ -49,7 +50,7 @@ func TestZooKeeperClassArchive(t *testing.T) {
 	// mapped is how many of cl's members have a file whose path starts
 	// with path mapped (every JVM maps the JDK's own archive too, and
 	// every member the clock shim from the cache).
-	mapped := func(cl *cluster.Local, path string) int {
+	mapped := func(cl *local.Cluster, path string) int {
 		t.Helper()
 		n := 0
 		for _, p := range cl.Processes() {
@@ -70,7 +71,7 @@ func TestZooKeeperClassArchive(t *testing.T) {
 	if got := archives(); len(got) != 1 || !strings.HasSuffix(got[0], ".jsa.claim") {
 		t.Fatalf("while the first run plays, the cache holds %v, want only its claim", got)
 	}
-	var dumpers []*cluster.Process
+	var dumpers []*local.Process
 	for _, p := range cl.Processes() {
 		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID()) + "/cmdline")
 		if err != nil {

@@ -1,4 +1,4 @@
-package cluster
+package local
 
 import (
 	"context"
@@ -7,10 +7,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
 )
 
@@ -20,28 +22,28 @@ type NodeSpec struct {
 	// dashes, starting with a letter (r1, storage).
 	Name string
 	// Persistence is the node's; empty means the kind's default.
-	Persistence Persistence
+	Persistence cluster.Persistence
 	// ReplicaOf makes the node an asynchronous replica of the master that
 	// answers at this host:port. Give the address of a proxy in front of
 	// the master to be able to cut or delay the replication link.
 	ReplicaOf string
 	// Kind is the node's kind; nil means the cluster's.
-	Kind *Kind
-	// Port is the node's port, reserved beforehand (ReserveSentinelPorts);
+	Kind *cluster.Kind
+	// Port is the node's port, reserved beforehand (reservePorts);
 	// zero means a free one at its first start.
 	Port int
 	// Routes are in place before the node starts: see Process.SetRoutes.
 	Routes map[string]string
 	// Sentinel is what a sentinel watches.
-	Sentinel *SentinelConfig
+	Sentinel *cluster.SentinelConfig
 }
 
 // AddNode starts one more node, outside the lock's nodes: a replica, or the
 // storage the workload protects. It is stopped and removed with the rest at
 // Close. A replica is returned as soon as it answers; WaitSynced waits for
 // its first sync.
-func (c *Local) AddNode(ctx context.Context, spec NodeSpec) (*Process, error) {
-	if err := CheckNodeName(spec.Name); err != nil {
+func (c *Cluster) AddNode(ctx context.Context, spec NodeSpec) (*Process, error) {
+	if err := cluster.CheckNodeName(spec.Name); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	if spec.Kind == nil {
@@ -65,7 +67,7 @@ func (c *Local) AddNode(ctx context.Context, spec NodeSpec) (*Process, error) {
 	closed := c.closed
 	c.extraMu.Unlock()
 	if closed {
-		return nil, ErrClosed
+		return nil, cluster.ErrClosed
 	}
 	if _, dup := c.Process(spec.Name); dup {
 		return nil, fmt.Errorf("cluster: a node named %s exists already", spec.Name)
@@ -77,7 +79,7 @@ func (c *Local) AddNode(ctx context.Context, spec NodeSpec) (*Process, error) {
 	c.extraMu.Lock()
 	if c.closed {
 		c.extraMu.Unlock()
-		return nil, errors.Join(ErrClosed, n.Release())
+		return nil, errors.Join(cluster.ErrClosed, n.Release())
 	}
 	c.extra = append(c.extra, n)
 	c.extraMu.Unlock()
@@ -89,7 +91,7 @@ func (c *Local) AddNode(ctx context.Context, spec NodeSpec) (*Process, error) {
 
 // AddReplica implements ReplicaStarter: a process replicating spec.Of
 // through spec.Via.
-func (c *Local) AddReplica(ctx context.Context, spec ReplicaSpec) (Node, error) {
+func (c *Cluster) AddReplica(ctx context.Context, spec cluster.ReplicaSpec) (cluster.Node, error) {
 	master, ok := c.Process(spec.Of)
 	if !ok {
 		return nil, fmt.Errorf("cluster: replica %s: no node %s to replicate", spec.Name, spec.Of)
@@ -104,8 +106,8 @@ func (c *Local) AddReplica(ctx context.Context, spec ReplicaSpec) (Node, error) 
 }
 
 // ReserveSentinels implements SentinelStarter: free loopback ports.
-func (c *Local) ReserveSentinels(count int) ([]string, error) {
-	ports, err := ReserveSentinelPorts(count)
+func (c *Cluster) ReserveSentinels(count int) ([]string, error) {
+	ports, err := reservePorts(count)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +121,7 @@ func (c *Local) ReserveSentinels(count int) ([]string, error) {
 func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
 // AddSentinel implements SentinelStarter.
-func (c *Local) AddSentinel(ctx context.Context, spec SentinelSpec) (Node, error) {
+func (c *Cluster) AddSentinel(ctx context.Context, spec cluster.SentinelSpec) (cluster.Node, error) {
 	cfg := spec.Config
 	_, p, err := net.SplitHostPort(spec.Addr)
 	if err != nil {
@@ -129,19 +131,19 @@ func (c *Local) AddSentinel(ctx context.Context, spec SentinelSpec) (Node, error
 	if err != nil {
 		return nil, fmt.Errorf("cluster: sentinel %s: Addr %q: %w", spec.Name, spec.Addr, err)
 	}
-	return c.AddNode(ctx, NodeSpec{Name: spec.Name, Kind: Sentinel, Port: port, Routes: spec.Routes, Sentinel: &cfg})
+	return c.AddNode(ctx, NodeSpec{Name: spec.Name, Kind: cluster.Sentinel, Port: port, Routes: spec.Routes, Sentinel: &cfg})
 }
 
 // Persistence is the mode the node runs with (or will, after SetPersistence,
 // from its next start).
-func (n *Process) Persistence() Persistence {
+func (n *Process) Persistence() cluster.Persistence {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.persist
 }
 
 // SetPersistence changes the node's persistence from its next start on.
-func (n *Process) SetPersistence(p Persistence) error {
+func (n *Process) SetPersistence(p cluster.Persistence) error {
 	if err := n.Kind().CheckPersistence(p); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}
@@ -162,7 +164,7 @@ func (n *Process) Pause(ctx context.Context) error {
 	defer n.mu.Unlock()
 	p := n.proc
 	if p == nil || p.exited() {
-		return fmt.Errorf("node %s: pause: %w", n.Name(), ErrNotRunning)
+		return fmt.Errorf("node %s: pause: %w", n.Name(), cluster.ErrNotRunning)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("node %s: pause: %w", n.Name(), err)
@@ -182,7 +184,7 @@ func (n *Process) Pause(ctx context.Context) error {
 func waitState(ctx context.Context, p *process, stopped bool) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := procState(p.cmd.Process.Pid)
+		st, err := cluster.ProcState(p.cmd.Process.Pid)
 		if err != nil || p.exited() {
 			return nil // gone: nothing left to wait for
 		}
@@ -276,14 +278,44 @@ func (n *Process) Follow(ctx context.Context, addr string) error {
 
 // replicaHooks: the config written at each start says whom to follow, as
 // given, since the process reaches this host's addresses itself.
-func (n *Process) replicaHooks() ReplicaHooks {
-	return ReplicaHooks{
+func (n *Process) replicaHooks() cluster.ReplicaHooks {
+	return cluster.ReplicaHooks{
 		Running: func(context.Context) error {
 			if !n.runningLocked() {
-				return ErrNotRunning
+				return cluster.ErrNotRunning
 			}
 			return nil
 		},
 		SetReplicaOf: func(addr string) (string, error) { return addr, nil },
 	}
+}
+
+// SetRoutes makes the node's process dial each proxy of routes instead of
+// the server address it is keyed by, from its next connection on; a link
+// already open stays as it is. Routes replace those given before.
+func (n *Process) SetRoutes(routes map[string]string) error {
+	if err := cluster.WriteRoutes(n.routeFile(), routes); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name(), err)
+	}
+	return nil
+}
+
+func (n *Process) routeFile() string { return filepath.Join(n.stateDir, "routes") }
+
+// reservePorts picks count free loopback ports for servers that
+// are not started yet: their addresses must be known before they start,
+// so that the proxies between them, and the routes through those, are in
+// place before the first sentinel dials another.
+func reservePorts(count int) ([]int, error) {
+	ports := make([]int, 0, count)
+	for len(ports) < count {
+		p, err := cluster.FreePort()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
 }

@@ -13,7 +13,7 @@ import (
 // SetRoutes makes the node's server dial each proxy of routes instead of
 // the server address it is keyed by (another node's address on the run's
 // network), from its next connection on, as the local backend's
-// Process.SetRoutes does: the clock shim in the container rewrites the
+// local.Process.SetRoutes does: the clock shim in the container rewrites the
 // connect. A container cannot reach this host's loopback, where the
 // proxies listen, so each proxy is reached through a relay of the node's
 // own on the network's gateway. Routes replace those given before.

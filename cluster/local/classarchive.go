@@ -1,4 +1,4 @@
-package cluster
+package local
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"splitbrain/cluster"
 )
 
 // A JVM spends about a third of a ZooKeeper member's start loading,
@@ -57,7 +59,7 @@ const (
 // newClassArchive returns the archive of kind's JVM in cacheDir: ready
 // when it exists, claimed by this run when nobody makes it, or nil when
 // it cannot be named (what it depends on cannot be read).
-func newClassArchive(cacheDir, java string, kind *Kind, logf func(string, ...any)) *classArchive {
+func newClassArchive(cacheDir, java string, kind *cluster.Kind, logf func(string, ...any)) *classArchive {
 	flags := jvmOptions(kind.Args(""))
 	key, err := classArchiveKey(java, flags)
 	if err != nil {

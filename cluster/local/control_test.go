@@ -1,4 +1,4 @@
-package cluster_test
+package local_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 )
 
 func TestConfigAndSpecErrors(t *testing.T) {
@@ -22,7 +23,7 @@ func TestConfigAndSpecErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Dir, tc.cfg.CacheDir = t.TempDir(), t.TempDir()
-			_, err := cluster.StartLocal(ctx, tc.cfg)
+			_, err := local.Start(ctx, tc.cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
@@ -30,13 +31,13 @@ func TestConfigAndSpecErrors(t *testing.T) {
 	}
 	cl := startCluster(t, 1, t.TempDir())
 	for _, tc := range []struct {
-		spec cluster.NodeSpec
+		spec local.NodeSpec
 		want string
 	}{
-		{cluster.NodeSpec{Name: "n1"}, "exists already"},
-		{cluster.NodeSpec{Name: "Storage"}, "lower-case"},
-		{cluster.NodeSpec{Name: "r1", ReplicaOf: "nowhere"}, "host:port"},
-		{cluster.NodeSpec{Name: "r1", Persistence: "rdb"}, `"rdb"`},
+		{local.NodeSpec{Name: "n1"}, "exists already"},
+		{local.NodeSpec{Name: "Storage"}, "lower-case"},
+		{local.NodeSpec{Name: "r1", ReplicaOf: "nowhere"}, "host:port"},
+		{local.NodeSpec{Name: "r1", Persistence: "rdb"}, `"rdb"`},
 	} {
 		if _, err := cl.AddNode(ctx, tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("AddNode(%+v): %v, want an error containing %q", tc.spec, err, tc.want)
@@ -51,7 +52,7 @@ func TestAddedReplicaFollowsAndIsPromoted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n1 := cl.Processes()[0]
-	r1, err := cl.AddNode(ctx, cluster.NodeSpec{Name: "r1", ReplicaOf: n1.Addr(), Persistence: cluster.PersistAOFAlways})
+	r1, err := cl.AddNode(ctx, local.NodeSpec{Name: "r1", ReplicaOf: n1.Addr(), Persistence: cluster.PersistAOFAlways})
 	if err != nil {
 		t.Fatal(err)
 	}
