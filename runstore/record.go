@@ -12,6 +12,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
+	"splitbrain/internal/regular"
 )
 
 // Meta is what a run's report header needs to say what was run and how to
@@ -170,7 +171,7 @@ func ReadMeta(dir string) (Meta, error) {
 		Meta Meta `json:"meta"`
 	}
 	path := filepath.Join(dir, ResultFile)
-	f, err := os.Open(path)
+	f, _, err := regular.Open(path)
 	if err != nil {
 		return Meta{}, fmt.Errorf("runstore: %w", err)
 	}

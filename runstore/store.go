@@ -7,6 +7,8 @@
 package runstore
 
 import (
+	"splitbrain/internal/regular"
+
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -172,7 +174,7 @@ func WriteFile(dir, name string, b []byte) error {
 // readJSON decodes dir/name into v.
 func readJSON(dir, name string, v any) error {
 	path := filepath.Join(dir, name)
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path, 0)
 	if err != nil {
 		return fmt.Errorf("runstore: %w", err)
 	}

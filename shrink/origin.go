@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
+	"splitbrain/internal/regular"
 	"splitbrain/runstore"
 	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
@@ -71,7 +71,7 @@ func load(dir string) (*origin, error) {
 		return nil, fmt.Errorf("%w: %s is invalid but names no invalid property (%s); it was judged by an older splitbrain: re-judge it with splitbrain check %s", ErrNotInvalid, dir, rec.Result.Reason, dir)
 	}
 	path := filepath.Join(abs, scenarios.ScenarioFile)
-	src, err := os.ReadFile(path)
+	src, err := regular.ReadFile(path, spec.MaxFileSize)
 	if err != nil {
 		return nil, notShrinkable("%s has no %s, the scenario it played: %v", dir, scenarios.ScenarioFile, err)
 	}

@@ -220,3 +220,40 @@ func TestCheckRefusesHistoriesItCannotUse(t *testing.T) {
 		})
 	}
 }
+
+// A result.json that is a FIFO (issue 33, hardening 7) hung check, matrix
+// and shrink — shrink deaf to SIGTERM for ten minutes. Each refuses it at
+// once, naming what it is. A command that waited is killed after a minute
+// and fails on its exit code; the time it took is not asserted.
+func TestResultFileThatIsNoFileIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dir := storeRun(t, clockJumpHistory(t))
+	if res := e.run("check", dir); res.code != 1 {
+		t.Fatalf("check of the run: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	result := filepath.Join(dir, "result.json")
+	for _, args := range [][]string{
+		{"check", dir},
+		{"matrix", "--out", filepath.Join(t.TempDir(), "m"), dir},
+		{"shrink", dir},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			// Each its own FIFO: a check that went on would have
+			// replaced it with a result.json.
+			if err := os.Remove(result); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(result, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := e.runFor(time.Minute, args...)
+			if res.code == 0 || res.code == -1 {
+				t.Errorf("exit %d, want a refusal", res.code)
+			}
+			if !strings.Contains(res.stdout+res.stderr, "named pipe") {
+				t.Errorf("the refusal does not say result.json is a named pipe:\n%s%s", res.stdout, res.stderr)
+			}
+		})
+	}
+}
