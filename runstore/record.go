@@ -7,12 +7,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/internal/regular"
+	"splitbrain/internal/shell"
 )
 
 // Meta is what a run's report header needs to say what was run and how to
@@ -160,6 +164,7 @@ func ShownVerdict(v checker.Verdict) string {
 func ReadRecord(dir string) (Record, error) {
 	var rec Record
 	err := readJSON(dir, ResultFile, &rec)
+	rec.Meta.Command = rec.Meta.checkedCommand()
 	return rec, err
 }
 
@@ -179,5 +184,35 @@ func ReadMeta(dir string) (Meta, error) {
 	if err := json.NewDecoder(f).Decode(&rec); err != nil {
 		return Meta{}, fmt.Errorf("runstore: %s: %w", path, err)
 	}
+	rec.Meta.Command = rec.Meta.checkedCommand()
 	return rec.Meta, nil
+}
+
+// checkedCommand is the re-run command of a meta read from a run folder,
+// which anyone who could write there may have crafted, and which reports,
+// the index and the matrix show to be pasted into a shell: the stored one
+// if it reads back as a splitbrain command this harness writes (quoted by
+// package shell, no control character), else one derived from the meta's
+// own fields — "" when those hold a control character.
+func (m Meta) checkedCommand() string {
+	if words, ok := shell.Split(m.Command); ok && len(words) >= 2 && words[0] == "splitbrain" &&
+		slices.Contains([]string{"run", "suite", "check", "matrix", "shrink"}, words[1]) {
+		return shell.Command(words...)
+	}
+	if m.Scenario == "" {
+		return ""
+	}
+	parts := []string{"splitbrain", "run", m.Scenario, "--seed", strconv.FormatInt(m.Seed, 10)}
+	if m.Lock != "" {
+		parts = append(parts, "--lock", m.Lock)
+	}
+	if m.Backend != "" && m.Backend != "local" {
+		parts = append(parts, "--backend", m.Backend)
+	}
+	for _, p := range parts {
+		if strings.IndexFunc(p, unicode.IsControl) >= 0 {
+			return ""
+		}
+	}
+	return shell.Command(parts...)
 }

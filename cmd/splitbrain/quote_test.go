@@ -57,19 +57,3 @@ func shellArgs(t *testing.T, cmd string) []string {
 	}
 	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 }
-
-func TestShellQuote(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"clock-jump", "clock-jump"},
-		{"store/a_b.c:d,e=f+g@h%i", "store/a_b.c:d,e=f+g@h%i"},
-		{"", "''"},
-		{"a b", "'a b'"},
-		{"it's", `'it'\''s'`},
-		{"$(x)", "'$(x)'"},
-		{"~", "'~'"},
-	} {
-		if got := shellQuote(tt.in); got != tt.want {
-			t.Errorf("shellQuote(%q) = %s, want %s", tt.in, got, tt.want)
-		}
-	}
-}
