@@ -10,7 +10,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/runner"
 	"splitbrain/scenarios/spec"
 )
 
@@ -25,7 +25,7 @@ func runFolder(t *testing.T, builtin string, verdict checker.Verdict, faults []c
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, scenarios.ScenarioFile), sc.Source, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, runner.ScenarioFile), sc.Source, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,7 +10,8 @@ import (
 
 	"splitbrain/locks"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/runner"
+	"splitbrain/scenarios/fit"
 	"splitbrain/scenarios/spec"
 )
 
@@ -62,7 +63,7 @@ func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) results.Ma
 	for _, r := range runs {
 		name := r.Rec.Meta.Scenario
 		if byName[name] == nil {
-			if sc, err := spec.Load(filepath.Join(r.Dir, scenarios.ScenarioFile)); err == nil && sc.Name == name {
+			if sc, err := spec.Load(filepath.Join(r.Dir, runner.ScenarioFile)); err == nil && sc.Name == name {
 				add(sc)
 			} else if sc, err := spec.Load(name); err == nil && sc.Name == name {
 				// A run folder from before plays kept their scenario file.
@@ -123,7 +124,7 @@ func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) results.Ma
 			if sc != nil {
 				e, _ := sc.ExpectFor(l)
 				c.Expect = string(e)
-				if ok, why := scenarios.Fit(sc, l); !ok && len(ps) == 0 {
+				if ok, why := fit.Lock(sc, l); !ok && len(ps) == 0 {
 					c.NA = why
 				}
 			}

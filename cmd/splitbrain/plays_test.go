@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"splitbrain/locks"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/fit"
 	"splitbrain/scenarios/spec"
 )
 
@@ -144,8 +145,8 @@ func TestSuiteDense(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, lock := range spec.LockKinds {
-			_, why := scenarios.Fit(sc, lock)
+		for _, lock := range locks.Matrix() {
+			_, why := fit.Lock(sc, lock)
 			want[[2]string{name, lock}] = why
 		}
 		if !slices.Contains(m.Scenarios, name) {

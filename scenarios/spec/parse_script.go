@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"splitbrain/locks"
 )
 
 // This file parses what a scenario file adds to the lock and the script
@@ -84,7 +86,7 @@ func (p *parser) expectOutcome(st *Step, n *yaml.Node, field string) bool {
 		f := field + "." + k.Value
 		switch {
 		case k.Value != ExpectDefault && !slices.Contains(fileLockKinds, k.Value):
-			p.fail(k, f, "unknown lock kind %q; want %s or one of %s", k.Value, ExpectDefault, strings.Join(LockKinds, ", "))
+			p.fail(k, f, "unknown lock kind %q; want %s or one of %s", k.Value, ExpectDefault, strings.Join(locks.Matrix(), ", "))
 		case st.Expects[k.Value] != "":
 			p.fail(k, f, "listed twice")
 		default:

@@ -81,36 +81,9 @@ type Scenario struct {
 	Source []byte
 }
 
-// Lock kinds, as package locks describes them (one file per kind there).
-// These names are kept for the callers that name a kind in code; a new
-// kind needs none.
-var (
-	LockRedlock        = locks.Redlock.Name
-	LockSingle         = locks.Single.Name
-	LockNaive          = locks.Naive.Name
-	LockFencedSimple   = locks.FencedSimple.Name
-	LockFencedTwoRound = locks.FencedTwoRound.Name
-	LockRedsync        = locks.Redsync.Name
-	LockRedislock      = locks.Redislock.Name
-	LockWaitReplicas   = locks.WaitReplicas.Name
-	LockRedisPy        = locks.RedisPy.Name
-	LockRueidislock    = locks.Rueidislock.Name
-	LockZooKeeper      = locks.ZooKeeper.Name
-	LockEtcd           = locks.Etcd.Name
-	LockEtcdV3Lock     = locks.EtcdV3Lock.Name
-	LockDriver         = locks.Driver.Name
-)
-
-// LockKinds lists the lock kinds --lock takes and the matrix's columns
-// (locks.Matrix).
-var LockKinds = locks.Matrix()
-
 // fileLockKinds are the kinds a scenario file may name: every kind
-// (locks.Names), LockDriver among them.
+// (locks.Names), the driver among them.
 var fileLockKinds = locks.Names()
-
-// Consensus reports whether lock kind k is a lock on a consensus system.
-func Consensus(k string) bool { return locks.Consensus(k) }
 
 // Backend names, as --backend takes them and results.Meta records them.
 const (
@@ -381,11 +354,11 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 func (p *parser) lockKinds(n *yaml.Node) []string {
 	const field = "lock.kind"
 	if n.Kind != yaml.SequenceNode {
-		return []string{p.enum(n, field, LockRedlock, fileLockKinds...)}
+		return []string{p.enum(n, field, locks.Redlock.Name, fileLockKinds...)}
 	}
 	if len(n.Content) == 0 {
 		p.fail(n, field, "empty list; want one or more of %s, such as [redlock, redsync]", strings.Join(fileLockKinds, ", "))
-		return []string{LockRedlock}
+		return []string{locks.Redlock.Name}
 	}
 	var out []string
 	for i, v := range n.Content {
@@ -400,7 +373,7 @@ func (p *parser) lockKinds(n *yaml.Node) []string {
 		}
 	}
 	if len(out) == 0 {
-		return []string{LockRedlock}
+		return []string{locks.Redlock.Name}
 	}
 	return out
 }
@@ -409,7 +382,7 @@ func (p *parser) lockKinds(n *yaml.Node) []string {
 // other kind takes.
 func (p *parser) driverCommand(n *yaml.Node, kinds []string) []string {
 	const field = "lock.command"
-	wants := slices.Contains(kinds, LockDriver)
+	wants := slices.Contains(kinds, locks.Driver.Name)
 	if n.Kind == 0 {
 		if wants {
 			p.fail(nil, field, "missing: lock.kind driver runs the program it names, e.g. command: [python3, my_driver.py] (see docs/driver-protocol.md)")
@@ -575,7 +548,7 @@ func Load(nameOrPath string) (*Scenario, error) {
 // Overrides changes a loaded scenario from the command line; zero fields
 // keep the file's values.
 type Overrides struct {
-	Lock     string        // a lock kind (LockKinds), in place of the file's list
+	Lock     string        // a lock kind (locks.Matrix()), in place of the file's list
 	Clients  int           // number of clients, c1..cN
 	Duration time.Duration // a generated workload's duration
 }
@@ -590,8 +563,8 @@ const MaxClients = 64
 // before any scenario is read, Override calls it again.
 func (o Overrides) Check(given func(flag string) bool) error {
 	switch {
-	case given("lock") && !slices.Contains(LockKinds, o.Lock):
-		return fmt.Errorf("--lock %q: want one of %s", o.Lock, strings.Join(LockKinds, ", "))
+	case given("lock") && !slices.Contains(locks.Matrix(), o.Lock):
+		return fmt.Errorf("--lock %q: want one of %s", o.Lock, strings.Join(locks.Matrix(), ", "))
 	case given("clients") && (o.Clients < 1 || o.Clients > MaxClients):
 		return fmt.Errorf("--clients %d: want a whole number from 1 to %d", o.Clients, MaxClients)
 	case given("time") && o.Duration < time.Millisecond:

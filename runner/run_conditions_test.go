@@ -1,4 +1,4 @@
-package scenarios_test
+package runner_test
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/runner"
 )
 
-func readHistory(t *testing.T, out *scenarios.Outcome) []history.Event {
+func readHistory(t *testing.T, out *runner.Outcome) []history.Event {
 	t.Helper()
 	events, err := history.ReadFile(filepath.Join(out.Dir, results.HistoryFile))
 	if err != nil {
@@ -104,8 +104,8 @@ func TestWaitUntilTimesOut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			sc := parse(t, strings.Replace(threeNodes, "ttl: 1s", "ttl: 5s", 1)+tc.steps)
-			out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
-			if !errors.Is(err, scenarios.ErrWaitTimeout) || !strings.Contains(err.Error(), tc.want) {
+			out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
+			if !errors.Is(err, runner.ErrWaitTimeout) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want ErrWaitTimeout saying %q", err, tc.want)
 			}
 			if out == nil || out.Result.Verdict != checker.Unknown {
@@ -123,7 +123,7 @@ func TestWaitAtMostGoesOn(t *testing.T) {
   - wait: {until: paused, client: c1, at_most: 200ms}
   - acquire: {client: c1, expect: acquired}
 `)
-	out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
+	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

@@ -1,4 +1,4 @@
-package scenarios_test
+package runner_test
 
 import (
 	"bufio"
@@ -18,7 +18,7 @@ import (
 	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/runner"
 	"splitbrain/scenarios/spec"
 )
 
@@ -82,11 +82,11 @@ func assertAllHealed(t *testing.T, fs []history.Fault, where string) {
 
 // runLogged runs sc, checks that it left nothing behind, and returns its
 // outcome and progress log.
-func runLogged(t *testing.T, sc *spec.Scenario, seed int64) (*scenarios.Outcome, string) {
+func runLogged(t *testing.T, sc *spec.Scenario, seed int64) (*runner.Outcome, string) {
 	t.Helper()
 	var log strings.Builder
 	cache := t.TempDir()
-	out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: cache, Progress: &log})
+	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: cache, Progress: &log})
 	if err != nil {
 		t.Fatalf("seed %d: %v\n%s", seed, err, log.String())
 	}
@@ -247,7 +247,7 @@ workload: {clients: 1}
 steps:
   - resume: {node: n1}
 `)
-	if _, err := scenarios.Run(context.Background(), bad, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()}); err == nil ||
+	if _, err := runner.Run(context.Background(), bad, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()}); err == nil ||
 		!strings.Contains(err.Error(), "test.yaml:6") || !strings.Contains(err.Error(), "no pause active") {
 		t.Errorf("resume of a running node: %v", err)
 	}
@@ -278,7 +278,7 @@ func TestInterruptHelper(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	out, err := scenarios.Run(ctx, parse(t, interruptScenario), scenarios.RunOptions{Seed: 1, Store: store, CacheDir: cache, Progress: os.Stdout})
+	out, err := runner.Run(ctx, parse(t, interruptScenario), runner.RunOptions{Seed: 1, Store: store, CacheDir: cache, Progress: os.Stdout})
 	if out != nil {
 		fmt.Printf("RESULT %s %s\n", out.Result.Verdict, out.Dir)
 	}

@@ -1,4 +1,4 @@
-package scenarios_test
+package runner_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/internal/gobuild"
+	"splitbrain/locks"
 	"splitbrain/results"
 	"splitbrain/scenarios/spec"
 )
@@ -46,10 +47,10 @@ func TestDriverMatchesInProcess(t *testing.T) {
 				answers checker.Answers
 				held    bool
 			}
-			plays := []play{{lock: spec.LockRedlock}, {lock: spec.LockDriver}}
+			plays := []play{{lock: locks.Redlock.Name}, {lock: locks.Driver.Name}}
 			for i := range plays {
 				p := sc.PlayAgainst(plays[i].lock)
-				if plays[i].lock == spec.LockDriver {
+				if plays[i].lock == locks.Driver.Name {
 					p.Lock.Command = []string{bin}
 				}
 				out := runScenario(t, context.Background(), p, seed)
@@ -96,10 +97,10 @@ func TestRedisPyPauseDuringAcquire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runScenario(t, context.Background(), sc.PlayAgainst(spec.LockRedisPy), 1)
+	out := runScenario(t, context.Background(), sc.PlayAgainst(locks.RedisPy.Name), 1)
 	a := checker.AnswersOf(out.Result)
 	if !out.AsExpected {
-		t.Errorf("verdict %s (lock %s, resource %s: %s), want %s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, sc.PlayAgainst(spec.LockRedisPy).Expect)
+		t.Errorf("verdict %s (lock %s, resource %s: %s), want %s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, sc.PlayAgainst(locks.RedisPy.Name).Expect)
 	}
 	if !heldAClient(t, out.Dir) {
 		t.Errorf("no client-pause-held in the history: the driver's point never held c1")
@@ -132,7 +133,7 @@ func TestRandomPauseStopsDriverProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runScenario(t, context.Background(), sc.PlayAgainst(spec.LockRedisPy), 10)
+	out := runScenario(t, context.Background(), sc.PlayAgainst(locks.RedisPy.Name), 10)
 	if !out.AsExpected {
 		t.Errorf("verdict %s (%s), want valid or invalid", out.Result.Verdict, out.Result.Reason)
 	}
@@ -213,7 +214,7 @@ func TestDriverLockFields(t *testing.T) {
 			t.Errorf("%s: %v", tc.lock, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: error %v, want %q", tc.lock, err, tc.want)
-		case tc.want == "" && sc.Lock.Kind == spec.LockDriver && len(sc.Lock.Command) != 2:
+		case tc.want == "" && sc.Lock.Kind == locks.Driver.Name && len(sc.Lock.Command) != 2:
 			t.Errorf("%s: command %q", tc.lock, sc.Lock.Command)
 		}
 	}

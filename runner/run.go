@@ -2,7 +2,7 @@
 // cluster, clients, nemesis, steps, checker and report, in order, on the
 // local or the Docker backend; it fits stories to locks and backends. The
 // suite, which plays many of them, and its matrix are package suite's.
-package scenarios
+package runner
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package scenarios_test
+package runner_test
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"splitbrain/scenarios"
+	"splitbrain/runner"
 	"splitbrain/scenarios/spec"
 )
 
@@ -107,7 +107,7 @@ steps:
 					once.Do(check)
 				}
 			}}
-			out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{
+			out, err := runner.Run(context.Background(), sc, runner.RunOptions{
 				Seed: 7, Store: store, CacheDir: cache, Backend: backend, Progress: progress,
 			})
 			if err != nil {

@@ -1,4 +1,4 @@
-package scenarios_test
+package runner_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"splitbrain/scenarios"
+	"splitbrain/runner"
 	"splitbrain/scenarios/spec"
 )
 
@@ -30,7 +30,7 @@ steps:
 		t.Fatal(err)
 	}
 	var progress bytes.Buffer
-	out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{
+	out, err := runner.Run(context.Background(), sc, runner.RunOptions{
 		Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir(), Progress: &progress, ProgressEvery: 400 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ workload: {kind: mutex, clients: 1, duration: 300ms}
 		t.Fatal(err)
 	}
 	var progress bytes.Buffer
-	if _, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{
+	if _, err := runner.Run(context.Background(), sc, runner.RunOptions{
 		Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir(), Progress: &progress}); err != nil {
 		t.Fatal(err)
 	}

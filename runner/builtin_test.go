@@ -1,4 +1,4 @@
-package scenarios_test
+package runner_test
 
 import (
 	"cmp"
@@ -11,8 +11,9 @@ import (
 	"splitbrain/checker"
 	"splitbrain/fault"
 	"splitbrain/history"
+	"splitbrain/locks"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/fit"
 	"splitbrain/scenarios/spec"
 )
 
@@ -52,8 +53,8 @@ func TestBuiltinsMeetTheirExpectations(t *testing.T) {
 	listed := map[string]bool{}
 	for _, sc := range stories {
 		fits := 0
-		for _, lock := range spec.LockKinds {
-			if ok, _ := scenarios.Fit(sc, lock); !ok {
+		for _, lock := range locks.Matrix() {
+			if ok, _ := fit.Lock(sc, lock); !ok {
 				continue
 			}
 			fits++
@@ -71,11 +72,11 @@ func TestBuiltinsMeetTheirExpectations(t *testing.T) {
 			listed[play.Lock.Kind] = true
 		}
 	}
-	for _, lock := range spec.LockKinds {
+	for _, lock := range locks.Matrix() {
 		if listed[lock] {
 			continue
 		}
-		i := slices.IndexFunc(stories, func(sc *spec.Scenario) bool { ok, _ := scenarios.Fit(sc, lock); return ok })
+		i := slices.IndexFunc(stories, func(sc *spec.Scenario) bool { ok, _ := fit.Lock(sc, lock); return ok })
 		if i < 0 {
 			t.Errorf("no scripted story fits %s", lock)
 			continue
@@ -102,7 +103,7 @@ func TestBuiltinsMeetTheirExpectations(t *testing.T) {
 // from starting alone near the end.
 func slowness(sc *spec.Scenario) int {
 	switch {
-	case sc.Lock.Kind == spec.LockZooKeeper || sc.Lock.Kind == spec.LockEtcd || sc.Lock.Kind == spec.LockEtcdV3Lock:
+	case sc.Lock.Kind == locks.ZooKeeper.Name || sc.Lock.Kind == locks.Etcd.Name || sc.Lock.Kind == locks.EtcdV3Lock.Name:
 		return 2
 	case sc.Sentinel != nil:
 		return 1
@@ -202,8 +203,8 @@ func randomPlays(randoms []*spec.Scenario) []*spec.Scenario {
 	var plays []*spec.Scenario
 	played := map[string]bool{}
 	for _, sc := range randoms {
-		for _, lock := range spec.LockKinds {
-			if ok, _ := scenarios.Fit(sc, lock); ok && !played[lock] {
+		for _, lock := range locks.Matrix() {
+			if ok, _ := fit.Lock(sc, lock); ok && !played[lock] {
 				plays = append(plays, sc.PlayAgainst(lock))
 				played[lock] = true
 				break
@@ -211,14 +212,14 @@ func randomPlays(randoms []*spec.Scenario) []*spec.Scenario {
 		}
 	}
 	turn := 0
-	for _, lock := range spec.LockKinds {
+	for _, lock := range locks.Matrix() {
 		for range randoms {
 			if played[lock] {
 				break
 			}
 			sc := randoms[turn%len(randoms)]
 			turn++
-			if ok, _ := scenarios.Fit(sc, lock); ok {
+			if ok, _ := fit.Lock(sc, lock); ok {
 				plays = append(plays, sc.PlayAgainst(lock))
 				played[lock] = true
 			}

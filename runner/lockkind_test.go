@@ -1,4 +1,4 @@
-package scenarios_test
+package runner_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"splitbrain/history"
 	"splitbrain/locks"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/runner"
 	"splitbrain/scenarios/spec"
 )
 
@@ -23,7 +23,7 @@ workload: {clients: 1}
 steps:
   - acquire: {client: c1}
 `
-	for _, kind := range spec.LockKinds {
+	for _, kind := range locks.Matrix() {
 		sc, err := spec.Parse([]byte(strings.Replace(file, "%s", kind, 1)), "kinds.yaml")
 		if err != nil {
 			t.Errorf("kind %s: %v", kind, err)
@@ -56,9 +56,9 @@ func TestScenarioAgainstEveryLock(t *testing.T) {
 		wantReason  string
 		wantTokens  bool
 	}{
-		{spec.LockRedsync, checker.Invalid, "", false},
-		{spec.LockFencedTwoRound, checker.Invalid, "", true},
-		{spec.LockSingle, checker.Unknown, "(acquire c2): expected acquired, was refused", false},
+		{locks.Redsync.Name, checker.Invalid, "", false},
+		{locks.FencedTwoRound.Name, checker.Invalid, "", true},
+		{locks.Single.Name, checker.Unknown, "(acquire c2): expected acquired, was refused", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind, func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestScenarioAgainstEveryLock(t *testing.T) {
 				t.Fatal(err)
 			}
 			sc.Lock.Kind = tt.kind
-			out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
+			out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package scenarios_test
+package runner_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
-	"splitbrain/scenarios"
+	"splitbrain/runner"
 	"splitbrain/scenarios/spec"
 )
 
@@ -172,7 +172,7 @@ func TestFencingWithoutTokensIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
+	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "fencing token") {
 		t.Fatalf("err = %v, want the missing fencing token named", err)
 	}

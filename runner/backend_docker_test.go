@@ -1,4 +1,4 @@
-package scenarios_test
+package runner_test
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 	"splitbrain/history"
 	"splitbrain/nemesis"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/runner"
 	"splitbrain/scenarios/spec"
 )
 
@@ -60,17 +60,17 @@ func assertNothingLeft(t *testing.T, eng *docker.Engine) {
 	}
 }
 
-func runOnDocker(t *testing.T, ctx context.Context, name string, seed int64, progress *lockedBuffer) (*scenarios.Outcome, error) {
+func runOnDocker(t *testing.T, ctx context.Context, name string, seed int64, progress *lockedBuffer) (*runner.Outcome, error) {
 	t.Helper()
 	sc, err := spec.Load(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := scenarios.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: spec.BackendDocker}
+	opts := runner.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: spec.BackendDocker}
 	if progress != nil {
 		opts.Progress = progress
 	}
-	return scenarios.Run(ctx, sc, opts)
+	return runner.Run(ctx, sc, opts)
 }
 
 // runBuiltinsOnDocker runs built-in scenarios on containers and checks
@@ -288,7 +288,7 @@ steps:
   - heal: all
 `)
 	progress := &lockedBuffer{}
-	out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 4, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: spec.BackendDocker, Progress: progress})
+	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 4, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: spec.BackendDocker, Progress: progress})
 	if err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 	}
@@ -346,7 +346,7 @@ func TestUnknownBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: "vm"})
+	_, err = runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: "vm"})
 	if err == nil || !strings.Contains(err.Error(), `backend "vm"`) || !strings.Contains(err.Error(), "docker") {
 		t.Errorf("error %v, want one naming backend \"vm\" and the valid ones", err)
 	}

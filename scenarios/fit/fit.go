@@ -1,4 +1,9 @@
-package scenarios
+// Package fit says whether a story fits a lock kind: whether playing the
+// scenario (package spec) against the lock (package locks, its data) tests
+// what the story is about, and whether the lock's kind of server can take
+// the faults its steps need (package cluster's kinds). The runner, the
+// suite and its matrix read it; none of them owns it.
+package fit
 
 import (
 	"fmt"
@@ -25,10 +30,10 @@ import (
 //   - a Sentinel story needs a lock of one deployment, the locks whose
 //     clients find the master through the sentinels.
 
-// Fit reports whether the scenario fits lock kind name, and why not: the
+// Lock reports whether the scenario fits lock kind name, and why not: the
 // rules read the kind's data (package locks): its shape, its fencing, its
 // process, its Sentinel client, the hook points it lacks.
-func Fit(sc *spec.Scenario, name string) (bool, string) {
+func Lock(sc *spec.Scenario, name string) (bool, string) {
 	k := locks.ByName(name)
 	if k == nil {
 		return false, fmt.Sprintf("%q is not a lock kind (%s)", name, strings.Join(locks.Matrix(), ", "))
@@ -93,14 +98,14 @@ func fitEnsemble(sc *spec.Scenario, lk *locks.Kind) (bool, string) {
 		}
 	}
 	for _, st := range sc.Steps {
-		if f, ok := stepFault(st); ok {
+		if f, ok := st.Needs(); ok {
 			if err := kind.Refuse("", f); err != nil {
 				return false, fmt.Sprintf("its step at line %d (%s) needs %s, which %s nodes do not support%s", st.Line, st.Kind, f, kind.Name, refusalReason(kind, f))
 			}
 		}
-		if st.Kind == spec.StepPartition && st.Shape == spec.ShapeSides && splitsNodes(st.Sides) {
-			if err := kind.Refuse("", cluster.FaultPeerLink); err != nil {
-				return false, fmt.Sprintf("its partition at line %d splits the ensemble, which needs %s%s", st.Line, cluster.FaultPeerLink, refusalReason(kind, cluster.FaultPeerLink))
+		if st.Kind == spec.StepPartition && st.Shape == spec.ShapeSides && st.SplitsNodes() {
+			if err := kind.Refuse("", fault.PeerLink); err != nil {
+				return false, fmt.Sprintf("its partition at line %d splits the ensemble, which needs %s%s", st.Line, fault.PeerLink, refusalReason(kind, fault.PeerLink))
 			}
 		}
 	}
@@ -108,6 +113,38 @@ func fitEnsemble(sc *spec.Scenario, lk *locks.Kind) (bool, string) {
 		return false, fmt.Sprintf("the story states no expectation for %s: its expect speaks of Redis locks (a consensus lock's cell needs a claim made for it)", k)
 	}
 	return true, ""
+}
+
+// serverKinds are the kinds of server a lock kind may name (locks.Kind.Server).
+var serverKinds = []*cluster.Kind{cluster.Redis, cluster.ZooKeeper, cluster.Etcd}
+
+// ServerKind is the kind of server lock kind k runs on: Redis unless the
+// kind names another.
+func ServerKind(k string) *cluster.Kind {
+	if lk := locks.ByName(k); lk != nil {
+		for _, sk := range serverKinds {
+			if sk.Name == lk.Server {
+				return sk
+			}
+		}
+	}
+	return cluster.Redis
+}
+
+// refusalReason says why kind k lacks capability f, where the kind's name
+// alone does not.
+func refusalReason(k *cluster.Kind, f fault.Capability) string {
+	if k == cluster.Etcd {
+		switch f {
+		case fault.Clock:
+			return " (etcd is a Go binary: it reads its clock through the vDSO, not libc, so the clock shim cannot move it)"
+		case fault.PeerLink:
+			return " (etcd is a Go binary: the shim cannot route its connections to its peers, and its members must agree on each other's addresses, so no proxy per dialer can stand between them)"
+		case fault.Wipe:
+			return " (a wiped etcd member cannot rejoin as itself: etcd wants it removed and added as a new member)"
+		}
+	}
+	return ""
 }
 
 func expectKinds(sc *spec.Scenario) string {

@@ -1,4 +1,4 @@
-package scenarios_test
+package runner_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
+	"splitbrain/locks"
 	"splitbrain/results"
 	"splitbrain/scenarios/spec"
 )
@@ -37,7 +38,7 @@ func TestClientPausesReachRedsync(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := sc.Override(spec.Overrides{Lock: spec.LockRedsync}); err != nil {
+			if err := sc.Override(spec.Overrides{Lock: locks.Redsync.Name}); err != nil {
 				t.Fatal(err)
 			}
 			out := runScenario(t, context.Background(), sc, 1)

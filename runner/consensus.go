@@ -1,16 +1,17 @@
-package scenarios
+package runner
 
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/locks"
 	"splitbrain/nemesis"
+	"splitbrain/scenarios/fit"
 	"splitbrain/scenarios/spec"
 )
 
@@ -20,78 +21,6 @@ import (
 // against zookeeper runs n1..n3 as ZooKeeper servers, against etcd as etcd
 // members), reached by each client through its own proxies, as Redis
 // nodes are.
-
-// serverKinds are the kinds of server a lock kind may name (locks.Kind.Server).
-var serverKinds = []*cluster.Kind{cluster.Redis, cluster.ZooKeeper, cluster.Etcd}
-
-// ServerKind is the kind of server lock kind k runs on: Redis unless the
-// kind names another.
-func ServerKind(k string) *cluster.Kind {
-	if lk := locks.ByName(k); lk != nil {
-		for _, sk := range serverKinds {
-			if sk.Name == lk.Server {
-				return sk
-			}
-		}
-	}
-	return cluster.Redis
-}
-
-// stepFault is the node fault a step needs, if any.
-func stepFault(st spec.Step) (cluster.Fault, bool) {
-	switch st.Kind {
-	case spec.StepClock, spec.StepStrobe, spec.StepClockReset:
-		return cluster.FaultClock, true
-	case spec.StepKill, spec.StepStop:
-		if st.Amnesia {
-			return cluster.FaultWipe, true
-		}
-		if st.Kind == spec.StepKill {
-			return cluster.FaultKill, true
-		}
-		return cluster.FaultStop, true
-	case spec.StepPause:
-		if st.Node != "" {
-			return cluster.FaultPause, true
-		}
-	case spec.StepRandom:
-		for _, f := range st.Schedule.Kinds {
-			switch f {
-			case "clock":
-				return cluster.FaultClock, true
-			case "amnesia":
-				return cluster.FaultWipe, true
-			}
-		}
-	}
-	return "", false
-}
-
-func refusalReason(k *cluster.Kind, f cluster.Fault) string {
-	if k == cluster.Etcd {
-		switch f {
-		case cluster.FaultClock:
-			return " (etcd is a Go binary: it reads its clock through the vDSO, not libc, so the clock shim cannot move it)"
-		case cluster.FaultPeerLink:
-			return " (etcd is a Go binary: the shim cannot route its connections to its peers, and its members must agree on each other's addresses, so no proxy per dialer can stand between them)"
-		case cluster.FaultWipe:
-			return " (a wiped etcd member cannot rejoin as itself: etcd wants it removed and added as a new member)"
-		}
-	}
-	return ""
-}
-
-// splitsNodes reports whether a partition's sides put lock nodes on
-// different sides (a split of the ensemble itself).
-func splitsNodes(sides [][]string) bool {
-	with := 0
-	for _, s := range sides {
-		if slices.ContainsFunc(s, func(n string) bool { return strings.HasPrefix(n, "n") }) {
-			with++
-		}
-	}
-	return with > 1
-}
 
 // electionSuffix names a ZooKeeper peer link's second proxy: n1 reaches n2's
 // quorum port through link n1→n2 and its election port through
@@ -110,16 +39,16 @@ func peerName(s string) string {
 // when no fault of the story touches a link (touchesLinks).
 func (r *runner) consensusConfig(cfg *cluster.Config) error {
 	k := r.sc.Lock.Kind
-	if !spec.Consensus(k) {
+	if !locks.Consensus(k) {
 		return nil
 	}
-	cfg.Kind = ServerKind(k)
+	cfg.Kind = fit.ServerKind(k)
 	net, err := newNet(r.sc)(nil, nil)
 	if err != nil {
 		return err
 	}
 	r.net = net
-	if !cfg.Kind.Supports(cluster.FaultPeerLink) || net.Direct() {
+	if !cfg.Kind.Supports(fault.PeerLink) || net.Direct() {
 		return nil // the members dial each other themselves
 	}
 	cfg.PeerRoutes = func(members []cluster.Member) (map[string]map[string]string, error) {
@@ -180,12 +109,12 @@ func (r *runner) addClientLinks(eps []nemesis.Endpoint) error {
 
 // refusePeerSplit refuses a partition between sides that splits the
 // ensemble when its kind cannot route peer links through proxies.
-func (r *runner) refusePeerSplit(sides [][]string) error {
-	if !splitsNodes(sides) {
+func (r *runner) refusePeerSplit(p spec.Partition) error {
+	if !p.SplitsNodes() {
 		return nil
 	}
 	for _, n := range r.cluster.Nodes() {
-		if err := n.Kind().Refuse(n.Name(), cluster.FaultPeerLink); err != nil {
+		if err := n.Kind().Refuse(n.Name(), fault.PeerLink); err != nil {
 			return err
 		}
 	}

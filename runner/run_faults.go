@@ -1,4 +1,4 @@
-package scenarios
+package runner
 
 import (
 	"context"
@@ -406,7 +406,7 @@ func (r *runner) partition(st spec.Step) (nemesis.Fault, error) {
 	case fault.ShapeRandom:
 		links = fault.RandomGrudge(clients, nodes, r.nemRand)
 	case spec.ShapeSides:
-		if err = r.refusePeerSplit(st.Sides); err != nil {
+		if err = r.refusePeerSplit(st.Partition); err != nil {
 			break
 		}
 		if links = sidesLinks(r.net.Links(), st.Sides); len(links) == 0 {

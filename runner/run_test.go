@@ -1,4 +1,4 @@
-package scenarios_test
+package runner_test
 
 import (
 	"context"
@@ -14,19 +14,19 @@ import (
 	"splitbrain/cluster"
 	"splitbrain/history"
 	"splitbrain/results"
-	"splitbrain/scenarios"
+	"splitbrain/runner"
 	"splitbrain/scenarios/spec"
 )
 
-func runScenario(t *testing.T, ctx context.Context, sc *spec.Scenario, seed int64) *scenarios.Outcome {
+func runScenario(t *testing.T, ctx context.Context, sc *spec.Scenario, seed int64) *runner.Outcome {
 	t.Helper()
 	return runWithProgress(t, ctx, sc, seed, nil)
 }
 
-func runWithProgress(t *testing.T, ctx context.Context, sc *spec.Scenario, seed int64, progress io.Writer) *scenarios.Outcome {
+func runWithProgress(t *testing.T, ctx context.Context, sc *spec.Scenario, seed int64, progress io.Writer) *runner.Outcome {
 	t.Helper()
 	cache := t.TempDir()
-	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: cache, Progress: progress})
+	out, err := runner.Run(ctx, sc, runner.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: cache, Progress: progress})
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
