@@ -1,7 +1,11 @@
-// Package scenarios plays scenarios that package spec has read: the
-// cluster, clients, nemesis, steps, checker and report, in order, on the
-// local or the Docker backend; it fits stories to locks and backends. The
-// suite, which plays many of them, and its matrix are package suite's.
+// Package runner plays one scenario that package spec has read, on the
+// local or the Docker backend, in three phases: set-up (setup*.go: the
+// backend's nodes, the proxies, the replicas and Sentinel, the storage,
+// the lock clients and their drivers), play (play*.go: the steps, the
+// faults, the generated workload, the conditions waited for) and
+// tear-down (teardown.go); then the checker's verdict and the report
+// (run.go). Which stories fit which locks is package fit's; the suite,
+// which plays many scenarios, and its matrix are package suite's.
 package runner
 
 import (
@@ -222,163 +226,6 @@ type runner struct {
 	// drivers are the clients' driver processes, for the driver kinds.
 	drivers          *driverRig
 	runDir, cacheDir string
-}
-
-func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error {
-	sc := r.sc
-	r.runDir, r.cacheDir = dir, cacheDir
-	persist := map[string]cluster.Persistence{}
-	for node, mode := range sc.Persistence {
-		persist[node] = cluster.Persistence(mode)
-	}
-	cfg := cluster.Config{
-		Nodes: sc.Nodes, NodePersistence: persist, Dir: dir, CacheDir: cacheDir, Logf: r.logf,
-	}
-	if err := r.consensusConfig(&cfg); err != nil {
-		return err
-	}
-	cl, err := startBackend(ctx, backends, backend, cfg)
-	if err != nil {
-		return err
-	}
-	r.cluster = cl
-	var eps []nemesis.Endpoint
-	for _, n := range cl.Nodes() {
-		eps = append(eps, nemesis.Endpoint{Name: n.Name(), Addr: n.Addr()})
-	}
-	server := "redis-server"
-	if cfg.Kind != nil {
-		server = cfg.Kind.Name
-	}
-	r.logf("started %d %s nodes (%s): %s", len(eps), server, backend, r.nodeList())
-	storage, err := r.startStorage(ctx, dir, cacheDir)
-	if err != nil {
-		return err
-	}
-	links := eps
-	if storage != nil {
-		links = append(append([]nemesis.Endpoint(nil), eps...), *storage)
-	}
-	if r.net != nil {
-		// Made before the nodes, for the links between them.
-		err = r.addClientLinks(links)
-	} else {
-		r.net, err = newNet(sc)(sc.Clients, links)
-	}
-	if err != nil {
-		return err
-	}
-	if r.net.Direct() {
-		r.logf("no fault of this story touches a link: everyone dials the nodes directly, without proxies")
-	}
-	r.nem = nemesis.New(r.rec)
-	if err := r.setUpFaults(ctx); err != nil {
-		return err
-	}
-	r.clients = map[string]*workload.Client{}
-	for _, name := range sc.Clients {
-		lock, err := r.newLock(name, eps, cl.Password())
-		if err != nil {
-			return err
-		}
-		r.clients[name] = workload.NewClient(name, lock, r.rec)
-	}
-	return r.connectStorage()
-}
-
-func (r *runner) play(ctx context.Context) error {
-	if r.sc.Workload.Generated() {
-		return r.playGenerated(ctx)
-	}
-	return r.playSteps(ctx, 0, len(r.sc.Steps))
-}
-
-// playSteps plays steps [from, to).
-func (r *runner) playSteps(ctx context.Context, from, to int) error {
-	for i := from; i < to; i++ {
-		st := r.sc.Steps[i]
-		if ctx.Err() != nil {
-			r.logf("interrupted before step %d", i+1)
-			return nil
-		}
-		if err := r.step(ctx, st); err != nil {
-			var ee *ExpectError
-			if errors.As(err, &ee) {
-				ee.Step, ee.File = i+1, r.sc.File
-				return ee
-			}
-			return fmt.Errorf("%s:%d: step %d (%s): %w", r.sc.File, st.Line, i+1, st.Kind, err)
-		}
-	}
-	return nil
-}
-
-func (r *runner) step(ctx context.Context, st spec.Step) error {
-	key := st.Key
-	if key == "" {
-		key = r.sc.Lock.Key
-	}
-	switch st.Kind {
-	case spec.StepAcquire:
-		return r.acquire(ctx, st, key)
-	case spec.StepExtend:
-		return r.extend(ctx, st, key)
-	case spec.StepRelease:
-		c := r.clients[st.Client]
-		if !c.Holds(key) {
-			r.logf("%s release %q: holds no lease, skipped", st.Client, key)
-			return nil
-		}
-		if err := c.Release(ctx, key); err != nil {
-			r.logf("%s release %q: %v", st.Client, key, firstLine(err))
-		} else {
-			r.logf("%s release %q: released", st.Client, key)
-		}
-		return nil
-	case spec.StepWait:
-		if st.Until != "" {
-			return r.waitUntil(ctx, st, key)
-		}
-		d := st.Span.Draw(r.wlRand)
-		r.logf("wait %v", d)
-		workload.Sleep(ctx, d)
-		return nil
-	default:
-		return r.faultStep(ctx, st)
-	}
-}
-
-func (r *runner) heal(ctx context.Context, what string) error {
-	var errs []error
-	for _, kind := range healKindsFor(what) {
-		errs = append(errs, r.nem.StopKind(ctx, kind))
-	}
-	return errors.Join(errs...)
-}
-
-// tearDown heals every fault and stops everything the run started, in the
-// reverse order of setUp, whatever state setUp reached.
-func (r *runner) tearDown(ctx context.Context) error {
-	var errs []error
-	r.sentinel.stopWatch()
-	if r.nem != nil {
-		errs = append(errs, r.nem.HealAll(ctx))
-	}
-	errs = append(errs, r.drivers.close(ctx))
-	for _, c := range r.conns {
-		_ = c.Close()
-	}
-	for _, c := range r.closers {
-		c()
-	}
-	if r.net != nil {
-		r.net.Close()
-	}
-	if r.cluster != nil {
-		errs = append(errs, r.cluster.Close(ctx))
-	}
-	errs = append(errs, r.closeStorage(ctx))
-	return errors.Join(errs...)
 }
 
 func (r *runner) nodeNames() []string {

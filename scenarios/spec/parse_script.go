@@ -13,7 +13,7 @@ import (
 // This file parses what a scenario file adds to the lock and the script
 // beyond the basics: cluster.backend, lock.retries and lock.extend, the
 // expected outcomes of scripted acquires and extends, and waits for a
-// condition. run_conditions.go runs them.
+// condition. the runner's play_conditions.go plays them.
 
 // Outcomes of a scripted acquire or extend, as `expect:` names them.
 const (

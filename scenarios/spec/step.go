@@ -28,7 +28,7 @@ const (
 	StepRelease StepKind = "release"
 	StepExtend  StepKind = "extend"
 	StepWait    StepKind = "wait"
-	// Fault steps, run by run_faults.go.
+	// Fault steps, played by runner/play_faults.go.
 	StepNet         StepKind = "net"
 	StepReplication StepKind = "replication"
 	StepPartition   StepKind = fault.KindPartition

@@ -102,12 +102,12 @@ func (l lockRig) Redis(_ context.Context, node adapter.Node, readTimeout time.Du
 func (l lockRig) OnClose(close func()) { l.r.closers = append(l.r.closers, close) }
 
 // AfterFailover implements adapter.Rig: ping is asked after a Sentinel
-// promotion until the lock reaches the new master (sentinel.go).
+// promotion until the lock reaches the new master (setup_sentinel.go).
 func (l lockRig) AfterFailover(ping func(context.Context) error) {
 	l.r.sentinel.pingers = append(l.r.sentinel.pingers, ping)
 }
 
-// StartDriver implements adapter.Rig (drivers.go).
+// StartDriver implements adapter.Rig (setup_drivers.go).
 func (l lockRig) StartDriver(ctx context.Context, cfg driver.Config) (*driver.Proc, error) {
 	return l.r.startDriver(ctx, cfg)
 }
