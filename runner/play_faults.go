@@ -58,6 +58,9 @@ var faultPlays = map[spec.StepKind]func(r *runner, ctx context.Context, st spec.
 		if err != nil {
 			return err
 		}
+		if err := available(f); err != nil {
+			return err
+		}
 		r.logf("cut %s", f.Describe().Detail)
 		_, err = r.nem.Start(ctx, f)
 		return err
@@ -235,20 +238,6 @@ func (r *runner) pauseClient(ctx context.Context, st spec.Step, at fault.Point) 
 	return err
 }
 
-// refuseLinks is the refusal of a link fault on a node whose kind takes
-// none; links to the storage node, which is no backend's, are always
-// proxied.
-func (r *runner) refuseLinks(links []history.Link) error {
-	for _, l := range links {
-		if n, ok := r.cluster.Node(l.Node); ok {
-			if err := n.Kind().Refuse(n.Name(), fault.Link); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // startStep starts the fault a step's builder made (start), or returns the
 // builder's error.
 func (r *runner) startStep(ctx context.Context, st spec.Step, f nemesis.Fault, err error) error {
@@ -286,9 +275,10 @@ func (r *runner) start(ctx context.Context, st spec.Step, f nemesis.Fault) error
 	return err
 }
 
-// available is the refusal of a node fault its node cannot take.
+// available is the refusal of a fault its nodes cannot take: a node
+// fault's node, a link fault's links' nodes (nemesis.Limited).
 func available(f nemesis.Fault) error {
-	if nf, ok := f.(nemesis.NodeFault); ok {
+	if nf, ok := f.(nemesis.Limited); ok {
 		return nf.Available()
 	}
 	return nil
@@ -307,9 +297,6 @@ func (r *runner) stopOn(ctx context.Context, verb, target string, kinds ...strin
 
 // linkFault is the link fault kind (drop, reset, refuse, delay) on links.
 func (r *runner) linkFault(st spec.Step, links []history.Link, kind string) (nemesis.Fault, error) {
-	if err := r.refuseLinks(links); err != nil {
-		return nil, err
-	}
 	dir := fault.Direction(st.Direction)
 	switch kind {
 	case "drop":
@@ -328,7 +315,7 @@ func (r *runner) linkFault(st spec.Step, links []history.Link, kind string) (nem
 // links a random schedule drew (st.Links).
 func (r *runner) partition(st spec.Step) (nemesis.Fault, error) {
 	if st.Links != nil {
-		return nemesis.Partition{Net: r.net, Shape: st.Shape, Links: st.Links}, r.refuseLinks(st.Links)
+		return nemesis.Partition{Net: r.net, Shape: st.Shape, Links: st.Links}, nil
 	}
 	clients, nodes := st.Clients, st.Nodes
 	if len(clients) == 0 {
@@ -360,9 +347,6 @@ func (r *runner) partition(st spec.Step) (nemesis.Fault, error) {
 	default:
 		err = fmt.Errorf("unknown partition shape %q", st.Shape)
 	}
-	if err == nil {
-		err = r.refuseLinks(links)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +367,7 @@ func (r *runner) random(ctx context.Context, st spec.Step) error {
 		if err := n.Kind().Refuse(n.Name(), fault.Link); err != nil {
 			return err
 		}
-		for _, f := range []nemesis.NodeFault{nemesis.ClockJump{Node: n}, nemesis.Pause{Node: n}, nemesis.Kill{Node: n, Amnesia: true}, nemesis.Stop{Node: n}} {
+		for _, f := range []nemesis.Limited{nemesis.ClockJump{Node: n}, nemesis.Pause{Node: n}, nemesis.Kill{Node: n, Amnesia: true}, nemesis.Stop{Node: n}} {
 			if err := f.Available(); err != nil {
 				return err
 			}
@@ -401,6 +385,9 @@ func (r *runner) random(ctx context.Context, st spec.Step) error {
 				continue
 			}
 			f, err := faultBuilds[s.Kind](r, s)
+			if err == nil {
+				err = available(f)
+			}
 			if err != nil {
 				return err
 			}

@@ -33,7 +33,7 @@ func (r *runner) setUp(ctx context.Context, dir, cacheDir, backend string) error
 	r.cluster = cl
 	var eps []nemesis.Endpoint
 	for _, n := range cl.Nodes() {
-		eps = append(eps, nemesis.Endpoint{Name: n.Name(), Addr: n.Addr()})
+		eps = append(eps, nemesis.Endpoint{Name: n.Name(), Addr: n.Addr(), Kind: n.Kind()})
 	}
 	server := "redis-server"
 	if cfg.Kind != nil {

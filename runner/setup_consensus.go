@@ -64,7 +64,7 @@ func (r *runner) consensusConfig(cfg *cluster.Config) error {
 					if i > 0 {
 						name += electionSuffix
 					}
-					via, err := r.peerLink(a.Name, name, b.PeerAddr(i))
+					via, err := r.peerLink(a.Name, name, b.PeerAddr(i), cfg.Kind)
 					if err != nil {
 						return nil, err
 					}
@@ -79,12 +79,17 @@ func (r *runner) consensusConfig(cfg *cluster.Config) error {
 
 // peerLink is the proxy from member a to b's peer port at addr: made, or,
 // when the backend starts the ensemble again on fresh ports, pointed at
-// the new one.
-func (r *runner) peerLink(a, b, addr string) (string, error) {
+// the new one. Its link faults are the members' kind's to take or refuse
+// (b's first peer port; the second, b:election, names no node).
+func (r *runner) peerLink(a, b, addr string, kind *cluster.Kind) (string, error) {
 	via, err := r.net.Addr(a, b)
 	var unknown *nemesis.UnknownLinkError
 	if errors.As(err, &unknown) {
-		return r.net.AddLink(a, nemesis.Endpoint{Name: b, Addr: addr})
+		ep := nemesis.Endpoint{Name: b, Addr: addr}
+		if peerName(b) == b {
+			ep.Kind = kind
+		}
+		return r.net.AddLink(a, ep)
 	}
 	if err != nil {
 		return "", err

@@ -36,7 +36,7 @@ func (r *runner) setUpFaults(ctx context.Context) error {
 			return fmt.Errorf("replica of %s: %w", name, err)
 		}
 		for _, rname := range r.sc.ReplicasOf(name) {
-			via, err := r.net.AddLink(rname, nemesis.Endpoint{Name: name, Addr: master.Addr()})
+			via, err := r.net.AddLink(rname, nemesis.Endpoint{Name: name, Addr: master.Addr(), Kind: master.Kind()})
 			if err != nil {
 				return err
 			}

@@ -88,7 +88,11 @@ func (r *runner) linkTo(dialer, name, addr string) (string, error) {
 	via, err := r.net.Addr(dialer, name)
 	var unknown *nemesis.UnknownLinkError
 	if errors.As(err, &unknown) {
-		return r.net.AddLink(dialer, nemesis.Endpoint{Name: name, Addr: addr})
+		ep := nemesis.Endpoint{Name: name, Addr: addr}
+		if n, ok := r.cluster.Node(name); ok {
+			ep.Kind = n.Kind()
+		}
+		return r.net.AddLink(dialer, ep)
 	}
 	return via, err
 }
