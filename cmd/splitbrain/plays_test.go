@@ -105,7 +105,7 @@ func TestRunPlaysEveryLock(t *testing.T) {
 // per-lock expectation (clock-jump: violation for some locks, safe for
 // others, n/a for the consensus locks), the consensus kinds (n/a for the
 // Redis locks) and a random schedule (expect any), shortened by --time.
-// Every built-in cell is played in CI once, by the scenarios package's
+// Every built-in cell is played in CI once, by the runner package's
 // TestBuiltinsMeetTheirExpectations and TestBuiltinsRandomSchedules; the
 // whole matrix is make suite. Its length is logged, not asserted.
 func TestSuiteDense(t *testing.T) {
