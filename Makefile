@@ -48,7 +48,7 @@ TEST_FLAGS ?= -race -count=1 -p 3 -parallel 4 -timeout 15m
 # The longest packages first (go test starts packages in the order named;
 # ./... names each once more, which go test ignores), so that the last to
 # finish does not start late.
-FIRST := ./runner ./cmd/splitbrain ./docker ./results ./shrink
+FIRST := ./runner ./cmd/splitbrain ./cluster/docker ./pages ./shrink
 test: setup
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-fuzz
 

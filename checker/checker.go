@@ -73,9 +73,9 @@ type config struct {
 
 // checkers are the properties Check checks, in the order Result.Properties
 // lists them; each stores its result where it is pointed to.
-func checkers(p1, p2 *IntervalResult, rs *resource.Results) []verdict.Checker {
+func checkers(p1, p2 *IntervalResult, tokens **TokenResult, rs *resource.Results) []verdict.Checker {
 	leaseLock, criticalSection := lease.Checkers(p1, p2)
-	return append([]verdict.Checker{leaseLock, criticalSection}, resource.Checkers(rs)...)
+	return append([]verdict.Checker{leaseLock, lease.TokensChecker(tokens), criticalSection}, resource.Checkers(rs)...)
 }
 
 // WithTimeout bounds each porcupine search; 0 means no bound. A search that
@@ -120,6 +120,9 @@ type Result struct {
 	Bank    *BankResult    `json:"bank,omitempty"`
 	Set     *SetResult     `json:"set,omitempty"`
 	Fencing *FencingResult `json:"fencing,omitempty"`
+	// Tokens is the order of the fencing tokens the lock handed out,
+	// present when a grant carried one: a promise of the lock.
+	Tokens *TokenResult `json:"tokens,omitempty"`
 	// OutsideLease are the applied writes that no belief of their writer's
 	// lease covered, for the report to show. result.json leaves them out
 	// (a run without a lock has one per write); they are found again from
@@ -186,7 +189,7 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 	var p1 IntervalResult
 	var rs resource.Results
 	res.CriticalSection = &IntervalResult{}
-	c := verdict.Compose(search.Config{Timeout: cfg.timeout, Run: cfg.check}, h, checkers(&p1, res.CriticalSection, &rs)...)
+	c := verdict.Compose(search.Config{Timeout: cfg.timeout, Run: cfg.check}, h, checkers(&p1, res.CriticalSection, &res.Tokens, &rs)...)
 	res.Violations, res.ViolationCount, res.Ops = p1.Violations, p1.ViolationCount, p1.Ops
 	res.Counter, res.Bank, res.Set, res.Fencing = rs.Counter, rs.Bank, rs.Set, rs.Fencing
 	notes = append(notes, c.Notes...)

@@ -16,7 +16,8 @@ import (
 
 // Answers are a run's two answers, each valid, invalid or unknown.
 type Answers struct {
-	// Lock is P1's verdict.
+	// Lock folds the lock's own promises: P1, and where the lock hands
+	// out fencing tokens their order (lock tokens).
 	Lock Verdict `json:"lock"`
 	// Resource folds the resource checks (counter, bank, set, fencing):
 	// invalid if one is, else unknown if one is, else valid. Empty when
@@ -39,11 +40,16 @@ func AnswersOf(res Result) Answers {
 			}
 		}
 	}
+	for _, p := range res.Properties {
+		if p.Name == PropTokens {
+			a.Lock = verdict.Worse(a.Lock, p.Verdict)
+		}
+	}
 	return a
 }
 
 // Expectation is what a scenario expects of one play, in the form
-// results.Meta.Expect stores it: one word for the whole verdict ("violation",
+// runstore.Meta.Expect stores it: one word for the whole verdict ("violation",
 // "safe", "any"), or the two answers apart, "lock violation, resource
 // safe" (either part may be left out).
 type Expectation struct {
@@ -112,7 +118,7 @@ func AsExpected(word string, v Verdict) bool {
 	return false
 }
 
-// Met reports whether res meets the expectation expect (results.Meta.Expect's
+// Met reports whether res meets the expectation expect (runstore.Meta.Expect's
 // form). A run whose verdict is unknown meets none; an expectation of the
 // resource meets nothing in a run without one.
 func Met(expect string, res Result) bool {

@@ -30,6 +30,7 @@ const MaxViolations = verdict.MaxViolations
 // Property names, as Result.Properties lists them.
 const (
 	PropLeaseLock       = lease.LeaseLock
+	PropTokens          = lease.Tokens
 	PropCriticalSection = lease.CriticalSection
 	PropCounter         = resource.Counter
 	PropBank            = resource.Bank
@@ -60,6 +61,9 @@ const (
 type (
 	Violation      = lease.Violation
 	IntervalResult = lease.IntervalResult
+	TokenResult    = lease.TokenResult
+	TokenViolation = lease.TokenViolation
+	TokenGrant     = lease.TokenGrant
 )
 
 // The resource properties (package resource).

@@ -82,9 +82,13 @@ type refGen struct {
 	keys    []string
 	clients []*refClient
 	live    map[string]map[string]int64 // key → value → expiry, as the lock sees it
-	store   map[string]*refStore
-	values  int
-	feats   map[string]bool
+	// tokens: the lock hands out fencing tokens, mostly increasing per
+	// key (lastToken), now and then one equal to the last or below it.
+	tokens    bool
+	lastToken map[string]int64
+	store     map[string]*refStore
+	values    int
+	feats     map[string]bool
 }
 
 type refStore struct{ value, seq int64 }
@@ -122,7 +126,7 @@ func (g *refGen) pct(p int) bool { return g.r.IntN(100) < p }
 func newRefGen(seed uint64) *refGen {
 	r := rand.New(rand.NewPCG(seed, 0x7e1))
 	g := &refGen{r: r, named: r.IntN(4) > 0, ttl: r.IntN(4) > 0, live: map[string]map[string]int64{},
-		store: map[string]*refStore{}, feats: map[string]bool{}}
+		store: map[string]*refStore{}, feats: map[string]bool{}, tokens: r.IntN(2) > 0, lastToken: map[string]int64{}}
 	if g.pct(6) {
 		g.odd = 1 + r.IntN(4)
 	}
@@ -255,6 +259,23 @@ func (g *refGen) start(c *refClient) {
 	c.pend = p
 }
 
+// token draws a grant's fencing token: above the key's last, or now and
+// then equal to it or below it (a lock whose counter was lost).
+func (g *refGen) token(key string) *int64 {
+	last := g.lastToken[key]
+	t := last + 1 + g.r.Int64N(3)
+	switch {
+	case last > 0 && g.pct(6):
+		t = last
+		g.feats["equal token"] = true
+	case last > 1 && g.pct(6):
+		t = max(1, last-1-g.r.Int64N(3))
+		g.feats["decreasing token"] = true
+	}
+	g.lastToken[key] = max(last, t)
+	return &t
+}
+
 // unknown records an unknown outcome: the client continues as a new
 // process, as the workload does.
 func (g *refGen) unknown(c *refClient, e history.Event) {
@@ -340,6 +361,9 @@ func (g *refGen) complete(c *refClient) {
 			g.live[p.key][l.value] = l.deadline
 			d := l.deadline
 			e.Type, e.Value, e.Deadline = history.OK, history.MustValue(l.value), &d
+			if g.tokens {
+				e.Token = g.token(p.key)
+			}
 			if g.pct(3) {
 				// A lock that names no deadline: held until released.
 				g.feats["no deadline"] = true
@@ -483,7 +507,9 @@ func (b *refBelief) close(at, index int64) {
 
 type refResult struct {
 	p1, counter checker.Verdict
-	why         string
+	// tokens is the order of the lock's tokens; "" when no grant had one.
+	tokens checker.Verdict
+	why    string
 }
 
 func refJudge(events []history.Event) refResult {
@@ -497,12 +523,38 @@ func refJudge(events []history.Event) refResult {
 		}
 		d := *o.done.Deadline
 		if d < o.inv.Time || o.inv.TTL > 0 && d > o.done.Time+o.inv.TTL+refDrift(o.inv.TTL) {
-			return refResult{checker.Unknown, checker.Unknown, "inconsistent"}
+			return refResult{p1: checker.Unknown, counter: checker.Unknown, why: "inconsistent"}
 		}
 	}
 	beliefs := refBeliefs(events)
 	p1, why := refExclusion(events, beliefs)
-	return refResult{p1: p1, counter: refCounter(events, ops, beliefs), why: why}
+	return refResult{p1: p1, counter: refCounter(events, ops, beliefs), tokens: refTokens(ops), why: why}
+}
+
+// refTokens judges the lock's tokens pair by pair: two grants (acquires
+// that returned OK with a token) of one key must not share a token, and a
+// grant invoked after another's OK must carry a higher one.
+func refTokens(ops []refOp) checker.Verdict {
+	var grants []refOp
+	for _, o := range ops {
+		if o.inv.F == history.Acquire && o.done != nil && o.done.Type == history.OK && o.done.Token != nil {
+			grants = append(grants, o)
+		}
+	}
+	if len(grants) == 0 {
+		return ""
+	}
+	for i, a := range grants {
+		for j, b := range grants {
+			if i == j || a.inv.Key != b.inv.Key {
+				continue
+			}
+			if *a.done.Token == *b.done.Token || a.done.Time < b.inv.Time && *b.done.Token < *a.done.Token {
+				return checker.Invalid
+			}
+		}
+	}
+	return checker.Valid
 }
 
 // refBeliefs replays the history in order and returns every belief, ended.
@@ -704,7 +756,7 @@ func refCounterKey(events []history.Event, ops []refOp, beliefs []*refBelief, ke
 	var init *refOp
 	sections := map[string]*refSection{}
 	var order []string
-	outside := map[string]string{} // process → its current run outside any lease
+	cur := map[string]string{} // client → its section not yet closed by a write
 	runs := 0
 	var finals []refOp
 	for _, o := range ops {
@@ -723,16 +775,19 @@ func refCounterKey(events []history.Event, ops []refOp, beliefs []*refBelief, ke
 			}
 			continue
 		}
-		id := refHeld(e, events, beliefs)
-		if id != "" {
-			id = "lease " + id
-			delete(outside, e.Process)
-		} else {
-			if outside[e.Process] == "" {
-				runs++
-				outside[e.Process] = fmt.Sprintf("run %d", runs)
-			}
-			id = outside[e.Process]
+		// A write is computed from its client's last read before it,
+		// whatever leases began or ended between them: a client's
+		// section runs from the first read after its previous write to
+		// its next write (a new process after an unknown outcome is the
+		// same client).
+		c := clientOf(e.Process)
+		if cur[c] == "" {
+			runs++
+			cur[c] = fmt.Sprintf("run %d", runs)
+		}
+		id := cur[c]
+		if e.F == history.Write {
+			delete(cur, c)
 		}
 		s := sections[id]
 		if s == nil {
@@ -914,17 +969,22 @@ func TestReferenceCheck(t *testing.T) {
 				got.p1 = p.Verdict
 			case checker.PropCounter:
 				got.counter = p.Verdict
+			case checker.PropTokens:
+				got.tokens = p.Verdict
 			}
 		}
 		tally[fmt.Sprintf("P1 %s", ref.p1)]++
 		tally[fmt.Sprintf("counter %s", ref.counter)]++
-		if got.p1 == ref.p1 && got.counter == ref.counter && got.why != "not called inconsistent" {
+		if ref.tokens != "" {
+			tally[fmt.Sprintf("tokens %s", ref.tokens)]++
+		}
+		if got.p1 == ref.p1 && got.counter == ref.counter && got.tokens == ref.tokens && got.why != "not called inconsistent" {
 			continue
 		}
 		disagreements++
 		if disagreements <= 5 {
-			t.Errorf("seed %d: checker says P1 %s, counter %s (%s); the reference says P1 %s, counter %s (%s)\n%s",
-				seed, got.p1, got.counter, res.Reason, ref.p1, ref.counter, ref.why, refDump(events))
+			t.Errorf("seed %d: checker says P1 %s, counter %s, tokens %q (%s); the reference says P1 %s, counter %s, tokens %q (%s)\n%s",
+				seed, got.p1, got.counter, got.tokens, res.Reason, ref.p1, ref.counter, ref.tokens, ref.why, refDump(events))
 		}
 	}
 	if disagreements > 0 {
@@ -948,6 +1008,9 @@ func refDump(events []history.Event) string {
 		}
 		if e.Lease != "" {
 			fmt.Fprintf(&b, " lease=%s", e.Lease)
+		}
+		if e.Token != nil {
+			fmt.Fprintf(&b, " token=%d", *e.Token)
 		}
 		b.WriteByte('\n')
 	}

@@ -431,8 +431,11 @@ func TestFencing(t *testing.T) {
 	// A lock whose token went backwards: c2's later write carries a lower
 	// token than c1's earlier one. At a storage that fences, it would have
 	// been refused, so its being applied is a stale token accepted; at one
-	// that does not, the check only says so, and the counter (serial
-	// updates, nothing lost) decides.
+	// that does not, the storage's check only says so, and the counter
+	// (serial updates, nothing lost) is the resource's answer. Either way
+	// the lock broke its promise of increasing tokens (lock tokens), which
+	// is the lock's answer (issue 33: it was demoted to a note, and the
+	// play judged valid).
 	fencing := func(e *history.Event) { e.Fencing = true }
 	for _, tc := range []struct {
 		name    string
@@ -442,7 +445,7 @@ func TestFencing(t *testing.T) {
 		reason  string
 	}{
 		{"storage fences", fencing, true, Invalid, "1 stale token(s) accepted: "},
-		{"storage does not fence", noMod, false, Valid, "the storage does not fence, so this does not decide: 1 write(s) applied out of token order"},
+		{"storage does not fence", noMod, false, Invalid, "the storage does not fence, so this does not decide: 1 write(s) applied out of token order"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newRB()
@@ -471,6 +474,13 @@ func TestFencing(t *testing.T) {
 			if res.Counter.Verdict != Valid {
 				t.Errorf("counter %s: the updates themselves were serial", res.Counter.Verdict)
 			}
+			wantResource := Valid
+			if tc.decides {
+				wantResource = Invalid
+			}
+			if a := AnswersOf(res); a.Lock != Invalid || a.Resource != wantResource {
+				t.Errorf("answers %+v, want the lock invalid (its tokens went backwards), the resource %s", a, wantResource)
+			}
 			want := "the storage applied c2's write of 2 (token 1, read at 0.130s, written at 0.150s) after c1's write of 1 (token 2, read at 0.040s, written at 0.060s) (seq 2, then 3): a stale token was accepted"
 			if f.Violations[0].Text != want {
 				t.Errorf("text =\n%s\nwant\n%s", f.Violations[0].Text, want)
@@ -495,8 +505,14 @@ func TestFencing(t *testing.T) {
 	same.read("c2", "k", 1.12, 1.13, 2)
 	same.write("c2", history.Write, "k", 1.14, 1.15, 3, 4, history.OK, 4)
 	same.release("c2", "k", 1.16, 1.17, history.OK)
-	if res := Check(same.Events()); res.Fencing.Verdict != Invalid {
+	res := Check(same.Events())
+	if res.Fencing.Verdict != Invalid {
 		t.Errorf("two leases, one token: %+v", res.Fencing)
+	}
+	// The storage does not fence, so its check decides nothing; the lock
+	// handing two leases one token is the lock's own break, and decides.
+	if res.Verdict != Invalid || res.Tokens == nil || res.Tokens.Verdict != Invalid || AnswersOf(res).Lock != Invalid {
+		t.Errorf("two leases, one token: %s (%s), tokens %+v", res.Verdict, res.Reason, res.Tokens)
 	}
 }
 
@@ -560,7 +576,8 @@ func TestResultWithResourcesRoundTripsThroughJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	if back.Bank == nil || back.Bank.Verdict != Valid || back.Fencing == nil || back.Fencing.Rejected != 1 ||
-		back.CriticalSection == nil || back.CriticalSection.ViolationCount != 1 || len(back.Properties) != 4 {
+		back.CriticalSection == nil || back.CriticalSection.ViolationCount != 1 || len(back.Properties) != 5 ||
+		back.Tokens == nil || back.Tokens.Grants != 2 {
 		t.Errorf("round trip lost data: %s", data)
 	}
 }
@@ -701,11 +718,24 @@ func TestResourceOpsTiedToTheirLease(t *testing.T) {
 	}{
 		{"a write after its release, named by its lease", afterRelease(true), Invalid,
 			"c1's write of 1 (read at 0.040s, written at 0.210s) was computed from a read of 0, but the counter was 1 by then", ""},
-		{"the same without lease values: outside any lease, checked, but its read is not known", afterRelease(false), Valid,
-			"", `write by c1 on "k" at event 16 ran outside any lease`},
+		// Issue 33: a write outside any lease counts as any other, computed
+		// from its client's last read; it was judged a blind write and the
+		// lost update VALID.
+		{"the same without lease values: outside any lease, computed from its client's read", afterRelease(false), Invalid,
+			"c1's write of 1 (read at 0.040s, written at 0.210s) was computed from a read of 0, but the counter was 1 by then",
+			`write by c1 on "k" at event 16 ran outside any lease`},
 		{"a write under a new process after an unknown extend, named by its lease", afterUnknownExtend(true), Invalid,
 			"c1.1's write of 1", ""},
-		{"the same without lease values", afterUnknownExtend(false), Valid, "", `write by c1.1 on "k" at event 16 ran outside any lease`},
+		{"the same without lease values: the read was c1's, the write c1.1's", afterUnknownExtend(false), Invalid,
+			"c1.1's write of 1", `write by c1.1 on "k" at event 16 ran outside any lease`},
+		{"a write outside any lease that lost nothing is valid, and named", func() []history.Event {
+			b := newRB().init("k", 0)
+			b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+			b.read("c1", "k", 0.03, 0.04, 0)
+			b.release("c1", "k", 0.05, 0.06, history.OK)
+			b.write("c1", history.Write, "k", 0.2, 0.21, 1, 0, history.OK, 2)
+			return b.read(history.ProcessFinal, "k", 1, 1.01, 1).Events()
+		}(), Valid, "1 of the writes made outside their client's lease", "ran outside any lease"},
 		{"an applied write outside any lease is part of the register", func() []history.Event {
 			b := newRB().init("k", 0)
 			b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)

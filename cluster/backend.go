@@ -10,7 +10,7 @@ import (
 )
 
 // Backend is where a run's servers live: child processes of the harness
-// (Local) or Docker containers (package docker). The runner and the faults
+// (package cluster/local) or Docker containers (package cluster/docker). The runner and the faults
 // reach the nodes only through it, so a scenario plays unchanged on either.
 // What only some backends can do is an optional interface of its own
 // (ReplicaStarter), found by type assertion.
@@ -136,7 +136,7 @@ type ReplicaSpec struct {
 	// Persistence is the replica's; empty means Of's.
 	Persistence Persistence
 	// Routes are in place before the replica starts: see
-	// Process.SetRoutes. With a route for Of's address, Via can be Of's own
+	// local.Process.SetRoutes. With a route for Of's address, Via can be Of's own
 	// address and the link still goes through a proxy.
 	Routes map[string]string
 }

@@ -1,8 +1,12 @@
 // Package cluster is where a run's servers live: the Backend and Node
 // interfaces the runner and the faults use, the kinds of server they start
-// (Redis; see Kind), and the local backend, whose nodes are child processes
-// on loopback with a per-run password, a private state folder and a wall
-// clock the nemesis can move. Package docker is the other backend.
+// (Redis, Sentinel, ZooKeeper, etcd; see Kind), and what both backends
+// build their nodes from: the node's shared part (NodeBase), the clock
+// shim and its offset file, the routes file, private folders, the
+// registry of live runs that the next start reaps after a crash, and the
+// loopback ports. The backends are its subpackages: cluster/local, whose
+// nodes are child processes on loopback, and cluster/docker, whose nodes
+// are containers.
 package cluster
 
 import (
@@ -63,7 +67,7 @@ type Config struct {
 	// PeerRoutes, for a kind of ensemble (Kind.PeerPorts > 0), is called
 	// once every member's ports are reserved and before any member
 	// starts: it returns each member's routes by name (a peer's address →
-	// the proxy that member dials instead; see Process.SetRoutes), so
+	// the proxy that member dials instead; see local.Process.SetRoutes), so
 	// that the links between members go through the nemesis's proxies
 	// from their first connection on. Nil: members dial each other
 	// directly.

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // LiveRun is an entry of the live-run registry for processes a run starts
@@ -52,7 +53,32 @@ func (l *LiveRun) RemovePID(name string) { l.r.removePID(name) }
 // Remove deletes the entry; its children must be gone.
 func (l *LiveRun) Remove() error { return l.r.remove() }
 
-// MarkedEnv returns env without any inherited marker, plus this entry's.
-func (l *LiveRun) MarkedEnv(env []string) []string {
-	return append(withoutEnv(env, RunEnv), RunEnv+"="+l.r.id)
+// NewDir makes the private folder name in the entry (a node's state),
+// which must not exist yet; it goes with the entry.
+func (l *LiveRun) NewDir(name string) (string, error) {
+	dir := l.r.path(name)
+	if err := newPrivateDir(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// MarkedEnv returns env without any inherited marker, nor the variables
+// drop names (which the caller sets itself), plus this entry's marker.
+func (l *LiveRun) MarkedEnv(env []string, drop ...string) []string {
+	return append(withoutEnv(env, append(drop, RunEnv)...), RunEnv+"="+l.r.id)
+}
+
+func withoutEnv(env []string, names ...string) []string {
+	out := env[:0:0]
+next:
+	for _, kv := range env {
+		for _, name := range names {
+			if strings.HasPrefix(kv, name+"=") {
+				continue next
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
 }

@@ -50,9 +50,9 @@ func (b *NodeBase) Conn() Conn {
 	return b.conn
 }
 
-// setConn replaces the connection (the local backend's node moved to
-// another port) and closes the old one.
-func (b *NodeBase) setConn(c Conn) {
+// SetConn replaces the connection and closes the old one: for the node's
+// backend, when the node moved to another port (the local backend).
+func (b *NodeBase) SetConn(c Conn) {
 	b.mu.Lock()
 	old := b.conn
 	b.conn = c
@@ -113,7 +113,9 @@ func (b *NodeBase) ReplicaOf() string {
 	return b.replicaOf
 }
 
-func (b *NodeBase) setReplicaOf(addr string) {
+// SetReplicaOf records the master the node follows, for its backend
+// when it makes a replica; Follow and Promote keep it up to date after.
+func (b *NodeBase) SetReplicaOf(addr string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.replicaOf = addr
@@ -148,7 +150,7 @@ func (b *NodeBase) PromoteWith(ctx context.Context, h ReplicaHooks) (string, err
 	if _, err := h.SetReplicaOf(""); err != nil {
 		return "", err
 	}
-	b.setReplicaOf("")
+	b.SetReplicaOf("")
 	return prev, nil
 }
 
@@ -168,7 +170,7 @@ func (b *NodeBase) FollowWith(ctx context.Context, addr string, h ReplicaHooks) 
 	if err != nil {
 		return err
 	}
-	b.setReplicaOf(addr)
+	b.SetReplicaOf(addr)
 	if err := h.Running(ctx); errors.Is(err, ErrNotRunning) {
 		return nil // its next start follows addr
 	} else if err != nil {

@@ -47,8 +47,9 @@ var (
 	nodePorts     *portPool
 )
 
-// freePort returns a loopback port that was free just now, for a node.
-func freePort() (int, error) {
+// FreePort returns a loopback port that was free just now, for a node of
+// the local backend: below the ephemeral range, see lowestNodePort.
+func FreePort() (int, error) {
 	nodePortsOnce.Do(func() {
 		lo, _, desc := ephemeralRange()
 		nodePorts = newPortPool(lowestNodePort, lo-1, desc)

@@ -155,7 +155,7 @@ func ProcAlive(pid int, start uint64) bool {
 	if err != nil || got != start {
 		return false
 	}
-	st, err := procState(pid)
+	st, err := ProcState(pid)
 	return err == nil && st != 'Z'
 }
 
@@ -187,8 +187,8 @@ func ProcStartTime(pid int) (uint64, error) {
 	return strconv.ParseUint(fields[startField], 10, 64)
 }
 
-// procState reads a process's state letter (R, S, T, Z, ...).
-func procState(pid int) (byte, error) {
+// ProcState reads a process's state letter (R, S, T, Z, ...).
+func ProcState(pid int) (byte, error) {
 	fields, err := procStat(pid)
 	if err != nil {
 		return 0, err

@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -143,36 +141,6 @@ func WriteRoutes(path string, routes map[string]string) error {
 	return nil
 }
 
-// SetRoutes makes the node's process dial each proxy of routes instead of
-// the server address it is keyed by, from its next connection on; a link
-// already open stays as it is. Routes replace those given before.
-func (n *Process) SetRoutes(routes map[string]string) error {
-	if err := WriteRoutes(n.routeFile(), routes); err != nil {
-		return fmt.Errorf("node %s: %w", n.Name(), err)
-	}
-	return nil
-}
-
-func (n *Process) routeFile() string { return filepath.Join(n.stateDir, "routes") }
-
-// ReserveSentinelPorts picks count free loopback ports for sentinels that
-// are not started yet: their addresses must be known before they start,
-// so that the proxies between them, and the routes through those, are in
-// place before the first sentinel dials another.
-func ReserveSentinelPorts(count int) ([]int, error) {
-	ports := make([]int, 0, count)
-	for len(ports) < count {
-		p, err := freePort()
-		if err != nil {
-			return nil, fmt.Errorf("cluster: %w", err)
-		}
-		if !slices.Contains(ports, p) {
-			ports = append(ports, p)
-		}
-	}
-	return ports, nil
-}
-
 // SentinelStarter is a backend that can add sentinels.
 type SentinelStarter interface {
 	// ReserveSentinels reserves the addresses (host:port) of count
@@ -191,7 +159,7 @@ type SentinelSpec struct {
 	// Addr is the sentinel's address, one ReserveSentinels gave.
 	Addr   string
 	Config SentinelConfig
-	// Routes: see Process.SetRoutes.
+	// Routes: see local.Process.SetRoutes.
 	Routes map[string]string
 }
 

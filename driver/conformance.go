@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/workload"
 )
 
@@ -66,7 +67,7 @@ func Check(ctx context.Context, cfg CheckConfig, out io.Writer) ([]Finding, erro
 	if cfg.Name == "" {
 		cfg.Name = strings.Join(cfg.Command, " ")
 	}
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: cfg.Nodes, Dir: cfg.Dir, CacheDir: cfg.CacheDir})
+	cl, err := local.Start(ctx, cluster.Config{Nodes: cfg.Nodes, Dir: cfg.Dir, CacheDir: cfg.CacheDir})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +92,7 @@ func Check(ctx context.Context, cfg CheckConfig, out io.Writer) ([]Finding, erro
 
 type checker struct {
 	cfg      CheckConfig
-	cl       *cluster.Local
+	cl       *local.Cluster
 	live     *cluster.LiveRun
 	out      io.Writer
 	findings []Finding

@@ -56,6 +56,8 @@ const (
 	// closed before it is killed.
 	stopGrace  = 2 * time.Second
 	stderrTail = 2000
+	// maxStderrLog bounds what of a driver's stderr the log keeps.
+	maxStderrLog = 1 << 20
 )
 
 // Error is a driver process that broke the protocol or died: every
@@ -107,6 +109,9 @@ type Proc struct {
 	lines chan line
 	// quit is closed by Stop: nobody reads lines any more.
 	quit chan struct{}
+	// waited is closed once the process has exited and been waited for;
+	// exited once its stdout and stderr were read to the end too.
+	waited chan struct{}
 	// exited is closed once the process has been waited for.
 	exited chan struct{}
 	exit   string
@@ -124,6 +129,12 @@ type Proc struct {
 	stopped   bool // SIGSTOPped by the harness
 	stopOnce  sync.Once
 	stopErr   error
+
+	// own is the cgroup every process the driver starts runs in; nil
+	// where the machine gives none (the driver's session instead).
+	own *owner
+	// stderrLogged counts the bytes of stderr written to the log.
+	stderrLogged int
 }
 
 type line struct {
@@ -154,31 +165,50 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 	}
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Its own process group: a Ctrl-C in the terminal reaches the
-		// harness only, which then stops its drivers in order; a real
-		// pause stops the whole group.
-		Setpgid: true,
+		// Its own session and process group: a Ctrl-C in the terminal
+		// reaches the harness only, which then stops its drivers in
+		// order; a real pause stops the whole group.
+		Setsid: true,
 		// If the harness dies without cleaning up, take the driver along;
-		// the live registry covers what this misses.
+		// the live registry and the cgroups' reaping cover what this
+		// misses.
 		Pdeathsig: syscall.SIGKILL,
+	}
+	own, ownErr := newOwner()
+	if own != nil {
+		own.attr(cmd.SysProcAttr)
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("driver %s: %w", cfg.Name, err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Pipes of the harness's own, not exec's: Wait must not wait for
+	// them, since a descendant of the driver can hold their write ends
+	// open long after the driver exited.
+	stdout, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("driver %s: %w", cfg.Name, err)
 	}
-	stderr, err := cmd.StderrPipe()
+	stderr, stderrW, err := os.Pipe()
 	if err != nil {
+		stdout.Close()
+		stdoutW.Close()
 		return nil, fmt.Errorf("driver %s: %w", cfg.Name, err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
+	err = cmd.Start()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		stdout.Close()
+		stderr.Close()
+		if own != nil {
+			_ = own.remove()
+		}
 		return nil, fmt.Errorf("driver %s of %s: starting %s: %w", cfg.Name, cfg.Client, cfg.Command[0], err)
 	}
 	p := &Proc{cfg: cfg, cmd: cmd, stdin: stdin, lines: make(chan line, 16),
-		quit: make(chan struct{}), exited: make(chan struct{}), abandoned: map[int64]bool{}}
+		quit: make(chan struct{}), waited: make(chan struct{}), exited: make(chan struct{}), abandoned: map[int64]bool{}, own: own}
 	defer func() {
 		if err != nil {
 			_ = p.Stop(context.WithoutCancel(ctx))
@@ -188,16 +218,32 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 	streams.Go(func() { p.readStdout(stdout) })
 	streams.Go(func() { p.readStderr(stderr) })
 	go func() {
-		// Wait closes the pipes: read them to the end first.
-		streams.Wait()
 		werr := cmd.Wait()
 		p.exit = "exit status 0"
 		if werr != nil {
 			p.exit = werr.Error()
 		}
+		close(p.waited)
+		// Read what it wrote to the end, unless a descendant keeps the
+		// pipes open: then stop waiting for them.
+		drained := make(chan struct{})
+		go func() { streams.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-time.After(stopGrace):
+			p.logf("# its stdout or stderr still open %v after it exited (a process it started holds them): no longer read", stopGrace)
+			stdout.Close()
+			stderr.Close()
+			<-drained
+		}
+		stdout.Close()
+		stderr.Close()
 		p.logf("# process exited: %s", p.exit)
 		close(p.exited)
 	}()
+	if own == nil {
+		p.logf("# %v: the driver has a session of its own, which a process it starts can leave", ownErr)
+	}
 	if cfg.Live != nil {
 		if err := cfg.Live.AddPID(p.pidName(), cmd.Process.Pid); err != nil {
 			return nil, fmt.Errorf("driver %s of %s: %w", cfg.Name, cfg.Client, err)
@@ -315,7 +361,18 @@ func (p *Proc) readStderr(r io.Reader) {
 	sc.Buffer(make([]byte, 4096), MaxLine)
 	for sc.Scan() {
 		p.tail.add(sc.Text())
-		p.logf("! %s", sc.Text())
+		// The log keeps the first maxStderrLog bytes: a driver that
+		// floods its stderr must not fill the disk (its tail is kept for
+		// the errors all the same).
+		// The log's line: time, client, "! ", the line, a newline.
+		switch n := len("15:04:05.000000 ") + len(p.cfg.Client) + len(" ! ") + len(sc.Bytes()) + 1; {
+		case p.stderrLogged+n <= maxStderrLog:
+			p.stderrLogged += n
+			p.logf("! %s", sc.Text())
+		case p.stderrLogged <= maxStderrLog:
+			p.stderrLogged = maxStderrLog + 1
+			p.logf("# its stderr passed %d bytes: the rest is not logged (its last lines are kept for errors)", maxStderrLog)
+		}
 	}
 	_, _ = io.Copy(io.Discard, r)
 }
@@ -556,20 +613,31 @@ func (p *Proc) Stop(ctx context.Context) error {
 		t := time.NewTimer(stopGrace)
 		defer t.Stop()
 		select {
-		case <-p.exited:
+		case <-p.waited:
 		case <-t.C:
 		case <-ctx.Done():
 		}
 		select {
-		case <-p.exited:
+		case <-p.waited:
 		default:
 			p.logf("# still running %v after its stdin closed: killed", stopGrace)
 			p.stopErr = fmt.Errorf("driver %s of %s: still running %v after its stdin closed: killed", p.cfg.Name, p.cfg.Client, stopGrace)
 			_ = p.Kill()
-			<-p.exited
+			<-p.waited
 		}
-		// The group too: whatever the driver started goes with it.
+		// The group too: whatever the driver started goes with it; and
+		// its cgroup, whatever left the group.
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		if p.own != nil {
+			if err := p.own.killAll(); err != nil {
+				p.stopErr = errors.Join(p.stopErr, fmt.Errorf("driver %s of %s: %w", p.cfg.Name, p.cfg.Client, err))
+			} else if err := p.own.remove(); err != nil {
+				p.stopErr = errors.Join(p.stopErr, fmt.Errorf("driver %s of %s: %w", p.cfg.Name, p.cfg.Client, err))
+			}
+		}
+		// Its pipes, once whatever held them is gone (or the wait for
+		// them is given up).
+		<-p.exited
 		if p.cfg.Live != nil {
 			p.cfg.Live.RemovePID(p.pidName())
 		}

@@ -80,6 +80,17 @@ func TestBrokenDrivers(t *testing.T) {
 		{name: "never answers", noAns: true,
 			script: ready + `read req; sleep 30`,
 			want:   []string{"acquire #1: no answer in time"}},
+		// Issue 33, hardening 9: an escape sequence in the name reached
+		// the terminal raw.
+		{name: "escape sequence in its name", atStart: true,
+			script: `read hello; printf '{"op":"ready","name":"fake\\u001b]0;owned\\u0007"}\n'; sleep 5`,
+			want:   []string{`"name"`, "control or unprintable character", `\x1b`}},
+		{name: "a name too long", atStart: true,
+			script: `read hello; printf '{"op":"ready","name":"%0200d"}\n' 0; sleep 5`,
+			want:   []string{`"name" is 200 bytes long; want at most 100`}},
+		{name: "escape sequence in a point",
+			script: ready + `read req; printf '{"op":"point","id":1,"point":"after\\u001b[2J"}\n'; sleep 5`,
+			want:   []string{`"point"`, "control or unprintable character"}},
 		{name: "ok without a value",
 			script: ready + `read req; echo '{"op":"reply","id":1,"result":"ok"}'; sleep 5`,
 			want:   []string{`answered acquire #1 ok without "value"`}},
@@ -231,3 +242,114 @@ func TestStopKillsAndUnregisters(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// A driver whose child starts a session of its own and keeps the driver's
+// stdout open (issue 33, hardening 6): Stop must not wait for the pipe
+// forever, and the child must not outlive the driver. It hung the harness,
+// ignoring SIGTERM, and the child outlived the next start.
+func TestStopEndsWhatTheDriverStarted(t *testing.T) {
+	t.Parallel()
+	o, err := newOwner()
+	if err != nil {
+		t.Skipf("this machine gives the harness no cgroup, so a child that leaves the driver's session escapes: %v", err)
+	}
+	if err := o.remove(); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	p, err := start(t, ready+`setsid sleep 1000 & echo $! > `+pidFile+`; while read line; do :; done`, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	for range 100 {
+		if b, err := os.ReadFile(pidFile); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if child == 0 {
+		t.Fatal("the driver did not say its child's pid")
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- p.Stop(context.Background()) }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Stop still waiting a minute on: the child holds the driver's stdout")
+	}
+	<-p.Exited()
+	if running(child) {
+		t.Errorf("the driver's child %d, in a session of its own, outlived Stop", child)
+	}
+}
+
+// running reports whether pid is a process that has not exited (a zombie
+// waiting for a parent that does not reap it has).
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// A driver that floods its stderr fills the log up to its cap, not the
+// disk (issue 33, hardening 8: 3.7 GB in 20 s); the tail is kept.
+func TestStderrFloodIsCapped(t *testing.T) {
+	t.Parallel()
+	var log syncBuffer
+	p, err := Start(context.Background(), Config{
+		Command: []string{"sh", "-c", ready + `i=0; while [ $i -lt 40000 ]; do echo "noise line $i of a driver that talks too much" >&2; i=$((i+1)); done; echo last words >&2; while read line; do :; done`},
+		Name:    "fake", Client: "c1", Log: &log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 500 {
+		if strings.Contains(p.Stderr(), "last words") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Stderr(), "last words") {
+		t.Errorf("the stderr's tail lost its last line: %q", p.Stderr())
+	}
+	if n := log.Len(); n > maxStderrLog+64<<10 {
+		t.Errorf("the log holds %d bytes for about 2 MB of stderr, want at most its cap (%d) and the transcript", n, maxStderrLog)
+	}
+	if !strings.Contains(log.String(), "the rest is not logged") {
+		t.Error("the log does not say that the rest of stderr went unlogged")
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Version is the protocol version the harness speaks; hello carries it.
@@ -102,9 +104,23 @@ func ParseMessage(line []byte) (Message, error) {
 	}
 	switch m.Op {
 	case OpReady:
+		// The name and the points reach the terminal, the reports and the
+		// matrix: text a terminal would act on (escape sequences) or a
+		// name too long to read is refused.
+		if err := checkLabel("name", m.Name); err != nil {
+			return m, err
+		}
+		for _, p := range m.Points {
+			if err := checkLabel("points", p); err != nil {
+				return m, err
+			}
+		}
 	case OpPoint:
 		if m.ID <= 0 || m.Point == "" {
 			return m, fmt.Errorf(`a point needs "id" (the request it is part of) and "point" (its name)`)
+		}
+		if err := checkLabel("point", m.Point); err != nil {
+			return m, err
 		}
 	case OpReply:
 		if m.ID <= 0 {
@@ -121,6 +137,23 @@ func ParseMessage(line []byte) (Message, error) {
 		return m, fmt.Errorf(`"op" %q; want ready, point or reply`, m.Op)
 	}
 	return m, nil
+}
+
+// maxLabel bounds a name or point a driver gives.
+const maxLabel = 100
+
+// checkLabel refuses a name or point with a control character (an escape
+// sequence among them) or longer than maxLabel.
+func checkLabel(field, s string) error {
+	if len(s) > maxLabel {
+		return fmt.Errorf("%q is %d bytes long; want at most %d", field, len(s), maxLabel)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
+			return fmt.Errorf("%q %s holds a control or unprintable character; want printable text", field, Quote([]byte(s)))
+		}
+	}
+	return nil
 }
 
 // Validity is the reply's validity as a duration.

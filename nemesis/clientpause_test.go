@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/fault"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
@@ -24,7 +24,7 @@ func hooks(g *nemesis.ClientGate) redlock.Hooks {
 	}
 }
 
-func locker(t *testing.T, cl *cluster.Local, g *nemesis.ClientGate) *redlock.Locker {
+func locker(t *testing.T, cl *local.Cluster, g *nemesis.ClientGate) *redlock.Locker {
 	t.Helper()
 	var conns []*redis.Client
 	for _, n := range cl.Processes() {

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 )
 
-func nodeTime(t *testing.T, n *cluster.Process) time.Time {
+func nodeTime(t *testing.T, n *local.Process) time.Time {
 	t.Helper()
 	ctx, cancel := within(5 * time.Second)
 	defer cancel()
@@ -133,7 +133,7 @@ func TestResetClocks(t *testing.T) {
 	if err := nem.ResetClocks(ctx, n1, n2); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []*cluster.Process{n1, n2} {
+	for _, n := range []*local.Process{n1, n2} {
 		if off := n.ClockOffset(); off != 0 {
 			t.Errorf("%s offset after reset: %v", n.Name(), off)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 )
@@ -35,11 +36,11 @@ func (m *memRecorder) faults(t *testing.T) []history.Fault {
 	return out
 }
 
-func startNodes(t *testing.T, n int) *cluster.Local {
+func startNodes(t *testing.T, n int) *local.Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: n, Dir: t.TempDir(), CacheDir: t.TempDir()})
+	cl, err := local.Start(ctx, cluster.Config{Nodes: n, Dir: t.TempDir(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func startNodes(t *testing.T, n int) *cluster.Local {
 	return cl
 }
 
-func endpoints(cl *cluster.Local) []nemesis.Endpoint {
+func endpoints(cl *local.Cluster) []nemesis.Endpoint {
 	var eps []nemesis.Endpoint
 	for _, n := range cl.Processes() {
 		eps = append(eps, nemesis.Endpoint{Name: n.Name(), Addr: n.Addr()})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
@@ -50,7 +50,7 @@ func eventually(t *testing.T, what string, f func() error) {
 	}
 }
 
-func exists(t *testing.T, n *cluster.Process, key string) bool {
+func exists(t *testing.T, n *local.Process, key string) bool {
 	t.Helper()
 	ctx, cancel := within(5 * time.Second)
 	defer cancel()
@@ -61,7 +61,7 @@ func exists(t *testing.T, n *cluster.Process, key string) bool {
 	return v == 1
 }
 
-func setup(t *testing.T, nodes int, clients ...string) (*cluster.Local, *nemesis.Net, *nemesis.Nemesis, *memRecorder) {
+func setup(t *testing.T, nodes int, clients ...string) (*local.Cluster, *nemesis.Net, *nemesis.Nemesis, *memRecorder) {
 	t.Helper()
 	cl := startNodes(t, nodes)
 	links, err := nemesis.NewNet(clients, endpoints(cl))
@@ -208,7 +208,7 @@ func TestRefuseTurnsAwayNewConnectionsOnly(t *testing.T) {
 func TestDelayHoldsThenDelivers(t *testing.T) {
 	cl := startNodes(t, 1)
 	ctx := context.Background()
-	storage, err := cl.AddNode(ctx, cluster.NodeSpec{Name: "storage"})
+	storage, err := cl.AddNode(ctx, local.NodeSpec{Name: "storage"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/history"
 	"splitbrain/nemesis"
 )
@@ -27,8 +28,8 @@ var (
 		cluster.Pauser
 		cluster.Wiper
 		cluster.Clock
-	} = (*cluster.Process)(nil)
-	_ cluster.Replica = (*cluster.Process)(nil)
+	} = (*local.Process)(nil)
+	_ cluster.Replica = (*local.Process)(nil)
 )
 
 func procState(t *testing.T, pid int) string {
@@ -40,7 +41,7 @@ func procState(t *testing.T, pid int) string {
 	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))[0]
 }
 
-func directClient(t *testing.T, n *cluster.Process, pw string) *redis.Client {
+func directClient(t *testing.T, n *local.Process, pw string) *redis.Client {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: n.Addr(), Password: pw, MaxRetries: -1, ContextTimeoutEnabled: true, PoolSize: 1})
 	t.Cleanup(func() { _ = c.Close() })
@@ -113,7 +114,7 @@ func TestPauseFreezesUntilResumed(t *testing.T) {
 // does, and a graceful stop without persistence keeps nothing either.
 func TestKillAndRestartPerPersistence(t *testing.T) {
 	ctx := context.Background()
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 3, Dir: t.TempDir(), CacheDir: t.TempDir(),
+	cl, err := local.Start(ctx, cluster.Config{Nodes: 3, Dir: t.TempDir(), CacheDir: t.TempDir(),
 		NodePersistence: map[string]cluster.Persistence{"n2": cluster.PersistAOFEverysec, "n3": cluster.PersistAOFAlways}})
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +219,7 @@ func TestFailoverLosesUnreplicatedWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1, err := cl.AddNode(ctx, cluster.NodeSpec{Name: "r1", ReplicaOf: viaProxy})
+	r1, err := cl.AddNode(ctx, local.NodeSpec{Name: "r1", ReplicaOf: viaProxy})
 	if err != nil {
 		t.Fatal(err)
 	}

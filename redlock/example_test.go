@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/redlock"
 )
 
@@ -68,7 +69,7 @@ func Example() {
 // The example's nodes are started on first use and stopped by TestMain.
 var example struct {
 	once     sync.Once
-	cluster  *cluster.Local
+	cluster  *local.Cluster
 	addrs    []string
 	password string
 	dir      string
@@ -83,7 +84,7 @@ func exampleNodes() ([]string, string) {
 		example.dir = dir
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 5, Dir: dir})
+		cl, err := local.Start(ctx, cluster.Config{Nodes: 5, Dir: dir})
 		if err != nil {
 			panic(fmt.Sprintf("starting the example's redis-server nodes: %v", err))
 		}

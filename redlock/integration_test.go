@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/redlock"
 )
 
@@ -24,7 +25,7 @@ const testNodeTimeout = 200 * time.Millisecond
 
 // startCluster starts n redis-server nodes and returns lock clients for them
 // in node order (n1 is index 0). Everything is stopped when the test ends.
-func startCluster(t *testing.T, n int) (*cluster.Local, []*redis.Client) {
+func startCluster(t *testing.T, n int) (*local.Cluster, []*redis.Client) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found in PATH (%v): these tests need a real Redis; install it (apt-get install -y redis-server)", err)
@@ -33,7 +34,7 @@ func startCluster(t *testing.T, n int) (*cluster.Local, []*redis.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Debug: some tests stall a node with DEBUG SLEEP.
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: n, Dir: dir, Debug: true})
+	cl, err := local.Start(ctx, cluster.Config{Nodes: n, Dir: dir, Debug: true})
 	if err != nil {
 		t.Fatalf("starting %d redis-server nodes: %v", n, err)
 	}
@@ -70,7 +71,7 @@ func newLocker(t *testing.T, clients []*redis.Client, opts redlock.Options) *red
 	return l
 }
 
-func kill(t *testing.T, cl *cluster.Local, idx ...int) {
+func kill(t *testing.T, cl *local.Cluster, idx ...int) {
 	t.Helper()
 	for _, i := range idx {
 		if err := cl.Processes()[i].Kill(context.Background()); err != nil {

@@ -15,13 +15,13 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/cluster"
-	"splitbrain/docker"
-	"splitbrain/docker/dockertest"
+	"splitbrain/cluster/docker"
+	"splitbrain/cluster/docker/dockertest"
 	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/nemesis"
-	"splitbrain/results"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
@@ -94,7 +94,7 @@ func runBuiltinsOnDocker(t *testing.T, eng *docker.Engine, seed int64, want map[
 			if want[name] == checker.Invalid && len(out.Result.Violations) == 0 {
 				t.Errorf("invalid without a violation")
 			}
-			rec, err := results.ReadRecord(out.Dir)
+			rec, err := runstore.ReadRecord(out.Dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,7 +12,7 @@ import (
 	"splitbrain/fault"
 	"splitbrain/history"
 	"splitbrain/locks"
-	"splitbrain/results"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/fit"
 	"splitbrain/scenarios/spec"
 )
@@ -165,7 +165,7 @@ func TestBuiltinsRandomSchedules(t *testing.T) {
 			if !out.AsExpected {
 				t.Errorf("verdict %s (%s), want valid or invalid", out.Result.Verdict, out.Result.Reason)
 			}
-			events, err := history.ReadFile(filepath.Join(out.Dir, results.HistoryFile))
+			events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
 			if err != nil {
 				t.Fatal(err)
 			}

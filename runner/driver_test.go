@@ -11,7 +11,7 @@ import (
 	"splitbrain/history"
 	"splitbrain/internal/gobuild"
 	"splitbrain/locks"
-	"splitbrain/results"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
@@ -75,7 +75,7 @@ func TestDriverMatchesInProcess(t *testing.T) {
 // at a point.
 func heldAClient(t *testing.T, dir string) bool {
 	t.Helper()
-	events, err := history.ReadFile(filepath.Join(dir, results.HistoryFile))
+	events, err := history.ReadFile(filepath.Join(dir, runstore.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRedisPyPauseDuringAcquire(t *testing.T) {
 			t.Errorf("logs/driver-c1.log lacks %q", want)
 		}
 	}
-	report, err := os.ReadFile(filepath.Join(out.Dir, results.ReportFile))
+	report, err := os.ReadFile(filepath.Join(out.Dir, runstore.ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestRandomPauseStopsDriverProcess(t *testing.T) {
 	if !out.AsExpected {
 		t.Errorf("verdict %s (%s), want valid or invalid", out.Result.Verdict, out.Result.Reason)
 	}
-	events, err := history.ReadFile(filepath.Join(out.Dir, results.HistoryFile))
+	events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/locks"
-	"splitbrain/results"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
@@ -48,7 +48,7 @@ func TestClientPausesReachRedsync(t *testing.T) {
 			if tt.wantVerdict == checker.Invalid && (out.Result.Counter == nil || out.Result.Counter.LostUpdates == 0) {
 				t.Errorf("counter check %+v, want lost updates", out.Result.Counter)
 			}
-			events, err := history.ReadFile(filepath.Join(out.Dir, results.HistoryFile))
+			events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
 			if err != nil {
 				t.Fatal(err)
 			}

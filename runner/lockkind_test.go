@@ -9,8 +9,8 @@ import (
 	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/locks"
-	"splitbrain/results"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
@@ -75,7 +75,7 @@ func TestScenarioAgainstEveryLock(t *testing.T) {
 			if out.Result.Verdict != tt.wantVerdict || !strings.Contains(out.Result.Reason, tt.wantReason) {
 				t.Errorf("verdict %s (%s), want %s", out.Result.Verdict, out.Result.Reason, tt.wantVerdict)
 			}
-			events, err := history.ReadFile(filepath.Join(out.Dir, results.HistoryFile))
+			events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
 			if err != nil {
 				t.Fatal(err)
 			}

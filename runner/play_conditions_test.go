@@ -9,13 +9,13 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
-	"splitbrain/results"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 )
 
 func readHistory(t *testing.T, out *runner.Outcome) []history.Event {
 	t.Helper()
-	events, err := history.ReadFile(filepath.Join(out.Dir, results.HistoryFile))
+	events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}

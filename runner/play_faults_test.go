@@ -17,8 +17,8 @@ import (
 	"splitbrain/checker"
 	"splitbrain/fault"
 	"splitbrain/history"
-	"splitbrain/results"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
@@ -33,7 +33,7 @@ func parse(t *testing.T, yaml string) *spec.Scenario {
 
 func nemesisOps(t *testing.T, dir string) []history.Fault {
 	t.Helper()
-	events, err := history.ReadFile(filepath.Join(dir, results.HistoryFile))
+	events, err := history.ReadFile(filepath.Join(dir, runstore.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
-	"splitbrain/results"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
@@ -140,7 +140,7 @@ func containsAny(s string, subs []string) bool {
 // storage rejected: completions of type fail carrying its rejection.
 func rejectedWrites(t *testing.T, dir string) int {
 	t.Helper()
-	events, err := history.ReadFile(filepath.Join(dir, results.HistoryFile))
+	events, err := history.ReadFile(filepath.Join(dir, runstore.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,8 @@ import (
 	"splitbrain/history"
 	"splitbrain/locks"
 	"splitbrain/nemesis"
-	"splitbrain/results"
+	"splitbrain/pages"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 	"splitbrain/workload"
 )
@@ -81,7 +82,7 @@ const cleanupTimeout = 30 * time.Second
 // folder was made, even with an error.
 func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, error) {
 	started := time.Now()
-	dir, err := results.NewRunDir(opts.Store, sc.Name, started)
+	dir, err := runstore.NewRunDir(opts.Store, sc.Name, started)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 	if err := writeScenarioFile(dir, sc); err != nil {
 		return nil, err
 	}
-	rec, err := history.Create(filepath.Join(dir, results.HistoryFile))
+	rec, err := history.Create(filepath.Join(dir, runstore.HistoryFile))
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +179,7 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 	if cmd == "" {
 		cmd = fmt.Sprintf("splitbrain run %s --seed %d", sc.Name, opts.Seed)
 	}
-	meta := results.Meta{
+	meta := runstore.Meta{
 		Scenario:    sc.Name,
 		Description: sc.Description,
 		Lock:        sc.Lock.Kind,
@@ -193,9 +194,9 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		Backend:     backend,
 		Belief:      locks.Belief(sc.Lock.Kind),
 	}
-	write := results.Write
+	write := pages.Write
 	if opts.NoIndex {
-		write = results.WriteRun
+		write = pages.WriteRun
 	}
 	writeErr := write(dir, meta, events, res)
 	out := &Outcome{Dir: dir, Result: res, AsExpected: checker.Met(meta.Expect, res)}

@@ -13,8 +13,8 @@ import (
 	"splitbrain/checker"
 	"splitbrain/cluster"
 	"splitbrain/history"
-	"splitbrain/results"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
@@ -44,7 +44,7 @@ func assertCleanedUp(t *testing.T, dir, cache string) {
 	if entries, _ := os.ReadDir(filepath.Join(cache, "live")); len(entries) != 0 {
 		t.Errorf("live registry not empty: %v", entries)
 	}
-	for _, f := range []string{results.HistoryFile, results.ResultFile, results.ReportFile} {
+	for _, f := range []string{runstore.HistoryFile, runstore.ResultFile, runstore.ReportFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("run dir lacks %s: %v", f, err)
 		}
@@ -76,10 +76,10 @@ func TestClockJumpFindsTheViolation(t *testing.T) {
 		if !jump {
 			t.Errorf("seed %d: violation does not name n3's clock jump: %+v", seed, v.Faults)
 		}
-		if _, err := os.Stat(filepath.Join(out.Dir, results.PorcupineFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(out.Dir, runstore.PorcupineFile)); err != nil {
 			t.Errorf("seed %d: no porcupine visualization: %v", seed, err)
 		}
-		events, err := history.ReadFile(filepath.Join(out.Dir, results.HistoryFile))
+		events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestClockJumpControlIsValid(t *testing.T) {
 		if out.Result.Verdict != checker.Valid || !out.AsExpected {
 			t.Fatalf("seed %d: verdict %s (%s), want valid", seed, out.Result.Verdict, out.Result.Reason)
 		}
-		if _, err := os.Stat(filepath.Join(out.Dir, results.PorcupineFile)); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(out.Dir, runstore.PorcupineFile)); !os.IsNotExist(err) {
 			t.Errorf("seed %d: porcupine.html written for a valid run", seed)
 		}
 	})
@@ -153,7 +153,7 @@ steps:
 	if out.Result.Verdict != checker.Unknown || !strings.Contains(out.Result.Reason, "interrupted") {
 		t.Errorf("verdict %s (%s), want unknown because interrupted", out.Result.Verdict, out.Result.Reason)
 	}
-	events, err := history.ReadFile(filepath.Join(out.Dir, results.HistoryFile))
+	events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"splitbrain/cluster"
-	"splitbrain/docker"
+	"splitbrain/cluster/docker"
+	"splitbrain/cluster/local"
 	"splitbrain/scenarios/spec"
 )
 
@@ -19,7 +20,7 @@ type startFunc func(context.Context, cluster.Config) (cluster.Backend, error)
 // addresses, so that link faults work as they do locally.
 var backends = map[string]startFunc{
 	spec.BackendLocal: func(ctx context.Context, cfg cluster.Config) (cluster.Backend, error) {
-		return started(cluster.StartLocal(ctx, cfg))
+		return started(local.Start(ctx, cfg))
 	},
 	spec.BackendDocker: func(ctx context.Context, cfg cluster.Config) (cluster.Backend, error) {
 		return started(docker.Start(ctx, cfg))

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
 	"splitbrain/scenarios/spec"
@@ -25,7 +26,7 @@ const storageTimeout = 5 * time.Second
 // workloadRun is what a generated workload needs beyond the scripted
 // runner: the storage node and every client's connection to it.
 type workloadRun struct {
-	storage  *cluster.Local
+	storage  *local.Cluster
 	harness  *redis.Client // the harness's own connection: initial writes, final reads
 	storages map[string]*workload.Storage
 }
@@ -36,7 +37,7 @@ func (r *runner) startStorage(ctx context.Context, dir, cacheDir string) (*nemes
 	if !r.sc.Workload.HasResource() {
 		return nil, nil
 	}
-	st, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 1, Dir: filepath.Join(dir, spec.StorageNode), CacheDir: cacheDir})
+	st, err := local.Start(ctx, cluster.Config{Nodes: 1, Dir: filepath.Join(dir, spec.StorageNode), CacheDir: cacheDir})
 	if err != nil {
 		return nil, fmt.Errorf("storage node: %w", err)
 	}

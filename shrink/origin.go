@@ -13,15 +13,15 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
-	"splitbrain/results"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
 // origin is the run being shrunk: what it played and what it broke.
 type origin struct {
 	dir  string // the run folder, symbolic links resolved
-	meta results.Meta
+	meta runstore.Meta
 	res  checker.Result // result.json's summary
 	// sc is the scenario as the run played it: its lock alone, its
 	// number of clients and its workload's duration (run's --lock,
@@ -50,9 +50,9 @@ func load(dir string) (*origin, error) {
 	if err != nil {
 		return nil, notShrinkable("%s is not a run folder: %v", dir, err)
 	}
-	rec, err := results.ReadRecord(abs)
+	rec, err := runstore.ReadRecord(abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, notShrinkable("%s is not a finished run: it has no %s (a run folder such as store/random-clock-counter/latest)", dir, results.ResultFile)
+		return nil, notShrinkable("%s is not a finished run: it has no %s (a run folder such as store/random-clock-counter/latest)", dir, runstore.ResultFile)
 	}
 	if err != nil {
 		return nil, notShrinkable("%s: %v", dir, err)
@@ -103,7 +103,7 @@ func load(dir string) (*origin, error) {
 // played is sc as meta says it was played: one lock, that number of
 // clients, and the duration run's --time gave, if it gave one (the
 // command that re-runs the run names it).
-func played(sc *spec.Scenario, meta results.Meta) (*spec.Scenario, error) {
+func played(sc *spec.Scenario, meta runstore.Meta) (*spec.Scenario, error) {
 	if meta.Lock != "" {
 		sc = sc.PlayAgainst(meta.Lock)
 	}

@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"splitbrain/checker"
-	"splitbrain/results"
+	"splitbrain/pages"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
 // runFolder makes a run folder as a run leaves it, without running:
 // scenario.yaml (a built-in's text) and result.json with verdict and
 // recorded faults.
-func runFolder(t *testing.T, builtin string, verdict checker.Verdict, faults []checker.FaultWindow, meta results.Meta) string {
+func runFolder(t *testing.T, builtin string, verdict checker.Verdict, faults []checker.FaultWindow, meta runstore.Meta) string {
 	t.Helper()
 	dir := t.TempDir()
 	if builtin != "" {
@@ -33,7 +34,7 @@ func runFolder(t *testing.T, builtin string, verdict checker.Verdict, faults []c
 		{Name: checker.PropLeaseLock, Verdict: checker.Valid, Decides: true},
 		{Name: checker.PropCounter, Verdict: verdict, Decides: true},
 	}}
-	if err := results.Write(dir, meta, nil, res); err != nil {
+	if err := pages.Write(dir, meta, nil, res); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -67,7 +68,7 @@ func recorded(t *testing.T, builtin string, seed int64, clients int) []checker.F
 // --time — with the property to keep violating; what cannot be shrunk is
 // refused, saying why.
 func TestLoad(t *testing.T) {
-	meta := results.Meta{Scenario: "random-pause-counter", Lock: "redsync", Seed: 39, Clients: []string{"c1", "c2", "c3", "c4"},
+	meta := runstore.Meta{Scenario: "random-pause-counter", Lock: "redsync", Seed: 39, Clients: []string{"c1", "c2", "c3", "c4"},
 		Command: "splitbrain run random-pause-counter --seed 39 --lock redsync --clients 4 --time 3s"}
 	faults := recorded(t, "random-pause-counter", 39, 4)
 	good := runFolder(t, "random-pause-counter", checker.Invalid, faults[:4], meta)

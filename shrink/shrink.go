@@ -26,8 +26,9 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
-	"splitbrain/results"
+	"splitbrain/pages"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
@@ -342,7 +343,7 @@ func (sh *shrinker) shrink(ctx context.Context) (*Result, error) {
 	res.To = sizeOf(chosen.c)
 	res.Reproduced = chosen.count
 	if chosen.dir != "" {
-		res.Report = filepath.Join(chosen.dir, results.ReportFile)
+		res.Report = filepath.Join(chosen.dir, runstore.ReportFile)
 	}
 	res.Wall = time.Since(sh.started)
 	rate := fmt.Sprintf("Run %d more times, one at a time, with seed %d, it violated %s in %s runs: splitbrain run %s --seed %d.",
@@ -671,12 +672,12 @@ func (sh *shrinker) link() error {
 		}
 		return filepath.ToSlash(r)
 	}
-	link := results.Shrunk{Scenario: rel(sh.file),
+	link := runstore.Shrunk{Scenario: rel(sh.file),
 		Summary: fmt.Sprintf("%s; violated %s in %s further runs", sh.res.To, o.prop, sh.res.Reproduced)}
 	if sh.res.Report != "" {
 		link.Report = rel(sh.res.Report)
 	}
-	events, err := history.ReadFile(filepath.Join(o.dir, results.HistoryFile))
+	events, err := history.ReadFile(filepath.Join(o.dir, runstore.HistoryFile))
 	if err != nil {
 		return fmt.Errorf("reading its history: %w", err)
 	}
@@ -690,5 +691,5 @@ func (sh *shrinker) link() error {
 	}
 	meta := o.meta
 	meta.Shrunk = &link
-	return results.Write(o.dir, meta, events, res)
+	return pages.Write(o.dir, meta, events, res)
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"splitbrain/checker"
-	"splitbrain/results"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 	"splitbrain/shrink"
 )
@@ -151,14 +151,14 @@ func TestShrinkReproduces(t *testing.T) {
 		t.Errorf("three more runs of %s: %s was not violated in any", res.File, res.Property)
 	}
 
-	meta, err := results.ReadMeta(out.Dir)
+	meta, err := runstore.ReadMeta(out.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if meta.Shrunk == nil || filepath.Join(out.Dir, meta.Shrunk.Scenario) != res.File || meta.Shrunk.Report == "" {
 		t.Errorf("the run's result.json links %+v, want %s and a report", meta.Shrunk, res.File)
 	}
-	report, err := os.ReadFile(filepath.Join(out.Dir, results.ReportFile))
+	report, err := os.ReadFile(filepath.Join(out.Dir, runstore.ReportFile))
 	if err != nil || !strings.Contains(string(report), `class="shrunk"`) {
 		t.Errorf("the run's report does not link the shrunk file (%v)", err)
 	}
@@ -190,7 +190,7 @@ steps:
 	if out.Result.Verdict != checker.Valid {
 		t.Fatalf("the calm run is %s (%s)", out.Result.Verdict, out.Result.Reason)
 	}
-	path := filepath.Join(out.Dir, results.ResultFile)
+	path := filepath.Join(out.Dir, runstore.ResultFile)
 	var rec map[string]any
 	b, err := os.ReadFile(path)
 	if err == nil {

@@ -9,8 +9,9 @@ import (
 	"strings"
 
 	"splitbrain/locks"
-	"splitbrain/results"
+	"splitbrain/pages"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/fit"
 	"splitbrain/scenarios/spec"
 )
@@ -18,7 +19,7 @@ import (
 // PlayedRun is a run folder and its record.
 type PlayedRun struct {
 	Dir string
-	Rec results.Record
+	Rec runstore.Record
 }
 
 // ReadRuns reads the record of each run folder; a folder without a
@@ -32,7 +33,7 @@ func ReadRuns(dirs []string) ([]PlayedRun, error) {
 			errs = append(errs, err)
 			continue
 		}
-		rec, err := results.ReadRecord(abs)
+		rec, err := runstore.ReadRecord(abs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", d, err))
 			continue
@@ -46,7 +47,7 @@ func ReadRuns(dirs []string) ([]PlayedRun, error) {
 // record says its scenario, lock, seed, expectation and answers; the
 // scenarios (scs, or those parsed from the folders' scenario.yaml) say
 // each story's family and which locks it does not fit.
-func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) results.Matrix {
+func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) runstore.Matrix {
 	locks = slices.Clone(locks)
 	byName := map[string]*spec.Scenario{}
 	var order []string
@@ -112,14 +113,14 @@ func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) results.Ma
 		return strings.Compare(a, b)
 	})
 
-	m := results.Matrix{Scenarios: order, Locks: locks}
+	m := runstore.Matrix{Scenarios: order, Locks: locks}
 	for _, f := range Families {
 		m.Families = append(m.Families, string(f))
 	}
 	for _, name := range order {
 		sc := byName[name]
 		for _, l := range locks {
-			c := results.MatrixCell{Scenario: name, Lock: l, Family: string(fams[name])}
+			c := runstore.MatrixCell{Scenario: name, Lock: l, Family: string(fams[name])}
 			ps := plays[[2]string{name, l}]
 			if sc != nil {
 				e, _ := sc.ExpectFor(l)
@@ -133,7 +134,7 @@ func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) results.Ma
 			}
 			slices.SortStableFunc(ps, func(a, b PlayedRun) int { return a.Rec.Meta.Started.Compare(b.Rec.Meta.Started) })
 			for _, p := range ps {
-				c.Plays = append(c.Plays, results.PlayOf(p.Dir, p.Rec))
+				c.Plays = append(c.Plays, runstore.PlayOf(p.Dir, p.Rec))
 				if c.Expect == "" {
 					c.Expect = p.Rec.Meta.Expect
 				}
@@ -156,7 +157,7 @@ func FindRuns(root string) ([]string, error) {
 		if d.Type()&os.ModeSymlink != 0 {
 			return nil // store/latest points at a run listed already
 		}
-		if !d.IsDir() && d.Name() == results.ResultFile {
+		if !d.IsDir() && d.Name() == runstore.ResultFile {
 			dirs = append(dirs, filepath.Dir(path))
 		}
 		return nil
@@ -173,7 +174,7 @@ func FindRuns(root string) ([]string, error) {
 // page. It returns the matrix as written, how many run folders it holds,
 // and the folders that could not be read (unread), which it lacks; err
 // says the matrix could not be written.
-func Rebuild(out string, dirs []string, command string) (m results.Matrix, runs int, unread, err error) {
+func Rebuild(out string, dirs []string, command string) (m runstore.Matrix, runs int, unread, err error) {
 	dirs = slices.Clone(dirs)
 	slices.Sort(dirs)
 	dirs = slices.Compact(dirs)
@@ -199,10 +200,10 @@ func Rebuild(out string, dirs []string, command string) (m results.Matrix, runs 
 	if err != nil {
 		return m, len(played), unread, err
 	}
-	if err := results.WriteMatrix(abs, m); err != nil {
+	if err := pages.WriteMatrix(abs, m); err != nil {
 		return m, len(played), unread, err
 	}
-	if back, err := results.ReadMatrix(abs); err == nil {
+	if back, err := runstore.ReadMatrix(abs); err == nil {
 		m = back
 	}
 	return m, len(played), unread, nil

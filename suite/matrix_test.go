@@ -11,7 +11,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/locks"
-	"splitbrain/results"
+	"splitbrain/runstore"
 )
 
 // writeRun writes a run folder holding only its result.json, as a play
@@ -21,8 +21,8 @@ func writeRun(t *testing.T, dir, scenario, lock string, seed int64, verdict chec
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	rec := results.Record{
-		Meta:       results.Meta{Scenario: scenario, Lock: lock, Seed: seed, Started: started, Expect: "violation"},
+	rec := runstore.Record{
+		Meta:       runstore.Meta{Scenario: scenario, Lock: lock, Seed: seed, Started: started, Expect: "violation"},
 		Result:     checker.Result{Verdict: verdict},
 		AsExpected: verdict == checker.Invalid,
 	}
@@ -30,7 +30,7 @@ func writeRun(t *testing.T, dir, scenario, lock string, seed int64, verdict chec
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, results.ResultFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, runstore.ResultFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -53,7 +53,7 @@ func TestFindRunsAndRebuild(t *testing.T) {
 	if err := os.MkdirAll(bad, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bad, results.ResultFile), []byte("{"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(bad, runstore.ResultFile), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	dirs, err := FindRuns(store)
@@ -89,7 +89,7 @@ func TestFindRunsAndRebuild(t *testing.T) {
 			t.Errorf("clock-jump/single: no n/a (a quorum story)")
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, results.MatrixFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(out, runstore.MatrixFile)); err != nil {
 		t.Error(err)
 	}
 }

@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"splitbrain/internal/loadgate"
-	"splitbrain/results"
+	"splitbrain/pages"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
@@ -45,7 +46,7 @@ func refreshIndex(store string, period time.Duration, w io.Writer) (stop func())
 			case <-done:
 				return
 			case <-t.C:
-				if err := results.WriteIndex(store); err != nil {
+				if err := pages.WriteIndex(store); err != nil {
 					fmt.Fprintf(w, "splitbrain: the store's index: %v\n", err)
 				}
 			}
@@ -166,7 +167,7 @@ type Options struct {
 // Result is a suite played: its matrix as written, and what stopped it.
 type Result struct {
 	// Matrix is the matrix as written and read back, its cells tallied.
-	Matrix results.Matrix
+	Matrix runstore.Matrix
 	// Path is the matrix page, in the store as given.
 	Path  string
 	Plays []PlayResult
@@ -245,7 +246,7 @@ func Run(ctx context.Context, p Plan, opts Options) (Result, error) {
 	played, _ := p.Played()
 	m.Title = "splitbrain suite"
 	m.Command = opts.Command
-	m.Seed, m.Seeds, m.Runs, m.Started, m.Wall = opts.Seed, Seeds(opts.Seed, opts.Runs), opts.Runs, started, results.Duration(wall.Round(time.Second))
+	m.Seed, m.Seeds, m.Runs, m.Started, m.Wall = opts.Seed, Seeds(opts.Seed, opts.Runs), opts.Runs, started, runstore.Duration(wall.Round(time.Second))
 	if ctx.Err() != nil {
 		m.Partial = fmt.Sprintf("the suite was interrupted after %v; %d of %d plays ended (each healed, cleaned up and reported), the others were not started",
 			wall.Round(time.Second), len(prs), played*opts.Runs)
@@ -256,16 +257,16 @@ func Run(ctx context.Context, p Plan, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := results.WriteMatrix(store, m); err != nil {
-		return Result{}, errors.Join(err, readErr, results.WriteIndex(opts.Store))
+	if err := pages.WriteMatrix(store, m); err != nil {
+		return Result{}, errors.Join(err, readErr, pages.WriteIndex(opts.Store))
 	}
 	// The index lists every run and the matrix: rebuilt once more now
 	// that both are written.
-	readErr = errors.Join(readErr, results.WriteIndex(opts.Store))
+	readErr = errors.Join(readErr, pages.WriteIndex(opts.Store))
 	// Read back what was written: the tallies are WriteMatrix's.
-	if back, err := results.ReadMatrix(store); err == nil {
+	if back, err := runstore.ReadMatrix(store); err == nil {
 		m = back
 	}
-	return Result{Matrix: m, Path: filepath.Join(opts.Store, results.MatrixFile), Plays: prs, Wall: wall,
+	return Result{Matrix: m, Path: filepath.Join(opts.Store, runstore.MatrixFile), Plays: prs, Wall: wall,
 		Stopped: stopped, Unread: readErr}, nil
 }

@@ -2,8 +2,8 @@
 // fits, each several times, side by side as the CPUs allow — and
 // assembles the safety matrix from the run folders it leaves: the plan of
 // plays (Cells, PlaySeed, PlayOrder), the playing (Play, Run) and the
-// matrix (ReadRuns, Assemble, Rebuild). The matrix's tally and page are
-// results'; the command line is cmd/splitbrain's.
+// matrix (ReadRuns, Assemble, Rebuild). The matrix's tally is runstore's
+// and its page pages'; the command line is cmd/splitbrain's.
 package suite
 
 import (

@@ -17,6 +17,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/history"
 	"splitbrain/locks/adapter"
 	"splitbrain/redlock"
@@ -34,7 +35,7 @@ func startNodes(t *testing.T, n int) []*redis.Client {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: n, Dir: t.TempDir()})
+	cl, err := local.Start(ctx, cluster.Config{Nodes: n, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("starting %d redis-server nodes: %v", n, err)
 	}

@@ -69,7 +69,13 @@ type Belief struct {
 	// begun by a late extension the belief of the lease it extended. The
 	// lease's resource operations are one critical section across both.
 	root *Belief
+	// grant: an acquire's OK began the belief (not a late extension).
+	grant bool
 }
+
+// Grant reports whether an acquire's OK began the belief: a grant of the
+// lock, where a late extension's belief continues one.
+func (b *Belief) Grant() bool { return b.grant }
 
 // Root is the belief that began b's lease: b itself, or for a belief begun
 // by a late extension the belief of the lease it extended. The lease's
@@ -482,7 +488,7 @@ func (a *analysis) plausible(inv, ok *history.Event) {
 func (a *analysis) newBelief(inv, ok *history.Event) *Belief {
 	b := &Belief{Client: inv.Process, Key: inv.Key, Value: lockValue(inv, ok), Invoke: inv.Time, Start: ok.Time,
 		Deadline: ok.Deadline, Nodes: ok.Nodes, Token: ok.Token,
-		InvokeIndex: inv.Index, OKIndex: ok.Index, EndIndex: -1}
+		InvokeIndex: inv.Index, OKIndex: ok.Index, EndIndex: -1, grant: inv.F == history.Acquire}
 	b.root = b
 	if b.Value == "" || !a.resources {
 		return b

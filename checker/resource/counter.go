@@ -310,6 +310,12 @@ func checkCounter(a *analysis, rs []*resource, cfg search.Config) (*CounterResul
 		}
 		res.Reason = fmt.Sprintf("%d increment(s) applied to %d counter(s): every critical section was an atomic read-then-write, no update lost",
 			applied, len(res.Keys))
+		if a.outside > 0 {
+			// Counted all the same (a write's section follows its
+			// client, not its lease), and named: the lock did not
+			// guard these.
+			res.Reason += fmt.Sprintf(", %d of the writes made outside their client's lease", a.outside)
+		}
 	}
 	if res.Verdict != verdict.Invalid {
 		return res, nil

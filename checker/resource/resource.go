@@ -35,12 +35,15 @@ type resource struct {
 	reads []*resourceOp
 }
 
-// section is the resource operations run under one lease (its root
-// belief), or a process's run of operations outside any lease: in either,
-// a write is computed from the section's read before it.
+// section is one client's run of operations on one resource up to and
+// including a write: the write is computed from the section's last read.
+// A section follows the client, not its lease: a client that read under a
+// lease and wrote after releasing it (or before acquiring the next) wrote
+// what it computed from that read all the same, and the write counts as
+// any other (a lease boundary between the read and the write must not turn
+// a lost update into a blind write).
 type section struct {
-	lease *paired.Belief // nil outside any lease
-	ops   []*resourceOp
+	ops []*resourceOp
 }
 
 // writeOp is one write, transfer or add with what the checks need.
@@ -64,6 +67,8 @@ type analysis struct {
 	faults  []paired.FaultWindow
 	ops     []*resourceOp // resource operations, in invoke order
 	notes   []string
+	// outside counts the writes made outside any lease of their client.
+	outside int
 }
 
 // resourceOp is one operation on the protected resource: an invoke and its
@@ -88,16 +93,16 @@ func (o *resourceOp) typ() history.Type {
 }
 
 // collectResources groups the resource operations by key, and within a key
-// by lease (critical sections). Every operation is checked, in a lease or
-// not: a process's operations outside any lease form sections of their own
-// (a run of them, up to its next operation under a lease), so a write made
-// from a read outside a lease is judged as any other.
+// by client into critical sections, each ending at a write. Every operation
+// is checked, in a lease or not; one outside any lease is noted.
 func collectResources(a *analysis) ([]*resource, []string) {
 	byKey := map[string]*resource{}
 	var order []string
 	var notes []string
-	bySection := map[*paired.Belief]*section{}
-	outside := map[procKey]*section{}
+	// open is each client's section on a key that no write has closed
+	// yet: the client continues under a new process after an unknown
+	// outcome (history.ClientOf), its reads still its own.
+	open := map[procKey]*section{}
 	lastRead := map[*section]*resourceOp{}
 	for _, op := range a.ops {
 		ev := op.inv
@@ -109,24 +114,22 @@ func collectResources(a *analysis) ([]*resource, []string) {
 		}
 		typ := op.typ()
 		var sec *section
-		pk := procKey{ev.Process, ev.Key}
-		switch {
-		case op.lease != nil:
-			root := op.lease.Root()
-			sec = bySection[root]
-			if sec == nil {
-				sec = &section{lease: root}
-				bySection[root] = sec
-				r.sections = append(r.sections, sec)
+		if ev.Process != history.ProcessInit && ev.Process != history.ProcessFinal {
+			if op.lease == nil {
+				notes = append(notes, fmt.Sprintf("%s by %s on %q at event %d ran outside any lease", ev.F, ev.Process, ev.Key, ev.Index))
+				if ev.F != history.Read {
+					a.outside++
+				}
 			}
-			delete(outside, pk)
-		case ev.Process != history.ProcessInit && ev.Process != history.ProcessFinal:
-			notes = append(notes, fmt.Sprintf("%s by %s on %q at event %d ran outside any lease", ev.F, ev.Process, ev.Key, ev.Index))
-			sec = outside[pk]
+			pk := procKey{history.ClientOf(ev.Process), ev.Key}
+			sec = open[pk]
 			if sec == nil {
 				sec = &section{}
-				outside[pk] = sec
+				open[pk] = sec
 				r.sections = append(r.sections, sec)
+			}
+			if ev.F != history.Read {
+				delete(open, pk)
 			}
 		}
 		if sec != nil {

@@ -21,7 +21,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history/histgen"
-	"splitbrain/results"
+	"splitbrain/runstore"
 )
 
 const usage = `Usage: histgen [--ops N] [--clients N] [--seed N] [--violation] RUN_DIR
@@ -86,7 +86,7 @@ func write(dir string, m histgen.Mutex, command string) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, results.HistoryFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, runstore.HistoryFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -103,8 +103,8 @@ func write(dir string, m histgen.Mutex, command string) (err error) {
 	for i := range m.Clients {
 		cl = append(cl, fmt.Sprintf("c%d", i+1))
 	}
-	rec := results.Record{
-		Meta: results.Meta{
+	rec := runstore.Record{
+		Meta: runstore.Meta{
 			Scenario: "histgen-mutex",
 			Description: fmt.Sprintf("A synthetic history of %d operations by %d clients on one lock, written by histgen without Redis (seed %d).",
 				m.Ops, m.Clients, m.Seed),
@@ -113,11 +113,11 @@ func write(dir string, m histgen.Mutex, command string) (err error) {
 		},
 		Result: checker.Result{Verdict: checker.Unknown,
 			Reason: "not judged yet: run splitbrain check on this folder"},
-		Files: map[string]string{"history": results.HistoryFile},
+		Files: map[string]string{"history": runstore.HistoryFile},
 	}
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, results.ResultFile), append(b, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(dir, runstore.ResultFile), append(b, '\n'), 0o644)
 }

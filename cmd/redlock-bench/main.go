@@ -34,6 +34,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/redlock"
 )
 
@@ -72,7 +73,7 @@ func run(cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: cfg.nodes, Dir: dir})
+	cl, err := local.Start(ctx, cluster.Config{Nodes: cfg.nodes, Dir: dir})
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"splitbrain/docker"
-	"splitbrain/docker/dockertest"
+	"splitbrain/cluster/docker"
+	"splitbrain/cluster/docker/dockertest"
 )
 
 // testDocker connects to this machine's Docker engine, or skips the test

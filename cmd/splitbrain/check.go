@@ -13,7 +13,8 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
-	"splitbrain/results"
+	"splitbrain/pages"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
 
@@ -87,7 +88,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	setMemoryLimit()
 	dir := pos[0]
-	path := filepath.Join(dir, results.HistoryFile)
+	path := filepath.Join(dir, runstore.HistoryFile)
 	if fi, err := os.Stat(path); err != nil {
 		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %v", dir, err)}
 	} else if !fi.Mode().IsRegular() {
@@ -107,15 +108,15 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %v", dir, err)}
 	case errors.As(err, &le) && errors.Is(err, history.ErrTruncated):
 		incomplete = fmt.Sprintf("%s ends in a line cut short at line %d, as a crash leaves it; the %d event(s) before it were checked",
-			results.HistoryFile, le.Line, len(events))
+			runstore.HistoryFile, le.Line, len(events))
 	case errors.As(err, &le) && errors.Is(err, history.ErrUnreadable) && len(events) == 0:
 		return exitInternal, fmt.Errorf("%s: %w", path, le.Err)
 	case errors.As(err, &le) && errors.Is(err, history.ErrUnreadable):
 		incomplete = fmt.Sprintf("%s could not be read past line %d (%v); the %d event(s) before it were checked",
-			results.HistoryFile, le.Line-1, le.Err, len(events))
+			runstore.HistoryFile, le.Line-1, le.Err, len(events))
 	case errors.As(err, &le):
 		incomplete = fmt.Sprintf("%s:%d is not a history event (%v); the %d event(s) before it were checked",
-			results.HistoryFile, le.Line, le.Err, len(events))
+			runstore.HistoryFile, le.Line, le.Err, len(events))
 	default:
 		return exitInternal, err
 	}
@@ -132,17 +133,17 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintf(stderr, "splitbrain: %s has no %s (the run did not finish); the report's header is rebuilt from the folder's name\n",
-			dir, results.ResultFile)
+			dir, runstore.ResultFile)
 	case err != nil:
 		fmt.Fprintf(stderr, "splitbrain: %v; the report's header is rebuilt from the folder's name\n", err)
 	}
-	if err := results.Write(dir, meta, events, res); err != nil {
+	if err := pages.Write(dir, meta, events, res); err != nil {
 		fmt.Fprintf(stderr, "splitbrain: %v\n", err)
 		if res.Verdict == checker.Valid {
 			return exitInternal, nil
 		}
 	}
-	report := filepath.Join(dir, results.ReportFile)
+	report := filepath.Join(dir, runstore.ReportFile)
 	if *asJSON {
 		writeJSON(stdout, checkSummary{Dir: dir, Report: report, Verdict: res.Verdict, Reason: res.Reason,
 			Incomplete: incomplete, Events: len(events), Properties: res.Properties})
@@ -166,8 +167,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 
 // checkMeta keeps what the run recorded about itself; a run that crashed
 // before writing result.json gets what its folder's name says.
-func checkMeta(dir string) (results.Meta, error) {
-	meta, err := results.ReadMeta(dir)
+func checkMeta(dir string) (runstore.Meta, error) {
+	meta, err := runstore.ReadMeta(dir)
 	if err == nil {
 		return meta, nil
 	}
@@ -178,7 +179,7 @@ func checkMeta(dir string) (results.Meta, error) {
 	if resolved, rerr := filepath.EvalSymlinks(abs); rerr == nil {
 		abs = resolved
 	}
-	return results.Meta{
+	return runstore.Meta{
 		Scenario: filepath.Base(filepath.Dir(abs)),
 		Command:  shellCommand("splitbrain", "check", dir),
 	}, err

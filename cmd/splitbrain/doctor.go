@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
-	"splitbrain/docker"
+	"splitbrain/cluster/docker"
 	"splitbrain/driver"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"splitbrain/docker"
+	"splitbrain/cluster/docker"
 )
 
 // doctor runs `splitbrain doctor` with extra environment variables.

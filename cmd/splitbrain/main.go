@@ -27,7 +27,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/cluster"
-	"splitbrain/docker"
+	"splitbrain/cluster/docker"
 	"splitbrain/locks"
 	"splitbrain/runner"
 	"splitbrain/scenarios/spec"

@@ -12,7 +12,7 @@ import (
 
 	"splitbrain/fault"
 	"splitbrain/history"
-	"splitbrain/results"
+	"splitbrain/runstore"
 	"splitbrain/suite"
 )
 
@@ -20,7 +20,7 @@ import (
 // order, without times: what the seed decides.
 func faultSchedule(t *testing.T, dir string) []string {
 	t.Helper()
-	events, err := history.ReadFile(filepath.Join(dir, results.HistoryFile))
+	events, err := history.ReadFile(filepath.Join(dir, runstore.HistoryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestSuiteRunsReplayAloneAndMatrixFromFolders(t *testing.T) {
 	if !strings.Contains(res.stdout, "play seeds by run: 3, "+strconv.FormatInt(s1, 10)) {
 		t.Errorf("the derived seeds are not printed")
 	}
-	m, err := results.ReadMatrix(store)
+	m, err := runstore.ReadMatrix(store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestSuiteRunsReplayAloneAndMatrixFromFolders(t *testing.T) {
 		t.Fatalf("cells %+v, want one cell of 2 plays", m.Cells)
 	}
 	c := m.Cells[0]
-	var play results.MatrixPlay
+	var play runstore.MatrixPlay
 	for _, p := range c.Plays {
 		if p.Seed == s1 {
 			play = p
@@ -102,11 +102,11 @@ func TestSuiteRunsReplayAloneAndMatrixFromFolders(t *testing.T) {
 	if mres.code != 0 {
 		t.Fatalf("matrix: exit %d", mres.code)
 	}
-	back, err := results.ReadMatrix(out)
+	back, err := runstore.ReadMatrix(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells := map[string]results.MatrixCell{}
+	cells := map[string]runstore.MatrixCell{}
 	for _, c := range back.Cells {
 		if c.Scenario != "random-kill-counter" {
 			t.Errorf("a row %s that no folder played", c.Scenario)
@@ -149,14 +149,14 @@ func TestInterruptParallelSuite(t *testing.T) {
 		t.Errorf("exit code %d after Ctrl-C, want 2", code)
 	}
 	e.checkClean()
-	m, err := results.ReadMatrix(store)
+	m, err := runstore.ReadMatrix(store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(m.Partial, "interrupted") {
 		t.Errorf("matrix partial %q, want it to say the suite was interrupted", m.Partial)
 	}
-	if page, err := os.ReadFile(filepath.Join(store, results.MatrixFile)); err != nil || !strings.Contains(string(page), "Partial matrix") {
+	if page, err := os.ReadFile(filepath.Join(store, runstore.MatrixFile)); err != nil || !strings.Contains(string(page), "Partial matrix") {
 		t.Errorf("matrix.html does not say it is partial (%v)", err)
 	}
 	if !strings.Contains(r.stdout.String(), "PARTIAL: ") {
@@ -180,7 +180,7 @@ func TestInterruptParallelSuite(t *testing.T) {
 		t.Errorf("%d run folders, %d plays in the matrix; want every started play, and not all 33", len(folders), plays)
 	}
 	for _, f := range folders {
-		for _, name := range []string{results.ResultFile, results.ReportFile} {
+		for _, name := range []string{runstore.ResultFile, runstore.ReportFile} {
 			if _, err := os.Stat(filepath.Join(f, name)); err != nil {
 				t.Errorf("%s: %v", f, err)
 			}

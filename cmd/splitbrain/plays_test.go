@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"splitbrain/locks"
-	"splitbrain/results"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/fit"
 	"splitbrain/scenarios/spec"
 )
@@ -69,7 +69,7 @@ func TestRunPlaysEveryLock(t *testing.T) {
 		t.Fatalf("run folders %v, want two", dirs)
 	}
 	for i, lock := range []string{"redlock", "single"} {
-		data, err := os.ReadFile(filepath.Join(dirs[i], results.ResultFile))
+		data, err := os.ReadFile(filepath.Join(dirs[i], runstore.ResultFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,17 +123,17 @@ func TestSuiteDense(t *testing.T) {
 		t.Errorf("exit code %d, want 0", res.code)
 	}
 	var out struct {
-		Matrix string               `json:"matrix"`
-		Cells  []results.MatrixCell `json:"cells"`
+		Matrix string                `json:"matrix"`
+		Cells  []runstore.MatrixCell `json:"cells"`
 	}
 	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
 		t.Fatalf("stdout is not the suite's JSON: %v", err)
 	}
-	m, err := results.ReadMatrix(store)
+	m, err := runstore.ReadMatrix(store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Seed != 5 || out.Matrix != filepath.Join(store, results.MatrixFile) || m.Partial != "" {
+	if m.Seed != 5 || out.Matrix != filepath.Join(store, runstore.MatrixFile) || m.Partial != "" {
 		t.Errorf("matrix seed %d, path %s, partial %q", m.Seed, out.Matrix, m.Partial)
 	}
 	if len(out.Cells) != len(m.Cells) {
@@ -179,7 +179,7 @@ func TestSuiteDense(t *testing.T) {
 			t.Errorf("no cell for %s against %s", key[0], key[1])
 		}
 	}
-	for _, f := range []string{results.MatrixFile, results.MatrixJSON} {
+	for _, f := range []string{runstore.MatrixFile, runstore.MatrixJSON} {
 		if _, err := os.Stat(filepath.Join(store, f)); err != nil {
 			t.Error(err)
 		}

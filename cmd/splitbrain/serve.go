@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"splitbrain/results"
+	"splitbrain/storeserver"
 )
 
 // defaultServeAddr keeps the store on this machine unless asked otherwise:
@@ -83,7 +83,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) (int, error) {
 
 // serveStore listens on f.addr and serves f.store read-only until ctx ends.
 func serveStore(ctx context.Context, f serveFlags, stdout, stderr io.Writer) error {
-	h, err := results.NewStoreHandler(f.store)
+	h, err := storeserver.New(f.store)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,8 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history/historytest"
-	"splitbrain/results"
+	"splitbrain/pages"
+	"splitbrain/runstore"
 )
 
 // syncBuffer is written by the server goroutine and read by the test.
@@ -75,12 +76,12 @@ func TestServe(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(parent, "secret.txt"), []byte("do not serve"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir, err := results.NewRunDir(store, "clock-jump", time.Now())
+	dir, err := runstore.NewRunDir(store, "clock-jump", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	events := (&historytest.Builder{}).Acquire("c1", "lock", 0.1, 0.2, 1).Release("c1", "lock", 0.5, 0.6).Events()
-	if err := results.Write(dir, results.Meta{Scenario: "clock-jump"}, events, checker.Check(events)); err != nil {
+	if err := pages.Write(dir, runstore.Meta{Scenario: "clock-jump"}, events, checker.Check(events)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -243,7 +244,7 @@ func TestServeAnswersOnlyToItsOwnNames(t *testing.T) {
 // not an idle keep-alive one, not one that stops reading a large file.
 func TestServeTimesOutConnections(t *testing.T) {
 	store := t.TempDir()
-	dir, err := results.NewRunDir(store, "clock-jump", time.Now())
+	dir, err := runstore.NewRunDir(store, "clock-jump", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

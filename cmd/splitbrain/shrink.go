@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"splitbrain/checker"
-	"splitbrain/results"
 	"splitbrain/runner"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 	"splitbrain/shrink"
 )
@@ -142,7 +142,7 @@ func (f shrinkFlags) check() error {
 func runShrink(ctx context.Context, dir string, f shrinkFlags, progress io.Writer) (*shrink.Result, int, error) {
 	// Replays need what the run needed: without it every replay would
 	// fail, which is not a violation that did not come back.
-	if meta, err := results.ReadMeta(dir); err == nil {
+	if meta, err := runstore.ReadMeta(dir); err == nil {
 		backend := runner.Backend(f.backend, meta.Backend)
 		if err := backendReady(ctx, backend); err != nil {
 			return nil, exitInternal, err

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"splitbrain/results"
+	"splitbrain/runstore"
 )
 
 // checkStore makes sure runs can be written under dir before anything
@@ -18,12 +18,12 @@ import (
 // up. It creates nothing: a store that does not exist yet is checked
 // through the nearest folder above it, where the first run will make it.
 //
-// A store that exists must be private: see results.CheckStore; the
+// A store that exists must be private: see runstore.CheckStore; the
 // folders of scenarios are checked too, so that a link planted in the
 // store is refused here rather than found when the run starts.
 func checkStore(dir string, scenarios ...string) error {
-	if err := results.CheckStore(dir, scenarios...); err != nil {
-		return &usageError{fmt.Sprintf("--store %q: %v", dir, strings.TrimPrefix(err.Error(), results.ErrSharedStore.Error()+": "))}
+	if err := runstore.CheckStore(dir, scenarios...); err != nil {
+		return &usageError{fmt.Sprintf("--store %q: %v", dir, strings.TrimPrefix(err.Error(), runstore.ErrSharedStore.Error()+": "))}
 	}
 	at := dir
 	for {

@@ -14,7 +14,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/locks"
-	"splitbrain/results"
+	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 	"splitbrain/suite"
 )
@@ -166,9 +166,9 @@ func suiteScenarios(pos []string, f runFlags) ([]*spec.Scenario, error) {
 }
 
 type suiteJSON struct {
-	Matrix  string               `json:"matrix"`
-	Partial string               `json:"partial,omitempty"`
-	Cells   []results.MatrixCell `json:"cells"`
+	Matrix  string                `json:"matrix"`
+	Partial string                `json:"partial,omitempty"`
+	Cells   []runstore.MatrixCell `json:"cells"`
 }
 
 func joinSeeds(seeds []int64) string {
@@ -189,7 +189,7 @@ func printPlay(w io.Writer, c suite.Cell, pr suite.PlayResult, oneLine bool) {
 	}
 	if !oneLine {
 		printVerdict(w, c.Scenario, pr.Outcome)
-		fmt.Fprintf(w, "report: %s\n", filepath.Join(pr.Outcome.Dir, results.ReportFile))
+		fmt.Fprintf(w, "report: %s\n", filepath.Join(pr.Outcome.Dir, runstore.ReportFile))
 		return
 	}
 	mark := "as expected"
@@ -204,7 +204,7 @@ func printPlay(w io.Writer, c suite.Cell, pr suite.PlayResult, oneLine bool) {
 	res += otherAnswers(pr.Outcome.Result)
 	fmt.Fprintf(w, "%-30s %-16s seed %-20d %-7s (lock %s%s; expected %s: %s)  %s\n",
 		c.Scenario.Name, c.Lock, pr.Seed, strings.ToUpper(string(pr.Outcome.Result.Verdict)), a.Lock, res,
-		c.Scenario.Expect, mark, filepath.Join(pr.Outcome.Dir, results.ReportFile))
+		c.Scenario.Expect, mark, filepath.Join(pr.Outcome.Dir, runstore.ReportFile))
 	if pr.Err != nil {
 		// The first line: a node's error can carry its whole log, which
 		// is in the run folder.
@@ -232,8 +232,8 @@ func otherAnswers(res checker.Result) string {
 
 // printMatrix prints the safety matrix: rows by fault family, a column per
 // lock, each cell k/N invalid and whether it met its expectation.
-func printMatrix(w io.Writer, m results.Matrix) {
-	cells := map[[2]string]results.MatrixCell{}
+func printMatrix(w io.Writer, m runstore.Matrix) {
+	cells := map[[2]string]runstore.MatrixCell{}
 	family := map[string]string{}
 	for _, c := range m.Cells {
 		cells[[2]string{c.Scenario, c.Lock}] = c
@@ -344,14 +344,14 @@ func cmdMatrix(args []string, stdout io.Writer) (int, error) {
 		dirs = append(dirs, found...)
 	}
 	if len(dirs) == 0 {
-		return exitUsage, &usageError{fmt.Sprintf("matrix: no run folder (a folder with %s) under %s", results.ResultFile, strings.Join(pos, ", "))}
+		return exitUsage, &usageError{fmt.Sprintf("matrix: no run folder (a folder with %s) under %s", runstore.ResultFile, strings.Join(pos, ", "))}
 	}
 	m, runs, readErr, err := suite.Rebuild(out, dirs, shellCommand(append([]string{"splitbrain", "matrix"}, args...)...))
 	if err != nil {
 		return exitInternal, err
 	}
 	printMatrix(stdout, m)
-	fmt.Fprintf(stdout, "%d run folders; safety matrix: %s\n", runs, filepath.Join(out, results.MatrixFile))
+	fmt.Fprintf(stdout, "%d run folders; safety matrix: %s\n", runs, filepath.Join(out, runstore.MatrixFile))
 	if readErr != nil {
 		return exitInternal, readErr
 	}

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"splitbrain/cluster"
-	"splitbrain/results"
+	"splitbrain/cluster/local"
+	"splitbrain/runstore"
 )
 
 var benchParallel = flag.Int("suite.parallel", 0, "BenchmarkSuite*: --parallel for the suite (0: the command's default)")
@@ -53,7 +54,7 @@ func benchSuite(b *testing.B, goal time.Duration, extra ...string) {
 		res := e.runFor(2*time.Hour, args...)
 		wall += time.Since(started)
 		cpu += childrenCPU(b) - used
-		m, err := results.ReadMatrix(store)
+		m, err := runstore.ReadMatrix(store)
 		if err != nil {
 			b.Fatalf("exit %d, no matrix: %v\n%s", res.code, err, res.stderr)
 		}
@@ -95,7 +96,7 @@ func redisStartCPU(b *testing.B) time.Duration {
 	defer cancel()
 	cache := b.TempDir()
 	cycle := func() {
-		cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 1, Dir: b.TempDir(), CacheDir: cache})
+		cl, err := local.Start(ctx, cluster.Config{Nodes: 1, Dir: b.TempDir(), CacheDir: cache})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"splitbrain/checker"
-	"splitbrain/results"
+	"splitbrain/runstore"
 )
 
 // wrongExpectation is clock-jump claiming to be safe: the suite must say
@@ -49,13 +49,13 @@ func TestSuiteWritesTheMatrix(t *testing.T) {
 		"clock-jump-control  0/1 ok",
 		"wrong-expectation   1/1 NO",
 		"1 of 2 plays met their expectation (2 cells played, 0 n/a, 0 flaky; 2 stories, seed 3,",
-		"safety matrix: " + filepath.Join(store, results.MatrixFile),
+		"safety matrix: " + filepath.Join(store, runstore.MatrixFile),
 	} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	m, err := results.ReadMatrix(store)
+	m, err := runstore.ReadMatrix(store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestSuiteWritesTheMatrix(t *testing.T) {
 			t.Errorf("cell %s links to a missing report: %v", c.Scenario, err)
 		}
 	}
-	page, err := os.ReadFile(filepath.Join(store, results.MatrixFile))
+	page, err := os.ReadFile(filepath.Join(store, runstore.MatrixFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestSuiteWritesTheMatrix(t *testing.T) {
 	}
 	// The plays leave the store's index to the suite, which writes it at
 	// its end: every play and the matrix are in it.
-	idx, err := results.ReadIndex(store)
+	idx, err := runstore.ReadIndex(store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +92,8 @@ func TestSuiteWritesTheMatrix(t *testing.T) {
 		listed = append(listed, r.Scenario+" "+r.Verdict)
 	}
 	slices.Sort(listed)
-	if want := []string{"clock-jump-control valid", "wrong-expectation invalid"}; !slices.Equal(listed, want) || !slices.Contains(idx.Matrices, results.MatrixFile) {
-		t.Errorf("index lists %v and matrices %v, want %v and %s", listed, idx.Matrices, want, results.MatrixFile)
+	if want := []string{"clock-jump-control valid", "wrong-expectation invalid"}; !slices.Equal(listed, want) || !slices.Contains(idx.Matrices, runstore.MatrixFile) {
+		t.Errorf("index lists %v and matrices %v, want %v and %s", listed, idx.Matrices, want, runstore.MatrixFile)
 	}
 	e.checkClean()
 }
@@ -111,7 +111,7 @@ func TestSuiteMeetsItsExpectations(t *testing.T) {
 	if !strings.Contains(res.stdout, "1 of 1 plays met their expectation") {
 		t.Errorf("output does not count the met expectation")
 	}
-	if _, err := os.Stat(filepath.Join(store, results.MatrixJSON)); err != nil {
+	if _, err := os.Stat(filepath.Join(store, runstore.MatrixJSON)); err != nil {
 		t.Error(err)
 	}
 	e.checkClean()
@@ -130,7 +130,7 @@ func TestSuiteBackendNA(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d, want 0 (nothing to play)\n%s", res.code, res.stderr)
 	}
-	m, err := results.ReadMatrix(store)
+	m, err := runstore.ReadMatrix(store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package historytest builds hand-written histories for tests of the
-// packages that read histories (checker, results).
+// packages that read histories (checker, pages).
 package historytest
 
 import (

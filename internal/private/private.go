@@ -1,5 +1,5 @@
 // Package private checks that a folder the harness writes into is its
-// user's alone: the store (results), where another user could plant a
+// user's alone: the store (runstore), where another user could plant a
 // link and have a run written where it points, and the nodes' state
 // (cluster), which holds the run's password. One check under two rules,
 // so that what "private" means is decided in one place; the callers word

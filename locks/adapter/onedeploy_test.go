@@ -10,20 +10,21 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/redlock"
 	"splitbrain/workload"
 )
 
 // oneNode starts one redis-server for a test and returns it with a client
 // factory (each client its own connection, as each harness client has).
-func oneNode(t *testing.T) (*cluster.Process, func() *redis.Client) {
+func oneNode(t *testing.T) (*local.Process, func() *redis.Client) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (%v): these tests need a real Redis", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 1, Dir: t.TempDir()})
+	cl, err := local.Start(ctx, cluster.Config{Nodes: 1, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/redlock"
 	"splitbrain/workload"
 )
@@ -23,7 +24,7 @@ func TestAdapters(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 5, Dir: t.TempDir()})
+	cl, err := local.Start(ctx, cluster.Config{Nodes: 5, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/history"
 	"splitbrain/workload"
 )
@@ -26,7 +27,7 @@ func TestRueidislock(t *testing.T) {
 	}
 	setup, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	cl, err := cluster.StartLocal(setup, cluster.Config{Nodes: 1, Dir: t.TempDir()})
+	cl, err := local.Start(setup, cluster.Config{Nodes: 1, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestRueidislockSentinel(t *testing.T) {
 	}
 	setup, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	cl, err := cluster.StartLocal(setup, cluster.Config{Nodes: 1, Dir: t.TempDir()})
+	cl, err := local.Start(setup, cluster.Config{Nodes: 1, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

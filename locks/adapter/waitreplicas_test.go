@@ -9,23 +9,24 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/cluster/local"
 	"splitbrain/workload"
 )
 
 // masterWithReplicas starts n1 and n asynchronous replicas of it, synced.
-func masterWithReplicas(t *testing.T, n int) (*cluster.Local, []*cluster.Process) {
+func masterWithReplicas(t *testing.T, n int) (*local.Cluster, []*local.Process) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (%v): these tests need a real Redis", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	cl, err := cluster.StartLocal(ctx, cluster.Config{Nodes: 1, Dir: t.TempDir()})
+	cl, err := local.Start(ctx, cluster.Config{Nodes: 1, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cl.Close(context.Background()) })
-	var reps []*cluster.Process
+	var reps []*local.Process
 	for i := range n {
 		name := fmt.Sprintf("r%d", i+1)
 		if _, err := cluster.StartReplica(ctx, cl, cluster.ReplicaSpec{Name: name, Of: "n1", Via: cl.Processes()[0].Addr()}); err != nil {

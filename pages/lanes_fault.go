@@ -1,0 +1,179 @@
+package pages
+
+// What the timeline shows of faults: node lanes (clock offsets, pauses,
+// kills), the network lane and the nemesis lane.
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"splitbrain/checker"
+)
+
+// nodeFaults draws what happened to each node: its clock offset as a step
+// line with a marker at each jump, pauses, and kills or restarts.
+func nodeFaults(tl *timeline, ls *laneSet, faults []checker.FaultWindow, sc scale) {
+	type change struct {
+		at    int64
+		delta int64
+	}
+	clock := map[int][]change{}
+	for _, f := range faults {
+		title := faultTitle(f)
+		for _, n := range f.Nodes {
+			li, ok := ls.of["node:"+n]
+			if !ok {
+				li = ls.of["client:"+n]
+			}
+			ln := tl.Lanes[li]
+			switch faultClass(f.Kind) {
+			case "clock":
+				tl.Under = append(tl.Under, sc.bar("fault-node fault-clock", f.Start, f.End, ln.Y+2, ln.H-4, title))
+				tl.Over = append(tl.Over, mark(f.Start, ln.Y+1, ln.Y+ln.H-1, "clock-jump", n+" "+offsetText(f.Offset), 5, ln.TextY, title, sc))
+				clock[li] = append(clock[li], change{f.Start, f.Offset})
+				if f.Healed {
+					clock[li] = append(clock[li], change{f.End, -f.Offset})
+				}
+			default:
+				cls := "fault-node fault-" + faultClass(f.Kind) + " fault-" + cssIdent(f.Kind)
+				if strings.HasPrefix(ln.Class, "lane-client") {
+					cls += " fault-on-client"
+				}
+				tl.Under = append(tl.Under, sc.bar(cls, f.Start, f.End, ln.Y+2, ln.H-4, title))
+				if sc.x(f.End)-sc.x(f.Start) > 30 || !strings.HasPrefix(ln.Class, "lane-client") {
+					tl.Over = append(tl.Over, textAt(f.Start, 4, ln.Y+ln.H-6, f.Kind, "bar-label fault-label", sc))
+				}
+			}
+		}
+	}
+	var maxAbs int64 = 1
+	steps := map[int][][2]int64{}
+	var lanes []int
+	for li, cs := range clock {
+		sort.SliceStable(cs, func(i, j int) bool { return cs[i].at < cs[j].at })
+		var off int64
+		pts := [][2]int64{{0, 0}}
+		for _, c := range cs {
+			off += c.delta
+			pts = append(pts, [2]int64{c.at, off})
+			maxAbs = max(maxAbs, abs(off))
+		}
+		steps[li] = pts
+		lanes = append(lanes, li)
+	}
+	sort.Ints(lanes)
+	for _, li := range lanes {
+		ln := tl.Lanes[li]
+		mid := ln.Y + ln.H/2
+		y := func(off int64) float64 { return mid - float64(off)/float64(maxAbs)*(ln.H/2-4) }
+		var d strings.Builder
+		pts := steps[li]
+		fmt.Fprintf(&d, "M%s %s", coord(sc.x(0)), coord(y(0)))
+		for _, p := range pts[1:] {
+			fmt.Fprintf(&d, "H%sV%s", coord(sc.x(p[0])), coord(y(p[1])))
+		}
+		fmt.Fprintf(&d, "H%s", coord(sc.x(sc.span)))
+		tl.ClockZero = append(tl.ClockZero, mid)
+		tl.Paths = append(tl.Paths, svgPath{Class: "clock-offset", D: d.String(),
+			Title: fmt.Sprintf("%s's clock offset over time (scale: lane half-height = %s)", ln.Label, offsetText(maxAbs))})
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func offsetText(ns int64) string {
+	switch {
+	case ns > 0:
+		return "+" + time.Duration(ns).String()
+	case ns < 0:
+		return time.Duration(ns).String()
+	}
+	return "±0"
+}
+
+// faultClass sorts fault kinds, which scenario files and the nemesis name
+// freely, into what a node lane can show.
+func faultClass(kind string) string {
+	k := strings.ToLower(kind)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(k, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("clock", "strobe"):
+		return "clock"
+	case has("pause", "freeze", "sigstop"):
+		return "paused"
+	case has("kill", "crash", "restart", "stop", "down", "amnesia", "failover", "shutdown"):
+		return "down"
+	}
+	return "other"
+}
+
+// packRows stacks network faults that overlap (label included) on separate
+// rows of the network lane; past maxNetRows they share the last row.
+func packRows(faults []checker.FaultWindow, sc scale) []int {
+	rows := make([]int, len(faults))
+	var rowEnd []float64
+	for i, f := range faults {
+		x1 := sc.x(f.Start)
+		x2 := math.Max(sc.x(f.End), x1+6.5*float64(len([]rune(f.Label())))) // rough label width
+		placed := false
+		for r, end := range rowEnd {
+			if end < x1 {
+				rows[i], rowEnd[r], placed = r, x2, true
+				break
+			}
+		}
+		if !placed && len(rowEnd) < maxNetRows {
+			rows[i] = len(rowEnd)
+			rowEnd = append(rowEnd, x2)
+		} else if !placed {
+			rows[i] = maxNetRows - 1
+		}
+	}
+	return rows
+}
+
+func rowCount(rows []int) int {
+	n := 1
+	for _, r := range rows {
+		n = max(n, r+1)
+	}
+	return n
+}
+
+// netFaultBars draws each network fault as a band across the timeline and
+// a labelled bar on its row (from packRows) of the network lane.
+func netFaultBars(tl *timeline, faults []checker.FaultWindow, rows []int, li int, sc scale) {
+	for i, f := range faults {
+		title := faultTitle(f)
+		tl.Bands = append(tl.Bands, sc.bar("fault-band fault-"+cssIdent(f.Kind), f.Start, f.End, tl.Top, tl.Bottom-tl.Top, title))
+		ln := tl.Lanes[li]
+		ry := ln.Y + 4 + float64(rows[i])*netRow
+		tl.Under = append(tl.Under, sc.bar("fault-net fault-"+cssIdent(f.Kind), f.Start, f.End, ry, netRow-3, title))
+		tl.Over = append(tl.Over, textAt(f.Start, 3, ry+netRow-7, f.Label(), "bar-label", sc))
+	}
+}
+
+// otherFaultBars draws the faults on neither nodes nor links as labelled
+// bars on the nemesis lane.
+func otherFaultBars(tl *timeline, faults []checker.FaultWindow, li int, sc scale) {
+	for _, f := range faults {
+		ln := tl.Lanes[li]
+		tl.Under = append(tl.Under, sc.bar("fault-node fault-"+cssIdent(f.Kind), f.Start, f.End, ln.Y+3, ln.H-6, faultTitle(f)))
+		tl.Over = append(tl.Over, textAt(f.Start, 4, ln.TextY, f.Label(), "bar-label", sc))
+	}
+}
