@@ -34,7 +34,7 @@ vet:
 # (BENCHMARKS.md, "Machines of the kind differ") four
 # packages of six missed too, a different timing-bound test in each of
 # three runs: three packages of four each.
-# The longest package is scenarios: each built-in story against the locks
+# The longest package is runner: each built-in story against the locks
 # it lists, each random schedule once; the dense matrix is make suite's.
 # On a cold build cache the CPU is the limit, not the waiting: compiling
 # with -race is about 200 CPU-seconds, the fuzzing's instrumented build
@@ -48,7 +48,7 @@ TEST_FLAGS ?= -race -count=1 -p 3 -parallel 4 -timeout 15m
 # The longest packages first (go test starts packages in the order named;
 # ./... names each once more, which go test ignores), so that the last to
 # finish does not start late.
-FIRST := ./scenarios ./cmd/splitbrain ./cluster/docker ./pages ./shrink
+FIRST := ./runner ./cmd/splitbrain ./cluster/docker ./pages ./shrink
 test: setup
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-fuzz
 

@@ -18,7 +18,7 @@ import (
 // These drivers are deliberately broken or scripted shell programs: what
 // is tested is the harness's side of the protocol, which has nothing to do
 // with a server. The real drivers run against real nodes in
-// ./scenarios and ./cmd/splitbrain.
+// ./runner and ./cmd/splitbrain.
 
 const ready = `read hello; echo '{"op":"ready","name":"fake","points":["after-acquire"]}'; `
 

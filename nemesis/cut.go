@@ -19,6 +19,9 @@ type Cut struct {
 	Direction fault.Direction
 }
 
+// Available implements Limited: every link's node must take link faults.
+func (c Cut) Available() error { return c.Net.available(c.Links) }
+
 // Describe implements Fault.
 func (c Cut) Describe() history.Fault {
 	return history.Fault{Kind: fault.KindCut, Links: c.Links, Detail: fault.DescribeLinks(c.Links, "✂"+c.Direction.Arrow())}

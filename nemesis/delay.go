@@ -29,6 +29,9 @@ type Delay struct {
 	By        time.Duration
 }
 
+// Available implements Limited: every link's node must take link faults.
+func (d Delay) Available() error { return d.Net.available(d.Links) }
+
 // Describe implements Fault.
 func (d Delay) Describe() history.Fault {
 	return history.Fault{Kind: fault.KindDelay, Links: d.Links,

@@ -224,11 +224,12 @@ func (m *Nemesis) record(f history.Fault, err error) {
 	m.rec.Record(e)
 }
 
-// NodeFault is a fault on nodes, which says itself whether they can take
-// it: Available refuses, with a *cluster.UnsupportedError, a fault whose
-// node's kind or backend lacks the capability it acts through, before
-// anything is injected.
-type NodeFault interface {
+// Limited is a fault that says itself whether its targets can take it:
+// Available refuses, with a *cluster.UnsupportedError, a fault whose
+// node's kind or backend lacks the capability it acts through (a node
+// fault's node, a link fault's links' nodes), before anything is
+// injected.
+type Limited interface {
 	Fault
 	Available() error
 }

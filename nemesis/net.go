@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"splitbrain/cluster"
 	"splitbrain/fault"
 	"splitbrain/history"
 )
@@ -23,6 +24,10 @@ import (
 type Endpoint struct {
 	Name string
 	Addr string // host:port the node listens on
+	// Kind is the node's kind of server, which says whether its links
+	// take link faults (fault.Link); nil: a node of no backend's (the
+	// storage), whose links always do.
+	Kind *cluster.Kind
 }
 
 // Net puts one TCP proxy on every (client, node) link, so that a partition
@@ -38,7 +43,10 @@ type Net struct {
 	// direct holds the links of a direct Net (NewDirectNet), each with
 	// the address its client dials: the node's own. Nil for a Net of
 	// proxies.
-	direct   map[history.Link]string
+	direct map[history.Link]string
+	// kinds are the kinds of the links' nodes (Endpoint.Kind), for the
+	// link faults' Available.
+	kinds    map[history.Link]*cluster.Kind
 	closed   bool
 	toxicSeq int
 	// atClose are run once the proxies have stopped: what toxics must
@@ -64,6 +72,7 @@ func NewNet(clients []string, nodes []Endpoint) (_ *Net, err error) {
 	n := &Net{
 		server:  toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), logger),
 		proxies: map[history.Link]*toxiproxy.Proxy{},
+		kinds:   map[history.Link]*cluster.Kind{},
 	}
 	defer func() {
 		if err != nil {
@@ -87,7 +96,7 @@ func NewNet(clients []string, nodes []Endpoint) (_ *Net, err error) {
 // included, and changed nothing there. A link fault asked of a direct Net
 // fails with a *DirectLinkError instead of silently doing nothing.
 func NewDirectNet(clients []string, nodes []Endpoint) (*Net, error) {
-	n := &Net{direct: map[history.Link]string{}}
+	n := &Net{direct: map[history.Link]string{}, kinds: map[history.Link]*cluster.Kind{}}
 	for _, c := range clients {
 		for _, node := range nodes {
 			if _, err := n.AddLink(c, node); err != nil {
@@ -96,6 +105,22 @@ func NewDirectNet(clients []string, nodes []Endpoint) (*Net, error) {
 		}
 	}
 	return n, nil
+}
+
+// available is the refusal, with a *cluster.UnsupportedError, of a link
+// fault on links whose node's kind takes none (fault.Link); the links of
+// a node of no kind (the storage) take every one.
+func (n *Net) available(links []history.Link) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, l := range links {
+		if k := n.kinds[l]; k != nil {
+			if err := k.Refuse(l.Node, fault.Link); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Direct reports whether n is a direct Net (NewDirectNet).
@@ -124,6 +149,9 @@ func (n *Net) AddLink(client string, node Endpoint) (string, error) {
 	_, direct := n.direct[link]
 	if proxied || direct {
 		return "", fmt.Errorf("net: link %s given twice", link)
+	}
+	if node.Kind != nil {
+		n.kinds[link] = node.Kind
 	}
 	if n.direct != nil {
 		n.direct[link] = node.Addr

@@ -17,6 +17,9 @@ type Partition struct {
 	Links []history.Link
 }
 
+// Available implements Limited: every link's node must take link faults.
+func (p Partition) Available() error { return p.Net.available(p.Links) }
+
 // Describe implements Fault.
 func (p Partition) Describe() history.Fault {
 	return history.Fault{Kind: fault.KindPartition, Links: p.Links, Detail: p.Shape + ": " + fault.DescribeLinks(p.Links, "✂")}

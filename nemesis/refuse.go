@@ -22,6 +22,9 @@ type Refuse struct {
 	Links []history.Link
 }
 
+// Available implements Limited: every link's node must take link faults.
+func (r Refuse) Available() error { return r.Net.available(r.Links) }
+
 // Describe implements Fault.
 func (r Refuse) Describe() history.Fault {
 	return history.Fault{Kind: fault.KindRefuse, Links: r.Links, Detail: fault.DescribeLinks(r.Links, "⊘")}

@@ -20,6 +20,9 @@ type Reset struct {
 	Direction fault.Direction
 }
 
+// Available implements Limited: every link's node must take link faults.
+func (r Reset) Available() error { return r.Net.available(r.Links) }
+
 // Describe implements Fault.
 func (r Reset) Describe() history.Fault {
 	return history.Fault{Kind: fault.KindReset, Links: r.Links, Detail: fault.DescribeLinks(r.Links, "↯"+r.Direction.Arrow())}

@@ -132,7 +132,7 @@ func TestRunScheduleStopsWithContext(t *testing.T) {
 }
 
 // testEnv turns a schedule's ops into faults as the runner does from the
-// schedule's steps (scenarios/run_faults.go), which a test of the
+// schedule's steps (runner/play_faults.go), which a test of the
 // schedule's timing needs without a runner.
 type testEnv struct {
 	net   *nemesis.Net

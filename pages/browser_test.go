@@ -18,8 +18,8 @@ import (
 	"splitbrain/checker"
 	"splitbrain/pages"
 	"splitbrain/pages/internal/headless"
+	"splitbrain/runner"
 	"splitbrain/runstore"
-	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 )
 
@@ -199,12 +199,12 @@ func TestClockJumpReportInBrowser(t *testing.T) {
 	// loaded enough for c2's acquire to time out the run comes out valid
 	// (the scenario's own tests judge that), so it gets up to three seeds.
 	store := t.TempDir()
-	var out *scenarios.Outcome
+	var out *runner.Outcome
 	valid := 0
 	seed := int64(5)
 	for ; seed < 8; seed++ {
 		var progress bytes.Buffer
-		out, err = scenarios.Run(ctx, sc, scenarios.RunOptions{Seed: seed, Store: store, CacheDir: t.TempDir(), Progress: &progress})
+		out, err = runner.Run(ctx, sc, runner.RunOptions{Seed: seed, Store: store, CacheDir: t.TempDir(), Progress: &progress})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -412,7 +412,7 @@ func TestPauseReportPropertiesInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
+	out, err := runner.Run(ctx, sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"splitbrain/locks"
 	"splitbrain/pages"
+	"splitbrain/runner"
 	"splitbrain/runstore"
-	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 	"splitbrain/suite"
 )
@@ -40,10 +41,10 @@ func TestMatrixInBrowser(t *testing.T) {
 		scs = append(scs, sc)
 	}
 	store := t.TempDir()
-	cells := suite.Cells(scs, spec.LockKinds)
+	cells := suite.Cells(scs, locks.Matrix())
 	const seed = 5
 	plays, err := suite.Play(ctx, cells, suite.PlayOptions{Seed: seed, Runs: 1, Parallel: 4,
-		Run: scenarios.RunOptions{Store: store, CacheDir: t.TempDir(), ProgressEvery: -1}})
+		Run: runner.RunOptions{Store: store, CacheDir: t.TempDir(), ProgressEvery: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestMatrixInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := suite.Assemble(runs, scs, spec.LockKinds)
+	m := suite.Assemble(runs, scs, locks.Matrix())
 	m.Title, m.Seed, m.Seeds, m.Runs = "splitbrain suite", seed, []int64{seed}, 1
 	m.Command = "splitbrain suite " + strings.Join(names, " ") + " --seed 5"
 	if err := pages.WriteMatrix(store, m); err != nil {
@@ -87,8 +88,8 @@ func TestMatrixInBrowser(t *testing.T) {
 	})()`, &page); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(page.Locks, ",") != strings.Join(spec.LockKinds, ",") {
-		t.Errorf("columns %v, want %v", page.Locks, spec.LockKinds)
+	if strings.Join(page.Locks, ",") != strings.Join(locks.Matrix(), ",") {
+		t.Errorf("columns %v, want %v", page.Locks, locks.Matrix())
 	}
 	for _, f := range []string{"clock", "process pause", "failover"} {
 		if !strings.Contains(strings.Join(page.Families, "|"), f) {
@@ -155,8 +156,8 @@ func TestMatrixInBrowser(t *testing.T) {
 	if c := cell("pause-critical-section-fenced", "redlock"); !strings.Contains(c.Title, "fencing token") {
 		t.Errorf("pause-critical-section-fenced/redlock: hover %q, want why a lock without tokens does not fit", c.Title)
 	}
-	if len(got) != len(names)*len(spec.LockKinds) {
-		t.Errorf("%d cells on the page, want %d", len(got), len(names)*len(spec.LockKinds))
+	if len(got) != len(names)*len(locks.Matrix()) {
+		t.Errorf("%d cells on the page, want %d", len(got), len(names)*len(locks.Matrix()))
 	}
 	var alerted int
 	_ = p.Eval(ctx, `window.alerted || 0`, &alerted)

@@ -13,8 +13,8 @@ import (
 	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/internal/regular"
+	"splitbrain/runner"
 	"splitbrain/runstore"
-	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 )
 
@@ -70,10 +70,10 @@ func load(dir string) (*origin, error) {
 	if o.prop == "" {
 		return nil, fmt.Errorf("%w: %s is invalid but names no invalid property (%s); it was judged by an older splitbrain: re-judge it with splitbrain check %s", ErrNotInvalid, dir, rec.Result.Reason, dir)
 	}
-	path := filepath.Join(abs, scenarios.ScenarioFile)
+	path := filepath.Join(abs, runner.ScenarioFile)
 	src, err := regular.ReadFile(path, spec.MaxFileSize)
 	if err != nil {
-		return nil, notShrinkable("%s has no %s, the scenario it played: %v", dir, scenarios.ScenarioFile, err)
+		return nil, notShrinkable("%s has no %s, the scenario it played: %v", dir, runner.ScenarioFile, err)
 	}
 	sc, err := spec.Parse(src, path)
 	if err != nil {
@@ -165,7 +165,7 @@ func (o *origin) checkFaults() error {
 				want = drawn[i]
 			}
 			return notShrinkable("%s recorded fault %d as %q, but its scenario with seed %d draws %s there: the run was made by another version of splitbrain, or its %s was changed since",
-				o.dir, i+1, r, o.meta.Seed, want, scenarios.ScenarioFile)
+				o.dir, i+1, r, o.meta.Seed, want, runner.ScenarioFile)
 		}
 	}
 	return nil

@@ -10,8 +10,8 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/pages"
+	"splitbrain/runner"
 	"splitbrain/runstore"
-	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 )
 
@@ -26,7 +26,7 @@ func runFolder(t *testing.T, builtin string, verdict checker.Verdict, faults []c
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, scenarios.ScenarioFile), sc.Source, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, runner.ScenarioFile), sc.Source, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"splitbrain/checker"
-	"splitbrain/scenarios"
+	"splitbrain/runner"
 	"splitbrain/scenarios/spec"
 )
 
 // replayer plays candidates for real: each replay an ordinary run of the
-// candidate's file (scenarios.Run), with the original run's seed and
+// candidate's file (runner.Run), with the original run's seed and
 // backend, in a store of the shrink's own.
 type replayer struct {
 	o     *origin
@@ -167,7 +167,7 @@ func (r *replayer) replays(ctx context.Context, c *candidate, n, par, stopAt int
 // one plays one replay and judges it: did it violate the property, and
 // when first.
 func (r *replayer) one(ctx context.Context, c *candidate, sc *spec.Scenario, i int) (replay, error) {
-	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{
+	out, err := runner.Run(ctx, sc, runner.RunOptions{
 		Seed:          r.o.meta.Seed,
 		Store:         r.store,
 		CacheDir:      r.cacheDir,

@@ -8,7 +8,7 @@
 // candidate counts only when every one of k replays (same seed, faults at
 // their times) violates the property; the result's reproduction rate is
 // measured over further runs. Each replay is an ordinary run
-// (scenarios.Run) of the candidate's file.
+// (runner.Run) of the candidate's file.
 package shrink
 
 import (
@@ -27,8 +27,8 @@ import (
 	"splitbrain/checker"
 	"splitbrain/history"
 	"splitbrain/pages"
+	"splitbrain/runner"
 	"splitbrain/runstore"
-	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 )
 
@@ -149,7 +149,7 @@ func Shrink(ctx context.Context, dir string, opts Options) (*Result, error) {
 	if opts.MinRate <= 0 || opts.MinRate > 1 {
 		opts.MinRate = 0.9
 	}
-	opts.Backend = scenarios.Backend(opts.Backend, o.meta.Backend)
+	opts.Backend = runner.Backend(opts.Backend, o.meta.Backend)
 	out := filepath.Join(o.dir, Dir)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("shrink: %w", err)
@@ -617,7 +617,7 @@ func (sh *shrinker) comments(c *candidate) map[string]string {
 			lines = append(lines, "Shorter: "+why(noteFor(f.id), "")+".")
 		}
 		orig := o.faults[f.id]
-		from := strings.TrimPrefix(orig.From, filepath.Join(o.dir, scenarios.ScenarioFile))
+		from := strings.TrimPrefix(orig.From, filepath.Join(o.dir, runner.ScenarioFile))
 		lines = append(lines, fmt.Sprintf("The run's scenario.yaml%s, at %v.", from, orig.At))
 		m[noteFault(f.id)] = wrapComment(lines)
 	}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"splitbrain/checker"
+	"splitbrain/runner"
 	"splitbrain/runstore"
-	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 	"splitbrain/shrink"
 )
@@ -56,9 +56,9 @@ func violatingSeeds(t *testing.T, sc *spec.Scenario, n int) (seeds []int64, faul
 	return seeds, faults
 }
 
-func run(t *testing.T, sc *spec.Scenario, seed int64, store, cache string) *scenarios.Outcome {
+func run(t *testing.T, sc *spec.Scenario, seed int64, store, cache string) *runner.Outcome {
 	t.Helper()
-	out, err := scenarios.Run(context.Background(), sc, scenarios.RunOptions{Seed: seed, Store: store, CacheDir: cache})
+	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: seed, Store: store, CacheDir: cache})
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
@@ -86,7 +86,7 @@ func TestShrinkReproduces(t *testing.T) {
 	}
 	seeds, _ := violatingSeeds(t, sc, 4)
 	store, cache := t.TempDir(), t.TempDir()
-	var out *scenarios.Outcome
+	var out *runner.Outcome
 	var seed int64
 	for _, seed = range seeds {
 		out = run(t, sc, seed, store, cache)

@@ -10,8 +10,9 @@ import (
 
 	"splitbrain/locks"
 	"splitbrain/pages"
+	"splitbrain/runner"
 	"splitbrain/runstore"
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/fit"
 	"splitbrain/scenarios/spec"
 )
 
@@ -63,7 +64,7 @@ func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) runstore.M
 	for _, r := range runs {
 		name := r.Rec.Meta.Scenario
 		if byName[name] == nil {
-			if sc, err := spec.Load(filepath.Join(r.Dir, scenarios.ScenarioFile)); err == nil && sc.Name == name {
+			if sc, err := spec.Load(filepath.Join(r.Dir, runner.ScenarioFile)); err == nil && sc.Name == name {
 				add(sc)
 			} else if sc, err := spec.Load(name); err == nil && sc.Name == name {
 				// A run folder from before plays kept their scenario file.
@@ -124,7 +125,7 @@ func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) runstore.M
 			if sc != nil {
 				e, _ := sc.ExpectFor(l)
 				c.Expect = string(e)
-				if ok, why := scenarios.Fit(sc, l); !ok && len(ps) == 0 {
+				if ok, why := fit.Lock(sc, l); !ok && len(ps) == 0 {
 					c.NA = why
 				}
 			}

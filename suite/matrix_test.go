@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"splitbrain/checker"
+	"splitbrain/locks"
 	"splitbrain/runstore"
-	"splitbrain/scenarios/spec"
 )
 
 // writeRun writes a run folder holding only its result.json, as a play
@@ -44,8 +44,8 @@ func TestFindRunsAndRebuild(t *testing.T) {
 	t.Parallel()
 	store := t.TempDir()
 	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-	second := writeRun(t, filepath.Join(store, "clock-jump", "b"), "clock-jump", spec.LockRedlock, 4, checker.Valid, t0.Add(time.Minute))
-	first := writeRun(t, filepath.Join(store, "clock-jump", "a"), "clock-jump", spec.LockRedlock, 3, checker.Invalid, t0)
+	second := writeRun(t, filepath.Join(store, "clock-jump", "b"), "clock-jump", locks.Redlock.Name, 4, checker.Valid, t0.Add(time.Minute))
+	first := writeRun(t, filepath.Join(store, "clock-jump", "a"), "clock-jump", locks.Redlock.Name, 3, checker.Invalid, t0)
 	if err := os.Symlink(first, filepath.Join(store, "latest")); err != nil {
 		t.Fatal(err)
 	}
@@ -74,18 +74,18 @@ func TestFindRunsAndRebuild(t *testing.T) {
 	if m.Title != "splitbrain matrix" || m.Command != "splitbrain matrix STORE" || !reflect.DeepEqual(m.Seeds, []int64{3, 4}) || !m.Started.Equal(t0) {
 		t.Errorf("matrix %q %q seeds %v started %v", m.Title, m.Command, m.Seeds, m.Started)
 	}
-	if !reflect.DeepEqual(m.Scenarios, []string{"clock-jump"}) || !slices.Contains(m.Locks, spec.LockSingle) {
+	if !reflect.DeepEqual(m.Scenarios, []string{"clock-jump"}) || !slices.Contains(m.Locks, locks.Single.Name) {
 		t.Errorf("rows %v, columns %v; want clock-jump and every built-in lock kind", m.Scenarios, m.Locks)
 	}
 	for _, c := range m.Cells {
 		switch {
 		case c.Family != string(FamilyClock):
 			t.Errorf("%s/%s: family %q", c.Scenario, c.Lock, c.Family)
-		case c.Lock == spec.LockRedlock:
+		case c.Lock == locks.Redlock.Name:
 			if c.Runs != 2 || c.Invalid != 1 || c.Plays[0].Seed != 3 || !c.Flaky {
 				t.Errorf("redlock cell: %d runs, %d invalid, first seed %d, flaky %v; want 2, 1, 3, flaky", c.Runs, c.Invalid, c.Plays[0].Seed, c.Flaky)
 			}
-		case c.Lock == spec.LockSingle && c.NA == "":
+		case c.Lock == locks.Single.Name && c.NA == "":
 			t.Errorf("clock-jump/single: no n/a (a quorum story)")
 		}
 	}

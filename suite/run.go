@@ -12,8 +12,8 @@ import (
 
 	"splitbrain/internal/loadgate"
 	"splitbrain/pages"
+	"splitbrain/runner"
 	"splitbrain/runstore"
-	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 )
 
@@ -83,7 +83,7 @@ type Plan struct {
 	Scenarios []*spec.Scenario
 	Locks     []string
 	Cells     []Cell
-	// backend is --backend's: empty, each story's own (scenarios.Backend).
+	// backend is --backend's: empty, each story's own (runner.Backend).
 	backend string
 }
 
@@ -96,7 +96,7 @@ func NewPlan(scs []*spec.Scenario, locks []string, backend string) Plan {
 		if c.NA != "" {
 			continue
 		}
-		if ok, why := scenarios.FitBackend(c.Scenario, p.Backend(c)); !ok {
+		if ok, why := runner.FitBackend(c.Scenario, p.Backend(c)); !ok {
 			p.Cells[i].NA = why
 		}
 	}
@@ -104,7 +104,7 @@ func NewPlan(scs []*spec.Scenario, locks []string, backend string) Plan {
 }
 
 // Backend is where the cell's nodes run.
-func (p Plan) Backend(c Cell) string { return scenarios.Backend(p.backend, c.Scenario.Backend) }
+func (p Plan) Backend(c Cell) string { return runner.Backend(p.backend, c.Scenario.Backend) }
 
 // Backends lists the backends the plays need, in the cells' order, once
 // each: what must be ready before the suite starts.
@@ -213,7 +213,7 @@ func Run(ctx context.Context, p Plan, opts Options) (Result, error) {
 	stopIndexing := refreshIndex(opts.Store, indexEvery, opts.Errors)
 	po := PlayOptions{
 		Seed: opts.Seed, Runs: opts.Runs, Parallel: opts.Parallel, Gate: gate,
-		Run:     scenarios.RunOptions{Store: opts.Store, Backend: p.backend, ProgressEvery: -1, NoIndex: true},
+		Run:     runner.RunOptions{Store: opts.Store, Backend: p.backend, ProgressEvery: -1, NoIndex: true},
 		Command: opts.Rerun, Progress: opts.Progress, Done: opts.Done,
 	}
 	if opts.Progress != nil {

@@ -18,7 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"splitbrain/scenarios"
+	"splitbrain/locks"
+	"splitbrain/runner"
+	"splitbrain/scenarios/fit"
 	"splitbrain/scenarios/spec"
 )
 
@@ -44,7 +46,7 @@ func Cells(scs []*spec.Scenario, locks []string) []Cell {
 	for _, sc := range scs {
 		for _, k := range locks {
 			c := Cell{Scenario: sc.PlayAgainst(k), Lock: k}
-			if ok, why := scenarios.Fit(sc, k); !ok {
+			if ok, why := fit.Lock(sc, k); !ok {
 				c.NA = why
 			}
 			out = append(out, c)
@@ -81,7 +83,7 @@ type PlayOptions struct {
 	Parallel int
 	// Run is the template of each play's options; Seed, Command and
 	// Progress are set per play.
-	Run scenarios.RunOptions
+	Run runner.RunOptions
 	// Command returns the command that re-runs one play alone.
 	Command func(sc *spec.Scenario, seed int64) string
 	// Progress returns where one play's step lines go; nil discards them
@@ -105,7 +107,7 @@ type PlayResult struct {
 	Cell    int // index into the cells given to Play
 	Run     int // 0 .. Runs-1
 	Seed    int64
-	Outcome *scenarios.Outcome // nil when no run folder was made
+	Outcome *runner.Outcome // nil when no run folder was made
 	Err     error
 }
 
@@ -120,7 +122,7 @@ var ErrNoRunFolder = errors.New("a play made no run folder")
 // the longest plays first (Estimate), so that the suite does not wait on
 // a long play started last while the others are done. When ctx ends
 // (Ctrl-C) no new play starts; the plays in flight stop, heal, clean up
-// and write their reports (scenarios.Run does), and Play returns what was
+// and write their reports (runner.Run does), and Play returns what was
 // played. The error is ErrNoRunFolder (wrapped) when a play made nothing.
 func Play(ctx context.Context, cells []Cell, opts PlayOptions) ([]PlayResult, error) {
 	runs, par := max(opts.Runs, 1), max(opts.Parallel, 1)
@@ -166,7 +168,7 @@ func Play(ctx context.Context, cells []Cell, opts PlayOptions) ([]PlayResult, er
 					ro.Progress = opts.Progress(c.Scenario, seed)
 				}
 				running.Add(1)
-				o, err := scenarios.Run(ctx, c.Scenario, ro)
+				o, err := runner.Run(ctx, c.Scenario, ro)
 				running.Add(-1)
 				pr := PlayResult{Cell: j.cell, Run: j.run, Seed: seed, Outcome: o, Err: err}
 				mu.Lock()
@@ -218,7 +220,7 @@ func PlayOrder(cells []Cell) []int {
 		switch {
 		case c.NA != "":
 			continue
-		case spec.Consensus(c.Lock):
+		case locks.Consensus(c.Lock):
 			heavy = append(heavy, i)
 		default:
 			light = append(light, i)
@@ -266,7 +268,7 @@ func Estimate(sc *spec.Scenario) time.Duration {
 		d = max(d, sc.Workload.Duration)
 	}
 	switch {
-	case spec.Consensus(sc.Lock.Kind):
+	case locks.Consensus(sc.Lock.Kind):
 		d += 2 * time.Second
 	case sc.Sentinel != nil:
 		d += 3 * time.Second

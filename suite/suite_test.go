@@ -30,9 +30,9 @@ func TestCellsAndFamilies(t *testing.T) {
 			t.Errorf("%s: family %q, want %q", name, fams[name], want)
 		}
 	}
-	cells := Cells(scs, spec.LockKinds)
-	if len(cells) != len(scs)*len(spec.LockKinds) {
-		t.Fatalf("%d cells, want %d", len(cells), len(scs)*len(spec.LockKinds))
+	cells := Cells(scs, locks.Matrix())
+	if len(cells) != len(scs)*len(locks.Matrix()) {
+		t.Fatalf("%d cells, want %d", len(cells), len(scs)*len(locks.Matrix()))
 	}
 	for _, c := range cells {
 		if c.Scenario.Lock.Kind != c.Lock || len(c.Scenario.Locks) != 1 {
@@ -86,11 +86,11 @@ func TestEstimateAndPlayOrder(t *testing.T) {
 		story, lock string
 		want        time.Duration
 	}{
-		{"clock-jump", spec.LockRedlock, time.Second},                        // wait: 1s
-		{"restart-delayed", spec.LockRedlock, 3500 * time.Millisecond},       // 2500ms + 1s
-		{"random-kill-counter", spec.LockRedlock, 5500 * time.Millisecond},   // workload 5.5s > 250ms + 5s
-		{"consensus-lease-expires-waiting", spec.LockEtcd, 12 * time.Second}, // workload 10s, + 2s for the ensemble
-		{"sentinel-failover", spec.LockSingle, 4200 * time.Millisecond},      // until promoted 1s + 200ms, + 3s for Sentinel
+		{"clock-jump", locks.Redlock.Name, time.Second},                        // wait: 1s
+		{"restart-delayed", locks.Redlock.Name, 3500 * time.Millisecond},       // 2500ms + 1s
+		{"random-kill-counter", locks.Redlock.Name, 5500 * time.Millisecond},   // workload 5.5s > 250ms + 5s
+		{"consensus-lease-expires-waiting", locks.Etcd.Name, 12 * time.Second}, // workload 10s, + 2s for the ensemble
+		{"sentinel-failover", locks.Single.Name, 4200 * time.Millisecond},      // until promoted 1s + 200ms, + 3s for Sentinel
 	} {
 		if got := est(tc.story, tc.lock); got != tc.want {
 			t.Errorf("Estimate(%s against %s) = %v, want %v", tc.story, tc.lock, got, tc.want)
@@ -105,7 +105,7 @@ func TestEstimateAndPlayOrder(t *testing.T) {
 		}
 		scs = append(scs, sc)
 	}
-	cells := Cells(scs, []string{spec.LockRedlock, spec.LockEtcd})
+	cells := Cells(scs, []string{locks.Redlock.Name, locks.Etcd.Name})
 	var got []string
 	for _, i := range PlayOrder(cells) {
 		got = append(got, cells[i].Scenario.Name+"/"+cells[i].Lock)
@@ -130,7 +130,7 @@ func TestEstimateAndPlayOrder(t *testing.T) {
 		}
 		scs = append(scs, sc)
 	}
-	cells = Cells(scs, []string{spec.LockRedlock, spec.LockRedsync, spec.LockNaive, spec.LockEtcd})
+	cells = Cells(scs, []string{locks.Redlock.Name, locks.Redsync.Name, locks.Naive.Name, locks.Etcd.Name})
 	got = got[:0]
 	for _, i := range PlayOrder(cells) {
 		got = append(got, cells[i].Scenario.Name+"/"+cells[i].Lock)
@@ -162,7 +162,7 @@ func TestPlan(t *testing.T) {
 		}
 		scs = append(scs, sc)
 	}
-	locks := []string{spec.LockRedlock, spec.LockSingle}
+	locks := []string{locks.Redlock.Name, locks.Single.Name}
 	p := NewPlan(scs, locks, "")
 	if len(p.Cells) != 4 {
 		t.Fatalf("%d cells, want 4", len(p.Cells))

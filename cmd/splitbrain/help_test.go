@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"splitbrain/scenarios/spec"
+	"splitbrain/locks"
 )
 
 // Every command prints its usage, flags and examples for --help, -h and
@@ -30,7 +30,7 @@ func TestCommandHelp(t *testing.T) {
 	}
 	// --lock names every lock kind a play can be given.
 	for i := range tests[:2] {
-		tests[i].want = append(tests[i].want, spec.LockKinds...)
+		tests[i].want = append(tests[i].want, locks.Matrix()...)
 	}
 	e := newEnv(t)
 	for _, tt := range tests {

@@ -29,7 +29,7 @@ import (
 	"splitbrain/cluster"
 	"splitbrain/cluster/docker"
 	"splitbrain/locks"
-	"splitbrain/scenarios"
+	"splitbrain/runner"
 	"splitbrain/scenarios/spec"
 	"splitbrain/suite"
 )
@@ -344,12 +344,12 @@ func loadScenario(nameOrPath string) (*spec.Scenario, error) {
 // or only its progress, to stderr (JSON mode).
 // multi says the scenario is one of several plays (one per lock): the
 // rerun command then names its lock.
-func runOne(ctx context.Context, sc *spec.Scenario, seed int64, f runFlags, multi bool, stdout, stderr io.Writer) (*scenarios.Outcome, error) {
+func runOne(ctx context.Context, sc *spec.Scenario, seed int64, f runFlags, multi bool, stdout, stderr io.Writer) (*runner.Outcome, error) {
 	progress := stderr
 	if !f.json {
 		progress = stdout
 	}
-	backend := scenarios.Backend(f.backend, sc.Backend)
+	backend := runner.Backend(f.backend, sc.Backend)
 	if err := backendReady(ctx, backend); err != nil {
 		return nil, err
 	}
@@ -358,7 +358,7 @@ func runOne(ctx context.Context, sc *spec.Scenario, seed int64, f runFlags, mult
 	} else {
 		fmt.Fprintf(progress, "splitbrain: scenario %s, seed %d\n", sc.Name, seed)
 	}
-	out, err := scenarios.Run(ctx, sc, scenarios.RunOptions{
+	out, err := runner.Run(ctx, sc, runner.RunOptions{
 		Seed:     seed,
 		Store:    f.store,
 		Command:  rerunCommand(sc, seed, f, multi),
@@ -387,7 +387,7 @@ type runSummary struct {
 	Reason     string          `json:"reason"`
 }
 
-func summarize(sc *spec.Scenario, seed int64, out *scenarios.Outcome) runSummary {
+func summarize(sc *spec.Scenario, seed int64, out *runner.Outcome) runSummary {
 	return runSummary{sc.Name, sc.Lock.Kind, seed, out.Dir, filepath.Join(out.Dir, "report.html"),
 		out.Result.Verdict, string(sc.Expect), out.AsExpected, out.Result.Reason}
 }
@@ -398,7 +398,7 @@ func writeJSON(w io.Writer, v any) {
 	_ = enc.Encode(v)
 }
 
-func printVerdict(w io.Writer, sc *spec.Scenario, out *scenarios.Outcome) {
+func printVerdict(w io.Writer, sc *spec.Scenario, out *runner.Outcome) {
 	res := out.Result
 	match := "as expected"
 	if !out.AsExpected {
@@ -427,7 +427,7 @@ func rerunCommand(sc *spec.Scenario, seed int64, f runFlags, multi bool) string 
 	if f.store != "store" {
 		parts = append(parts, "--store", f.store)
 	}
-	if b := scenarios.Backend(f.backend, sc.Backend); b != spec.BackendLocal {
+	if b := runner.Backend(f.backend, sc.Backend); b != spec.BackendLocal {
 		parts = append(parts, "--backend", b)
 	}
 	return shellCommand(parts...)

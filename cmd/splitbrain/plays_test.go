@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"splitbrain/locks"
 	"splitbrain/runstore"
-	"splitbrain/scenarios"
+	"splitbrain/scenarios/fit"
 	"splitbrain/scenarios/spec"
 )
 
@@ -104,7 +105,7 @@ func TestRunPlaysEveryLock(t *testing.T) {
 // per-lock expectation (clock-jump: violation for some locks, safe for
 // others, n/a for the consensus locks), the consensus kinds (n/a for the
 // Redis locks) and a random schedule (expect any), shortened by --time.
-// Every built-in cell is played in CI once, by the scenarios package's
+// Every built-in cell is played in CI once, by the runner package's
 // TestBuiltinsMeetTheirExpectations and TestBuiltinsRandomSchedules; the
 // whole matrix is make suite. Its length is logged, not asserted.
 func TestSuiteDense(t *testing.T) {
@@ -144,8 +145,8 @@ func TestSuiteDense(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, lock := range spec.LockKinds {
-			_, why := scenarios.Fit(sc, lock)
+		for _, lock := range locks.Matrix() {
+			_, why := fit.Lock(sc, lock)
 			want[[2]string{name, lock}] = why
 		}
 		if !slices.Contains(m.Scenarios, name) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"splitbrain/locks"
 	"splitbrain/scenarios/spec"
 )
 
@@ -25,7 +26,7 @@ func TestRerunCommandRoundTripsThroughSh(t *testing.T) {
 	}
 	for _, path := range hostile {
 		t.Run(path, func(t *testing.T) {
-			sc := &spec.Scenario{Name: "clock-jump", File: path, Lock: spec.Lock{Kind: spec.LockRedsync}}
+			sc := &spec.Scenario{Name: "clock-jump", File: path, Lock: spec.Lock{Kind: locks.Redsync.Name}}
 			store := filepath.Join(dir, "runs $(touch "+canary+") 'q'")
 			f := runFlags{store: store, backend: spec.BackendDocker}
 			cmd := rerunCommand(sc, 42, f, true)
@@ -41,7 +42,7 @@ func TestRerunCommandRoundTripsThroughSh(t *testing.T) {
 	}
 	// What needs no quoting is left as typed: the common command stays
 	// readable.
-	sc := &spec.Scenario{Name: "clock-jump", File: "builtin/clock-jump.yaml", Lock: spec.Lock{Kind: spec.LockRedlock}}
+	sc := &spec.Scenario{Name: "clock-jump", File: "builtin/clock-jump.yaml", Lock: spec.Lock{Kind: locks.Redlock.Name}}
 	if got, want := rerunCommand(sc, 7, runFlags{store: "store"}, false), "splitbrain run clock-jump --seed 7"; got != want {
 		t.Errorf("plain command %q, want %q", got, want)
 	}

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"splitbrain/checker"
+	"splitbrain/runner"
 	"splitbrain/runstore"
-	"splitbrain/scenarios"
 	"splitbrain/scenarios/spec"
 	"splitbrain/shrink"
 )
@@ -143,7 +143,7 @@ func runShrink(ctx context.Context, dir string, f shrinkFlags, progress io.Write
 	// Replays need what the run needed: without it every replay would
 	// fail, which is not a violation that did not come back.
 	if meta, err := runstore.ReadMeta(dir); err == nil {
-		backend := scenarios.Backend(f.backend, meta.Backend)
+		backend := runner.Backend(f.backend, meta.Backend)
 		if err := backendReady(ctx, backend); err != nil {
 			return nil, exitInternal, err
 		}
@@ -193,7 +193,7 @@ func printShrink(w io.Writer, res *shrink.Result) {
 
 // shrinkPlay is run --shrink: a play that came out invalid is shrunk at
 // once; the run's exit code stays the play's.
-func shrinkPlay(ctx context.Context, out *scenarios.Outcome, sc *spec.Scenario, f runFlags, stdout, stderr io.Writer) {
+func shrinkPlay(ctx context.Context, out *runner.Outcome, sc *spec.Scenario, f runFlags, stdout, stderr io.Writer) {
 	progress := stdout
 	if f.json {
 		progress = stderr

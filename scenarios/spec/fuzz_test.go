@@ -29,7 +29,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			var es Errors
 			if !errors.As(err, &es) || len(es) == 0 {
-				t.Fatalf("error %v (%T) is not a located scenarios.Errors", err, err)
+				t.Fatalf("error %v (%T) is not a located spec.Errors", err, err)
 			}
 			for _, e := range es {
 				if e.File != "fuzz.yaml" || !strings.HasPrefix(e.Error(), "fuzz.yaml") {

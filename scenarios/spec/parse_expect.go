@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"splitbrain/checker"
+	"splitbrain/locks"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -67,7 +68,7 @@ func (p *parser) expectation(n *yaml.Node) (map[string]Expect, map[string]string
 			p.fail(k, f, "the two answers go under a lock kind here ({lock: W, resource: W}), or make the whole expect such a mapping")
 			continue
 		case k.Value != ExpectDefault && !slices.Contains(fileLockKinds, k.Value):
-			p.fail(k, f, "unknown lock kind %q; want %s, one of %s, or lock and resource alone", k.Value, ExpectDefault, strings.Join(LockKinds, ", "))
+			p.fail(k, f, "unknown lock kind %q; want %s, one of %s, or lock and resource alone", k.Value, ExpectDefault, strings.Join(locks.Matrix(), ", "))
 			continue
 		case out[k.Value] != "" || notFor[k.Value] != "":
 			p.fail(k, f, "listed twice")
@@ -173,7 +174,7 @@ func (sc *Scenario) ExpectSummary() string {
 	}
 	out := string(sc.Expects[ExpectDefault])
 	var parts []string
-	for _, k := range LockKinds {
+	for _, k := range locks.Matrix() {
 		if e, ok := sc.Expects[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s: %s", k, e))
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"splitbrain/checker"
+	"splitbrain/locks"
 )
 
 const expectBase = `name: t
@@ -53,7 +54,7 @@ func TestPerLockExpectations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, ok := sc.ExpectFor(LockNaive); ok {
+	if e, ok := sc.ExpectFor(locks.Naive.Name); ok {
 		t.Errorf("naive: %q, want no expectation", e)
 	}
 
@@ -63,13 +64,13 @@ func TestPerLockExpectations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, ok := sc.ExpectFor(LockNaive); ok {
+	if e, ok := sc.ExpectFor(locks.Naive.Name); ok {
 		t.Errorf("naive: %q, want no expectation", e)
 	}
-	if why := sc.NotFor[LockNaive]; why != "a race the story does not pin" {
+	if why := sc.NotFor[locks.Naive.Name]; why != "a race the story does not pin" {
 		t.Errorf("NotFor[naive] = %q, want the story's reason", why)
 	}
-	if e, ok := sc.ExpectFor(LockRedsync); !ok || e != ExpectViolation {
+	if e, ok := sc.ExpectFor(locks.Redsync.Name); !ok || e != ExpectViolation {
 		t.Errorf("redsync: %q, %v; want the default", e, ok)
 	}
 }

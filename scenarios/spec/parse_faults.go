@@ -12,7 +12,7 @@ import (
 )
 
 // This file parses the cluster's fault-related settings and the fault
-// steps; run_faults.go runs them.
+// steps; runner/play_faults.go plays them.
 
 // PersistModes are the modes cluster.persistence takes, cluster.Persistence's
 // names (the runner converts them; a test in scenarios checks that the two

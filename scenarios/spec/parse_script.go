@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"splitbrain/locks"
 )
 
 // This file parses what a scenario file adds to the lock and the script
 // beyond the basics: cluster.backend, lock.retries and lock.extend, the
 // expected outcomes of scripted acquires and extends, and waits for a
-// condition. run_conditions.go runs them.
+// condition. the runner's play_conditions.go plays them.
 
 // Outcomes of a scripted acquire or extend, as `expect:` names them.
 const (
@@ -84,7 +86,7 @@ func (p *parser) expectOutcome(st *Step, n *yaml.Node, field string) bool {
 		f := field + "." + k.Value
 		switch {
 		case k.Value != ExpectDefault && !slices.Contains(fileLockKinds, k.Value):
-			p.fail(k, f, "unknown lock kind %q; want %s or one of %s", k.Value, ExpectDefault, strings.Join(LockKinds, ", "))
+			p.fail(k, f, "unknown lock kind %q; want %s or one of %s", k.Value, ExpectDefault, strings.Join(locks.Matrix(), ", "))
 		case st.Expects[k.Value] != "":
 			p.fail(k, f, "listed twice")
 		default:

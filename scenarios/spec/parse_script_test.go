@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"splitbrain/locks"
 )
 
 const generated = `name: g
@@ -88,8 +90,8 @@ func TestParseNewFields(t *testing.T) {
 				step       int
 				lock, want string
 			}{
-				{1, LockWaitReplicas, OutcomeRefused}, {1, LockRedlock, OutcomeAcquired},
-				{2, LockRedislock, OutcomeRefused}, {2, LockRedsync, ""},
+				{1, locks.WaitReplicas.Name, OutcomeRefused}, {1, locks.Redlock.Name, OutcomeAcquired},
+				{2, locks.Redislock.Name, OutcomeRefused}, {2, locks.Redsync.Name, ""},
 			} {
 				if got := sc.Steps[tc.step].ExpectOf(tc.lock); got != tc.want {
 					return fmt.Sprintf("step %d expects %q of %s, want %q", tc.step, got, tc.lock, tc.want)

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -27,7 +28,7 @@ const (
 	StepRelease StepKind = "release"
 	StepExtend  StepKind = "extend"
 	StepWait    StepKind = "wait"
-	// Fault steps, run by run_faults.go.
+	// Fault steps, played by runner/play_faults.go.
 	StepNet         StepKind = "net"
 	StepReplication StepKind = "replication"
 	StepPartition   StepKind = fault.KindPartition
@@ -173,6 +174,9 @@ type stepKind struct {
 	// decode reads the fields of the mapping, which the parser has checked
 	// are among fields; false means the step is not to be used.
 	decode func(p *parser, st *Step, in *stepIn) bool
+	// needs is the capability a node must have for the step to act on it
+	// (see Step.Needs); nil: the step needs none of a node.
+	needs func(st Step) (fault.Capability, bool)
 }
 
 // stepIn is a step's mapping as its kind's decode reads it.
@@ -200,7 +204,7 @@ var stepKinds = []stepKind{
 		st.Heal = p.enum(val, field, "", "links", "clocks", "nodes", "clients", "failover", "all")
 		return st.Heal != ""
 	}},
-	{kind: StepClock, fields: "node, jump, for", decode: (*parser).decodeClock},
+	{kind: StepClock, fields: "node, jump, for", decode: (*parser).decodeClock, needs: needs(fault.Clock)},
 	{kind: StepAcquire, fields: "client, key, expect", decode: (*parser).decodeLease},
 	{kind: StepRelease, fields: "client, key", decode: (*parser).decodeLease},
 	{kind: StepExtend, fields: "client, key, expect", decode: (*parser).decodeLease},
@@ -223,16 +227,17 @@ var stepKinds = []stepKind{
 		p.parseLinkFault(st, in)
 	})},
 	{kind: StepPartition, fields: "shape, client, clients, nodes, sides, for", decode: faultStep((*parser).parsePartition)},
-	{kind: StepStrobe, fields: "node, delta, period, for", decode: faultStep((*parser).parseStrobe)},
+	{kind: StepStrobe, fields: "node, delta, period, for", decode: faultStep((*parser).parseStrobe), needs: needs(fault.Clock)},
 	{kind: StepClockReset, fields: "nodes", decode: faultStep(func(p *parser, st *Step, in *stepIn) {
 		if v := in.seen["nodes"]; v != nil {
 			st.Nodes = p.parseNodeList(v, in.field+".nodes", true)
 		}
-	})},
-	{kind: StepPause, fields: "node, client, at, for, within, signal", decode: faultStep((*parser).pauseTarget)},
+	}), needs: needs(fault.Clock)},
+	{kind: StepPause, fields: "node, client, at, for, within, signal", decode: faultStep((*parser).pauseTarget),
+		needs: func(st Step) (fault.Capability, bool) { return fault.Pause, st.Node != "" }},
 	{kind: StepResume, fields: "node, client", decode: faultStep((*parser).pauseTarget)},
-	{kind: StepKill, fields: "node, amnesia, for", decode: faultStep((*parser).parseNodeDown)},
-	{kind: StepStop, fields: "node, amnesia, for", decode: faultStep((*parser).parseNodeDown)},
+	{kind: StepKill, fields: "node, amnesia, for", decode: faultStep((*parser).parseNodeDown), needs: needsDown(fault.Kill)},
+	{kind: StepStop, fields: "node, amnesia, for", decode: faultStep((*parser).parseNodeDown), needs: needsDown(fault.Stop)},
 	{kind: StepRestart, fields: "node", decode: faultStep(func(p *parser, st *Step, in *stepIn) {
 		st.Node = p.parseNode(in.need(p, "node"), in.field+".node")
 	})},
@@ -240,7 +245,60 @@ var stepKinds = []stepKind{
 		st.Node = p.replicatedNode(in.need(p, "node"), in.field+".node")
 		st.Replica = p.replicaOf(st.Node, in.seen["replica"], in.field+".replica")
 	})},
-	{kind: StepRandom, fields: "faults, targets, interval, duration, for, max_clock", decode: faultStep((*parser).parseRandom)},
+	{kind: StepRandom, fields: "faults, targets, interval, duration, for, max_clock", decode: faultStep((*parser).parseRandom),
+		needs: func(st Step) (fault.Capability, bool) {
+			// The first of the schedule's kinds that some node kinds
+			// lack; the others every kind takes.
+			for _, f := range st.Schedule.Kinds {
+				switch f {
+				case fault.RandomClock:
+					return fault.Clock, true
+				case fault.RandomAmnesia:
+					return fault.Wipe, true
+				}
+			}
+			return "", false
+		}},
+}
+
+// needs is a step kind's needs when it always needs capability c.
+func needs(c fault.Capability) func(Step) (fault.Capability, bool) {
+	return func(Step) (fault.Capability, bool) { return c, true }
+}
+
+// needsDown is kill's or stop's needs: c, or the wipe of a node that comes
+// back with its data lost.
+func needsDown(c fault.Capability) func(Step) (fault.Capability, bool) {
+	return func(st Step) (fault.Capability, bool) {
+		if st.Amnesia {
+			return fault.Wipe, true
+		}
+		return c, true
+	}
+}
+
+// Needs is the capability a node must have for st to act on it (a clock
+// step needs clock offsets, a kill with amnesia a wipe), if any: what a
+// lock kind's server must support for a story to be played against it.
+// Link faults are left out: every kind of server takes them.
+func (st Step) Needs() (fault.Capability, bool) {
+	if sk, ok := stepKindOf(st.Kind); ok && sk.needs != nil {
+		return sk.needs(st)
+	}
+	return "", false
+}
+
+// SplitsNodes reports whether a partition's sides put lock nodes (n1, n2,
+// ...) on different sides: a split of the ensemble itself, which needs
+// its members' links to each other proxied (fault.PeerLink).
+func (p Partition) SplitsNodes() bool {
+	with := 0
+	for _, s := range p.Sides {
+		if slices.ContainsFunc(s, func(n string) bool { return strings.HasPrefix(n, "n") }) {
+			with++
+		}
+	}
+	return with > 1
 }
 
 // StepKinds lists every kind of step, in the order messages list them.

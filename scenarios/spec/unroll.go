@@ -49,7 +49,7 @@ var ErrNotUnrollable = errors.New("cannot be written as faults at times")
 // have a generated workload whose steps are waits for a time, random
 // schedules and faults that heal on their own (for:).
 //
-// The draws mirror the runner's, step by step (run.go, run_faults.go): the
+// The draws mirror the runner's, step by step (runner/play.go, runner/play_faults.go): the
 // nemesis stream for faults, the workload stream for waits. A test checks
 // them against a real run's history, and package shrink checks them
 // against the run it shrinks.

@@ -1,0 +1,229 @@
+package runner_test
+
+import (
+	"cmp"
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"splitbrain/checker"
+	"splitbrain/fault"
+	"splitbrain/history"
+	"splitbrain/locks"
+	"splitbrain/runstore"
+	"splitbrain/scenarios/fit"
+	"splitbrain/scenarios/spec"
+)
+
+// Every scripted built-in story, played against each lock it lists,
+// meets that lock's expectation, both answers apart where it names them
+// (checker.Met): a lost update where it expects the resource harmed, a
+// correct counter where it expects it safe; so does every lock kind that
+// no story lists, against the first story (by name) that fits it, so that
+// each lock meets a scripted fault in CI. A story that fits no lock, or
+// expects any of a lock it fits, says nothing and fails. The dense matrix
+// — every story against every lock it fits — is make suite's (and
+// BenchmarkSuiteDense's, which fails on a missed expectation): in CI it
+// would be 117 plays instead of 38, the largest part of the tests' CPU.
+// The plays run side by side, each with its own nodes, the longest first
+// (they mostly wait on TTLs and faults).
+func TestBuiltinsMeetTheirExpectations(t *testing.T) {
+	t.Parallel()
+	var stories []*spec.Scenario
+	for _, name := range spec.Builtin() {
+		if strings.HasPrefix(name, "random-") {
+			continue // TestBuiltinsRandomSchedules
+		}
+		sc, err := spec.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stories = append(stories, sc)
+	}
+	var plays []*spec.Scenario
+	add := func(play *spec.Scenario) {
+		if play.Expect == spec.ExpectAny || play.Expect == "" {
+			t.Errorf("%s against %s: expect %q: a built-in counterexample or control must say what it shows", play.Name, play.Lock.Kind, play.Expect)
+			return
+		}
+		plays = append(plays, play)
+	}
+	listed := map[string]bool{}
+	for _, sc := range stories {
+		fits := 0
+		for _, lock := range locks.Matrix() {
+			if ok, _ := fit.Lock(sc, lock); !ok {
+				continue
+			}
+			fits++
+			// Every expectation a story states is a sentence of it, even
+			// where CI does not play the cell.
+			if play := sc.PlayAgainst(lock); play.Expect == spec.ExpectAny || play.Expect == "" {
+				t.Errorf("%s against %s: expect %q: a built-in counterexample or control must say what it shows", sc.Name, lock, play.Expect)
+			}
+		}
+		if fits == 0 {
+			t.Errorf("%s fits no lock", sc.Name)
+		}
+		for _, play := range sc.Plays() {
+			add(play)
+			listed[play.Lock.Kind] = true
+		}
+	}
+	for _, lock := range locks.Matrix() {
+		if listed[lock] {
+			continue
+		}
+		i := slices.IndexFunc(stories, func(sc *spec.Scenario) bool { ok, _ := fit.Lock(sc, lock); return ok })
+		if i < 0 {
+			t.Errorf("no scripted story fits %s", lock)
+			continue
+		}
+		add(stories[i].PlayAgainst(lock))
+	}
+	slices.SortStableFunc(plays, func(a, b *spec.Scenario) int { return cmp.Compare(slowness(b), slowness(a)) })
+	for _, play := range plays {
+		t.Run(play.Name+"/"+play.Lock.Kind, func(t *testing.T) {
+			t.Parallel()
+			out := runScenario(t, context.Background(), play, 1)
+			if !out.AsExpected {
+				a := checker.AnswersOf(out.Result)
+				t.Errorf("verdict %s (lock %s, resource %q: %s), want %s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, play.Expect)
+			}
+		})
+	}
+}
+
+// slowness ranks plays by how long they take, roughly: the consensus
+// stories wait for sessions and leases to expire and start JVMs or etcd
+// members (10–20 s a play), Sentinel's for a failover; the others for
+// TTLs of a few seconds. Starting the longest first keeps the last play
+// from starting alone near the end.
+func slowness(sc *spec.Scenario) int {
+	switch {
+	case sc.Lock.Kind == locks.ZooKeeper.Name || sc.Lock.Kind == locks.Etcd.Name || sc.Lock.Kind == locks.EtcdV3Lock.Name:
+		return 2
+	case sc.Sentinel != nil:
+		return 1
+	}
+	return 0
+}
+
+// The faults each random built-in may inject, by the part of its name
+// after "random-".
+var randomFaults = map[string][]string{
+	"partition": {fault.KindPartition},
+	"pause":     {fault.KindPause, fault.KindClientPause, fault.KindClientHeld},
+	"clock":     {fault.KindClockJump, fault.KindClockStrobe, fault.KindClockReset},
+	"kill":      {fault.KindKill, fault.KindStop},
+	"all": {fault.KindPartition, fault.KindPause, fault.KindClientPause, fault.KindClientHeld, fault.KindClockJump,
+		fault.KindClockStrobe, fault.KindClockReset, fault.KindKill, fault.KindStop},
+}
+
+// Every random-schedule built-in ends with a verdict (valid or invalid,
+// never unknown: expect any) after its schedule injected faults of its
+// kinds only, and the workload ran under them. In CI each schedule is
+// played once, against a lock kind of its own taken in turn (our Redlock
+// first), and a kind left over when the schedules run out gets the next
+// schedule that fits it: every schedule and every lock meet once, without
+// the dense random rows' minutes (make suite plays every schedule against
+// every lock it fits). A random play runs its workload without a pause —
+// about 5 CPU-seconds each under -race — so the count matters on CI's two
+// cores. The plays run side by side, each with its own nodes.
+func TestBuiltinsRandomSchedules(t *testing.T) {
+	t.Parallel()
+	var randoms []*spec.Scenario
+	for _, name := range spec.Builtin() {
+		if !strings.HasPrefix(name, "random-") {
+			continue
+		}
+		sc, err := spec.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Expect != spec.ExpectAny || len(sc.Locks) != 2 {
+			t.Errorf("%s: expect %s, locks %v; want expect any against redlock and redsync", name, sc.Expect, sc.Locks)
+		}
+		randoms = append(randoms, sc)
+	}
+	plays := randomPlays(randoms)
+	if len(plays) < len(randoms) {
+		t.Errorf("%d plays of %d random schedules: want each played", len(plays), len(randoms))
+	}
+	for _, play := range plays {
+		name := play.Name
+		kind, _, _ := strings.Cut(strings.TrimPrefix(name, "random-"), "-")
+		allowed, ok := randomFaults[kind]
+		if !ok {
+			t.Fatalf("%s: no fault kinds known for %q", name, kind)
+		}
+		t.Run(name+"/"+play.Lock.Kind, func(t *testing.T) {
+			t.Parallel()
+			out := runScenario(t, context.Background(), play, 5)
+			if !out.AsExpected {
+				t.Errorf("verdict %s (%s), want valid or invalid", out.Result.Verdict, out.Result.Reason)
+			}
+			events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			faults, granted := 0, 0
+			for _, e := range events {
+				switch {
+				case e.F == history.Acquire && e.Type == history.OK:
+					granted++
+				case e.F == history.Nemesis:
+					f, err := e.Fault()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if f.Phase != history.PhaseStart {
+						continue
+					}
+					if !slices.Contains(allowed, f.Kind) {
+						t.Errorf("fault %s (%s) is not one of %v", f.Kind, f.Detail, allowed)
+					}
+					faults++
+				}
+			}
+			if faults == 0 || granted == 0 {
+				t.Errorf("%d faults injected, %d acquires granted; want both", faults, granted)
+			}
+			t.Logf("%s against %s: %s, %d faults, %d grants", name, play.Lock.Kind, out.Result.Verdict, faults, granted)
+		})
+	}
+}
+
+// randomPlays pairs each random schedule with a lock kind that fits it,
+// each kind once while kinds last, then each kind no schedule got with the
+// next schedule that fits it.
+func randomPlays(randoms []*spec.Scenario) []*spec.Scenario {
+	var plays []*spec.Scenario
+	played := map[string]bool{}
+	for _, sc := range randoms {
+		for _, lock := range locks.Matrix() {
+			if ok, _ := fit.Lock(sc, lock); ok && !played[lock] {
+				plays = append(plays, sc.PlayAgainst(lock))
+				played[lock] = true
+				break
+			}
+		}
+	}
+	turn := 0
+	for _, lock := range locks.Matrix() {
+		for range randoms {
+			if played[lock] {
+				break
+			}
+			sc := randoms[turn%len(randoms)]
+			turn++
+			if ok, _ := fit.Lock(sc, lock); ok {
+				plays = append(plays, sc.PlayAgainst(lock))
+				played[lock] = true
+			}
+		}
+	}
+	return plays
+}

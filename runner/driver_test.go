@@ -1,0 +1,221 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"splitbrain/checker"
+	"splitbrain/history"
+	"splitbrain/internal/gobuild"
+	"splitbrain/locks"
+	"splitbrain/runstore"
+	"splitbrain/scenarios/spec"
+)
+
+// buildRedlockDriver builds cmd/redlock-driver, the protocol's reference
+// driver, into a temporary folder.
+func buildRedlockDriver(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "redlock-driver")
+	if err := gobuild.Build(bin, "splitbrain/cmd/redlock-driver"); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// Our Redlock in-process and as a driver process give the same verdicts
+// on the same seeds: a violation (the clock jump), a safe control, and a
+// story that pauses the client at a point the driver announces
+// (pause-during-acquire: the lock's elapsed-time check saves it, in the
+// driver too).
+func TestDriverMatchesInProcess(t *testing.T) {
+	t.Parallel()
+	bin := buildRedlockDriver(t)
+	for _, name := range []string{"clock-jump", "clock-jump-control", "pause-during-acquire"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sc, err := spec.Load(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const seed = 3
+			type play struct {
+				lock    string
+				answers checker.Answers
+				held    bool
+			}
+			plays := []play{{lock: locks.Redlock.Name}, {lock: locks.Driver.Name}}
+			for i := range plays {
+				p := sc.PlayAgainst(plays[i].lock)
+				if plays[i].lock == locks.Driver.Name {
+					p.Lock.Command = []string{bin}
+				}
+				out := runScenario(t, context.Background(), p, seed)
+				plays[i].answers = checker.AnswersOf(out.Result)
+				plays[i].held = heldAClient(t, out.Dir)
+				t.Logf("%s: %s (%s)", plays[i].lock, out.Result.Verdict, out.Result.Reason)
+				if !out.AsExpected {
+					t.Errorf("%s: verdict %s (%s), want %s", plays[i].lock, out.Result.Verdict, out.Result.Reason, p.Expect)
+				}
+			}
+			if plays[0].answers != plays[1].answers {
+				t.Errorf("in-process %+v, as a driver %+v: want the same answers", plays[0].answers, plays[1].answers)
+			}
+			if plays[0].held != plays[1].held {
+				t.Errorf("a client held at its point: in-process %v, as a driver %v", plays[0].held, plays[1].held)
+			}
+		})
+	}
+}
+
+// heldAClient reports whether the run's history records a client stopped
+// at a point.
+func heldAClient(t *testing.T, dir string) bool {
+	t.Helper()
+	events, err := history.ReadFile(filepath.Join(dir, runstore.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if f, err := e.Fault(); err == nil && e.F == history.Nemesis && f.Kind == "client-pause-held" {
+			return true
+		}
+	}
+	return false
+}
+
+// redis-py's Lock, the built-in driver, breaks its promise when paused
+// between its SET's reply and acquire()'s return, with the pause on the
+// history (and so on the report's timeline); its transcript is in the run
+// folder, the password masked.
+func TestRedisPyPauseDuringAcquire(t *testing.T) {
+	t.Parallel()
+	sc, err := spec.Load("pause-during-acquire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runScenario(t, context.Background(), sc.PlayAgainst(locks.RedisPy.Name), 1)
+	a := checker.AnswersOf(out.Result)
+	if !out.AsExpected {
+		t.Errorf("verdict %s (lock %s, resource %s: %s), want %s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, sc.PlayAgainst(locks.RedisPy.Name).Expect)
+	}
+	if !heldAClient(t, out.Dir) {
+		t.Errorf("no client-pause-held in the history: the driver's point never held c1")
+	}
+	log, err := os.ReadFile(filepath.Join(out.Dir, "logs", "driver-c1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"op":"point","id":1,"point":"after-replies"`, `"password":"***"`, "late by at most"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("logs/driver-c1.log lacks %q", want)
+		}
+	}
+	report, err := os.ReadFile(filepath.Join(out.Dir, runstore.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(report), "c1 stopped at after-replies") {
+		t.Errorf("the report does not show c1's pause")
+	}
+}
+
+// In a random schedule, a client pause drawn at any point stops a
+// driver's process by SIGSTOP wherever it is: recorded in its lane, with
+// the stretch it was held, and in the driver's transcript. Seed 10 draws
+// one for c1 at 0.66 s.
+func TestRandomPauseStopsDriverProcess(t *testing.T) {
+	t.Parallel()
+	sc, err := spec.Load("random-pause-counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runScenario(t, context.Background(), sc.PlayAgainst(locks.RedisPy.Name), 10)
+	if !out.AsExpected {
+		t.Errorf("verdict %s (%s), want valid or invalid", out.Result.Verdict, out.Result.Reason)
+	}
+	events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stops := map[string]bool{}
+	for _, e := range events {
+		if f, err := e.Fault(); err == nil && e.F == history.Nemesis && f.Phase == history.PhaseStart && strings.Contains(f.Detail, "SIGSTOP") {
+			stops[f.Kind+" "+strings.Join(f.Nodes, ",")] = true
+		}
+	}
+	for _, want := range []string{"client-pause c1", "client-pause-held c1"} {
+		if !stops[want] {
+			t.Errorf("no %s by SIGSTOP in the history; found %v", want, stops)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(out.Dir, "logs", "driver-c1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "# SIGSTOP") || !strings.Contains(string(log), "# SIGCONT") {
+		t.Errorf("c1's transcript does not show the SIGSTOP and SIGCONT")
+	}
+}
+
+// A driver that dies mid-run leaves the run unknown, never valid, with
+// its exit status and stderr in the reason.
+func TestDriverDiesMidRun(t *testing.T) {
+	t.Parallel()
+	src := []byte(`name: driver-dies
+description: c1's driver dies at its second request.
+expect: any
+cluster: {nodes: 1}
+lock:
+  kind: driver
+  command: [sh, -c, "read hello; echo '{\"op\":\"ready\"}'; read req; echo '{\"op\":\"reply\",\"id\":1,\"result\":\"fail\"}'; read req; echo 'lost my mind' >&2; exit 7"]
+workload: {clients: 1}
+steps:
+  - acquire: {client: c1}
+  - acquire: {client: c1}
+  - acquire: {client: c1}
+`)
+	sc, err := spec.Parse(src, "driver-dies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runScenario(t, context.Background(), sc, 1)
+	if out.Result.Verdict != "unknown" {
+		t.Errorf("verdict %s (%s), want unknown", out.Result.Verdict, out.Result.Reason)
+	}
+	for _, want := range []string{"a lock driver broke", "exited before answering acquire #2 (exit status 7)", "lost my mind"} {
+		if !strings.Contains(out.Result.Reason, want) {
+			t.Errorf("reason lacks %q: %s", want, out.Result.Reason)
+		}
+	}
+}
+
+func TestDriverLockFields(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		lock string
+		want string // empty: valid
+	}{
+		{`{kind: driver, command: [python3, d.py]}`, ""},
+		{`{kind: redis-py}`, ""},
+		{`{kind: driver}`, "x.yaml: lock.command: missing: lock.kind driver runs the program it names"},
+		{`{kind: redlock, command: [d]}`, "x.yaml:4: lock.command: only lock.kind driver runs a command; redlock is built in"},
+		{`{kind: driver, command: python3 d.py}`, "x.yaml:4: lock.command: want a list: the program and its arguments"},
+		{`{kind: driver, command: ["", d.py]}`, "x.yaml:4: lock.command[0]: want a string: the program, then each argument"},
+	}
+	for _, tc := range tests {
+		src := "name: x\ndescription: d\nexpect: any\nlock: " + tc.lock + "\nsteps:\n  - acquire: {client: c1}\n"
+		sc, err := spec.Parse([]byte(src), "x.yaml")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.lock, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want %q", tc.lock, err, tc.want)
+		case tc.want == "" && sc.Lock.Kind == locks.Driver.Name && len(sc.Lock.Command) != 2:
+			t.Errorf("%s: command %q", tc.lock, sc.Lock.Command)
+		}
+	}
+}

@@ -1,0 +1,353 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"splitbrain/locks"
+)
+
+// The file's shape. Scalars that need checking are kept as nodes so that
+// errors can name their line.
+type fileSpec struct {
+	Name        string       `yaml:"name"`
+	Description yaml.Node    `yaml:"description"`
+	Expect      yaml.Node    `yaml:"expect"`
+	Cluster     clusterSpec  `yaml:"cluster"`
+	Lock        lockSpec     `yaml:"lock"`
+	Workload    workloadSpec `yaml:"workload"`
+	Steps       []yaml.Node  `yaml:"steps"`
+}
+
+type clusterSpec struct {
+	Nodes       yaml.Node `yaml:"nodes"`
+	Persistence yaml.Node `yaml:"persistence"`
+	Replicas    yaml.Node `yaml:"replicas"`
+	Backend     yaml.Node `yaml:"backend"`
+	Sentinel    yaml.Node `yaml:"sentinel"`
+}
+
+type lockSpec struct {
+	Kind        yaml.Node `yaml:"kind"`
+	TTL         yaml.Node `yaml:"ttl"`
+	Key         string    `yaml:"key"`
+	NodeTimeout yaml.Node `yaml:"node_timeout"`
+	Retries     yaml.Node `yaml:"retries"`
+	Extend      yaml.Node `yaml:"extend"`
+	Command     yaml.Node `yaml:"command"`
+}
+
+type workloadSpec struct {
+	Clients  yaml.Node `yaml:"clients"`
+	Kind     yaml.Node `yaml:"kind"`
+	Keys     yaml.Node `yaml:"keys"`
+	Duration yaml.Node `yaml:"duration"`
+	Think    yaml.Node `yaml:"think"`
+	Backoff  yaml.Node `yaml:"backoff"`
+	Fencing  yaml.Node `yaml:"fencing"`
+}
+
+// sections lists the fields of each mapping, for "unknown field" errors.
+var sections = map[string]struct{ name, fields string }{
+	"fileSpec":     {"the top level", "name, description, expect, cluster, lock, workload, steps"},
+	"clusterSpec":  {"cluster", "nodes, persistence, replicas, backend, sentinel"},
+	"lockSpec":     {"lock", "kind, ttl, key, node_timeout, retries, extend, command"},
+	"workloadSpec": {"workload", "clients, kind, keys, duration, think, backoff, fencing"},
+}
+
+var unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type spec\.(\w+)`)
+var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
+
+// Parse reads a scenario from data; file names it in errors.
+func Parse(data []byte, file string) (*Scenario, error) {
+	if len(data) > MaxFileSize {
+		return nil, Errors{{File: file, Msg: fmt.Sprintf("%d bytes, more than the %d KiB a scenario file may have", len(data), MaxFileSize>>10)}}
+	}
+	var spec fileSpec
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&spec); err != nil {
+		return nil, yamlError(file, err)
+	}
+	p := &parser{file: file}
+	sc := p.scenario(&spec)
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	sc.File = file
+	sc.Source = data
+	return sc, nil
+}
+
+func yamlError(file string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		var errs Errors
+		for _, msg := range te.Errors {
+			if m := unknownField.FindStringSubmatch(msg); m != nil {
+				line, _ := strconv.Atoi(m[1])
+				sec := sections[m[3]]
+				errs = append(errs, &Error{File: file, Line: line, Field: m[2],
+					Msg: fmt.Sprintf("unknown field in %s; valid fields: %s", sec.name, sec.fields)})
+				continue
+			}
+			if m := yamlLine.FindStringSubmatch(msg); m != nil {
+				line, _ := strconv.Atoi(m[1])
+				errs = append(errs, &Error{File: file, Line: line, Msg: m[2]})
+				continue
+			}
+			errs = append(errs, &Error{File: file, Msg: msg})
+		}
+		return errs
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return Errors{{File: file, Line: line, Msg: m[2]}}
+	}
+	if err.Error() == "EOF" {
+		msg = "the file is empty; a scenario needs at least name, cluster, lock, workload and steps"
+	}
+	return Errors{{File: file, Msg: msg}}
+}
+
+type parser struct {
+	file       string
+	errs       Errors
+	nodes      map[string]bool
+	cls        map[string]bool
+	replicated map[string]int // nodes with replicas, and how many
+	storage    bool           // the workload has a storage node
+}
+
+func (p *parser) fail(n *yaml.Node, field, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+
+func (p *parser) scenario(s *fileSpec) *Scenario {
+	sc := &Scenario{Name: s.Name, Description: strings.TrimSpace(s.Description.Value)}
+	switch {
+	case len(s.Name) > MaxName:
+		p.fail(nil, "name", "%d characters, more than the %d a name may have", len(s.Name), MaxName)
+	case !namePattern.MatchString(s.Name):
+		p.fail(nil, "name", "%q: want a lower-case name of letters, digits and dashes, such as clock-jump", s.Name)
+	}
+	switch d := &s.Description; {
+	case d.Kind != 0 && d.Kind != yaml.ScalarNode:
+		p.fail(d, "description", "want text")
+	case len(sc.Description) > MaxDescription:
+		p.fail(d, "description", "%d bytes, more than the %d a description may have; keep the story short, and the rest in comments", len(sc.Description), MaxDescription)
+	}
+	if len(s.Steps) > MaxSteps {
+		// Parsing 800 000 steps one by one would only list as many errors.
+		p.fail(&s.Steps[MaxSteps], "steps", "%d steps, more than the %d a scenario may have", len(s.Steps), MaxSteps)
+		return sc
+	}
+	sc.Expects, sc.NotFor = p.expectation(&s.Expect)
+	sc.Nodes = p.count(&s.Cluster.Nodes, "cluster.nodes", 5, 1, 15)
+	p.nodes = map[string]bool{}
+	for i := 1; i <= sc.Nodes; i++ {
+		p.nodes[fmt.Sprintf("n%d", i)] = true
+	}
+	sc.Persistence = p.persistence(&s.Cluster.Persistence, sc.Nodes)
+	sc.Replicas, sc.ReplicaCount = p.replicas(&s.Cluster.Replicas)
+	sc.Sentinel = p.sentinel(&s.Cluster.Sentinel, sc)
+	clients := p.count(&s.Workload.Clients, "workload.clients", 2, 1, 64)
+	p.cls = map[string]bool{}
+	for i := 1; i <= clients; i++ {
+		name := fmt.Sprintf("c%d", i)
+		sc.Clients = append(sc.Clients, name)
+		p.cls[name] = true
+	}
+	sc.Locks = p.lockKinds(&s.Lock.Kind)
+	sc.Lock.Kind = sc.Locks[0]
+	sc.Expect, _ = sc.ExpectFor(sc.Lock.Kind)
+	p.checkExpectLocks(&s.Expect, sc)
+	sc.Lock.TTL = p.duration(&s.Lock.TTL, "lock.ttl", 2*time.Second, time.Millisecond)
+	sc.Lock.NodeTimeout = p.duration(&s.Lock.NodeTimeout, "lock.node_timeout", 0, time.Millisecond)
+	if sc.Lock.NodeTimeout >= sc.Lock.TTL && sc.Lock.TTL > 0 {
+		p.fail(&s.Lock.NodeTimeout, "lock.node_timeout", "%v must be shorter than lock.ttl %v", sc.Lock.NodeTimeout, sc.Lock.TTL)
+	}
+	sc.Lock.Command = p.driverCommand(&s.Lock.Command, sc.Locks)
+	sc.Lock.Key = s.Lock.Key
+	if sc.Lock.Key == "" {
+		sc.Lock.Key = "lock"
+	}
+	sc.Workload = p.workload(&s.Workload, len(s.Steps) > 0)
+	p.moreOptions(s, sc)
+	p.storage = sc.Workload.HasResource()
+	if len(s.Steps) == 0 && sc.Workload.Kind == WorkloadSteps {
+		p.fail(nil, "steps", "missing: a scenario needs at least one step, or a generated workload (workload.kind mutex, counter, bank or set)")
+	}
+	for i := range s.Steps {
+		if st, ok := p.parseStep(&s.Steps[i], i); ok {
+			sc.Steps = append(sc.Steps, st)
+			if sc.Workload.Kind != WorkloadSteps && drivesClient(st) {
+				p.fail(&s.Steps[i], fmt.Sprintf("steps[%d].%s", i, st.Kind),
+					"not allowed with workload.kind %s: the generator drives the clients; its steps may inject faults and wait for a time, until a node is up or down, or until a client is paused or wrote", sc.Workload.Kind)
+			}
+			if st.Kind == StepWait && st.Until == UntilWrote && !p.storage {
+				p.fail(&s.Steps[i], fmt.Sprintf("steps[%d].wait.until", i),
+					"wrote waits for a write to the storage, which workload.kind %s does not make; want a workload with a resource (counter, bank or set)", sc.Workload.Kind)
+			}
+		}
+	}
+	return sc
+}
+
+// lockKinds parses lock.kind: one kind, or a list of kinds to play the
+// scenario against one after another.
+func (p *parser) lockKinds(n *yaml.Node) []string {
+	const field = "lock.kind"
+	if n.Kind != yaml.SequenceNode {
+		return []string{p.enum(n, field, locks.Redlock.Name, fileLockKinds...)}
+	}
+	if len(n.Content) == 0 {
+		p.fail(n, field, "empty list; want one or more of %s, such as [redlock, redsync]", strings.Join(fileLockKinds, ", "))
+		return []string{locks.Redlock.Name}
+	}
+	var out []string
+	for i, v := range n.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		k := p.enum(v, f, "", fileLockKinds...)
+		switch {
+		case k == "":
+		case slices.Contains(out, k):
+			p.fail(v, f, "%s is listed twice; each kind is played once", k)
+		default:
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return []string{locks.Redlock.Name}
+	}
+	return out
+}
+
+// driverCommand parses lock.command, which kind driver needs and no
+// other kind takes.
+func (p *parser) driverCommand(n *yaml.Node, kinds []string) []string {
+	const field = "lock.command"
+	wants := slices.Contains(kinds, locks.Driver.Name)
+	if n.Kind == 0 {
+		if wants {
+			p.fail(nil, field, "missing: lock.kind driver runs the program it names, e.g. command: [python3, my_driver.py] (see docs/driver-protocol.md)")
+		}
+		return nil
+	}
+	if !wants {
+		p.fail(n, field, "only lock.kind driver runs a command; %s is built in", strings.Join(kinds, ", "))
+		return nil
+	}
+	var out []string
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.fail(n, field, "want a list: the program and its arguments, such as [python3, my_driver.py]")
+		return nil
+	}
+	for i, v := range n.Content {
+		if v.Kind != yaml.ScalarNode || (i == 0 && v.Value == "") {
+			p.fail(v, fmt.Sprintf("%s[%d]", field, i), "want a string: the program, then each argument")
+			return nil
+		}
+		out = append(out, v.Value)
+	}
+	return out
+}
+
+func (p *parser) enum(n *yaml.Node, field, def string, valid ...string) string {
+	if n.Kind == 0 {
+		if def == "" {
+			p.fail(nil, field, "missing; want one of %s", strings.Join(valid, ", "))
+		}
+		return def
+	}
+	for _, v := range valid {
+		if n.Value == v && n.Kind == yaml.ScalarNode {
+			return v
+		}
+	}
+	p.fail(n, field, "%q is not valid; want one of %s", n.Value, strings.Join(valid, ", "))
+	return def
+}
+
+func (p *parser) count(n *yaml.Node, field string, def, min, max int) int {
+	if n.Kind == 0 {
+		return def
+	}
+	v, err := strconv.Atoi(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil || v < min || v > max {
+		p.fail(n, field, "%q is not valid; want a whole number from %d to %d", n.Value, min, max)
+		return def
+	}
+	return v
+}
+
+func (p *parser) duration(n *yaml.Node, field string, def, min time.Duration) time.Duration {
+	if n.Kind == 0 {
+		return def
+	}
+	d, err := time.ParseDuration(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil || d < min {
+		p.fail(n, field, "%q is not valid; want a duration of at least %v such as 1500ms or 2s", n.Value, min)
+		return def
+	}
+	if err := CheckDuration(d); err != nil {
+		p.fail(n, field, "%q is too long; %v", n.Value, err)
+		return def
+	}
+	return d
+}
+
+// span parses "5s", "-3s" or "3s..6s".
+func (p *parser) span(n *yaml.Node, field string, allowNegative bool) (Span, bool) {
+	bad := func() (Span, bool) {
+		want := "a duration such as 5s or a range such as 3s..6s"
+		if allowNegative {
+			want = "a duration such as 5s or -2s, or a range such as 3s..6s"
+		}
+		p.fail(n, field, "%q is not valid; want %s", n.Value, want)
+		return Span{}, false
+	}
+	if n.Kind != yaml.ScalarNode || n.Value == "" {
+		return bad()
+	}
+	lo, hi, isRange := strings.Cut(n.Value, "..")
+	min, err := time.ParseDuration(strings.TrimPrefix(lo, "+"))
+	if err != nil {
+		return bad()
+	}
+	max := min
+	if isRange {
+		if max, err = time.ParseDuration(strings.TrimPrefix(hi, "+")); err != nil || max < min {
+			return bad()
+		}
+	}
+	if !allowNegative && min < 0 {
+		return bad()
+	}
+	for _, d := range []time.Duration{min, max} {
+		if err := CheckDuration(d); err != nil {
+			p.fail(n, field, "%q is too long; %v", n.Value, err)
+			return Span{}, false
+		}
+	}
+	return Span{Min: min, Max: max}, true
+}

@@ -1,0 +1,104 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"splitbrain/locks"
+)
+
+// Overrides changes a loaded scenario from the command line; zero fields
+// keep the file's values.
+type Overrides struct {
+	Lock     string        // a lock kind (locks.Matrix()), in place of the file's list
+	Clients  int           // number of clients, c1..cN
+	Duration time.Duration // a generated workload's duration
+}
+
+// MaxClients bounds --clients.
+const MaxClients = 64
+
+// Check says whether each override given is a valid value at all, whatever
+// the scenario; given names the flags the user set (lock, clients, time), so
+// that a zero given (--clients 0) is refused rather than taken for unset.
+// It is the one place these values are judged: the command line calls it
+// before any scenario is read, Override calls it again.
+func (o Overrides) Check(given func(flag string) bool) error {
+	switch {
+	case given("lock") && !slices.Contains(locks.Matrix(), o.Lock):
+		return fmt.Errorf("--lock %q: want one of %s", o.Lock, strings.Join(locks.Matrix(), ", "))
+	case given("clients") && (o.Clients < 1 || o.Clients > MaxClients):
+		return fmt.Errorf("--clients %d: want a whole number from 1 to %d", o.Clients, MaxClients)
+	case given("time") && o.Duration < time.Millisecond:
+		return fmt.Errorf("--time %v: want a duration of at least 1ms such as 10s", o.Duration)
+	case given("time"):
+		if err := CheckDuration(o.Duration); err != nil {
+			return fmt.Errorf("--time %v: %w", o.Duration, err)
+		}
+	}
+	return nil
+}
+
+// nonZero is Check's given for overrides set in code: a zero field is unset.
+func (o Overrides) nonZero(flag string) bool {
+	switch flag {
+	case "lock":
+		return o.Lock != ""
+	case "clients":
+		return o.Clients != 0
+	case "time":
+		return o.Duration != 0
+	}
+	return false
+}
+
+// Override applies o to sc, or says which override does not fit sc and
+// what would.
+func (sc *Scenario) Override(o Overrides) error {
+	if err := o.Check(o.nonZero); err != nil {
+		return err
+	}
+	if o.Lock != "" {
+		sc.Lock.Kind = o.Lock
+		sc.Locks = []string{o.Lock}
+		sc.Expect, _ = sc.ExpectFor(o.Lock)
+	}
+	// Every play must be able to fence: a lock without tokens cannot
+	// write to a fenced storage at all.
+	for _, k := range sc.Locks {
+		if sc.Workload.Fencing && !locks.FencedKind(k) {
+			flag := "--lock " + k
+			if o.Lock == "" {
+				flag = fmt.Sprintf("%s: lock.kind %s", sc.File, k)
+			}
+			return fmt.Errorf("%s: %s fences its storage and needs a lock with tokens: %s",
+				flag, sc.Name, locks.Or(locks.FencedNames()))
+		}
+	}
+	if o.Clients != 0 {
+		for _, st := range sc.Steps {
+			for _, c := range append([]string{st.Client}, st.Clients...) {
+				if n, err := strconv.Atoi(strings.TrimPrefix(c, "c")); err == nil && n > o.Clients {
+					return fmt.Errorf("--clients %d: %s:%d: step %s uses %s; want at least %d clients",
+						o.Clients, sc.File, st.Line, st.Kind, c, n)
+				}
+			}
+		}
+		clients := make([]string, o.Clients)
+		for i := range clients {
+			clients[i] = fmt.Sprintf("c%d", i+1)
+		}
+		sc.Clients = clients
+	}
+	if o.Duration != 0 {
+		if !sc.Workload.Generated() {
+			return fmt.Errorf("--time %v: %s is scripted, its steps set its length; --time is for a generated workload (workload.kind %s)",
+				o.Duration, sc.Name, generatorKinds)
+		}
+		sc.Workload.Duration = o.Duration
+	}
+	return nil
+}
