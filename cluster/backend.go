@@ -141,33 +141,12 @@ type ReplicaSpec struct {
 	Routes map[string]string
 }
 
-// Fault is a capability a node's kind has or lacks: fault.Capability,
-// the one vocabulary of faults, named here for the kinds' lists and the
-// refusals.
-type Fault = fault.Capability
-
-// The capabilities by their old names, for callers not yet moved to
-// package fault's.
-//
-// Deprecated: use fault.Link, fault.Pause, ... directly.
-const (
-	FaultLink     = fault.Link
-	FaultPause    = fault.Pause
-	FaultKill     = fault.Kill
-	FaultStop     = fault.Stop
-	FaultWipe     = fault.Wipe
-	FaultClock    = fault.Clock
-	FaultReplica  = fault.Replica
-	FaultIsolate  = fault.Disconnect
-	FaultPeerLink = fault.PeerLink
-)
-
 // UnsupportedError is the refusal of a fault a node cannot take: its kind
 // does not support it, or (Backend set) its backend cannot do it to any
 // node. Callers branch on it with errors.As, e.g. to show n/a.
 type UnsupportedError struct {
 	Kind  string // the server kind: redis, sentinel, zookeeper, etcd
-	Fault Fault
+	Fault fault.Capability
 	// Node is the node asked, empty when the refusal is not about one.
 	Node string
 	// Backend is set when the backend is what lacks the fault.
@@ -189,7 +168,7 @@ func (e *UnsupportedError) Error() string {
 // fault.Pause, or any interface the node's methods satisfy), or an
 // *UnsupportedError when the node's kind does not support f or its
 // backend's nodes do not have C.
-func Capable[C any](node Node, f Fault) (C, error) {
+func Capable[C any](node Node, f fault.Capability) (C, error) {
 	var zero C
 	if err := node.Kind().Refuse(node.Name(), f); err != nil {
 		return zero, err

@@ -27,12 +27,12 @@ func (f fakeNode) WipeData(context.Context) error { return nil }
 // node has the methods; each refusal is an *UnsupportedError naming the
 // kind, the fault and the node, and says whether the backend is to blame.
 func TestCapableRefusesWithTypedError(t *testing.T) {
-	zk := &cluster.Kind{Name: "zookeeper", Faults: []cluster.Fault{fault.Pause, fault.Kill, fault.Clock}}
+	zk := &cluster.Kind{Name: "zookeeper", Faults: []fault.Capability{fault.Pause, fault.Kill, fault.Clock}}
 	n := fakeNode{kind: zk}
 	for _, tc := range []struct {
 		name        string
 		get         func() error
-		wantFault   cluster.Fault
+		wantFault   fault.Capability
 		wantBackend bool
 	}{
 		{"supported", func() error { _, err := cluster.Capable[cluster.Pauser](n, fault.Pause); return err }, "", false},
@@ -65,7 +65,7 @@ func TestCapableRefusesWithTypedError(t *testing.T) {
 
 // Redis takes every fault both backends offer.
 func TestRedisSupportsEveryFault(t *testing.T) {
-	for _, f := range []cluster.Fault{fault.Link, fault.Pause, fault.Kill, fault.Stop,
+	for _, f := range []fault.Capability{fault.Link, fault.Pause, fault.Kill, fault.Stop,
 		fault.Wipe, fault.Clock, fault.Replica, fault.Disconnect} {
 		if err := cluster.Redis.Refuse("n1", f); err != nil {
 			t.Errorf("Redis refuses %s: %v", f, err)

@@ -61,7 +61,7 @@ var Etcd = &Kind{
 	Secure:       secureEtcd,
 	Persistence:  []Persistence{PersistNone},
 	PeerPorts:    1,
-	Faults:       []Fault{fault.Link, fault.Pause, fault.Kill, fault.Stop},
+	Faults:       []fault.Capability{fault.Link, fault.Pause, fault.Kill, fault.Stop},
 }
 
 // etcd's timing, kept short so that stories take seconds: a heartbeat

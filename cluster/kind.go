@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"splitbrain/fault"
 )
 
 // Kind describes a kind of server — Redis now; Sentinel, ZooKeeper and etcd
@@ -47,7 +49,7 @@ type Kind struct {
 	Persistence []Persistence
 	// Faults are the faults the kind supports; every other one is refused
 	// with an *UnsupportedError.
-	Faults []Fault
+	Faults []fault.Capability
 	// PeerPorts is how many ports each member of an ensemble listens on
 	// for its peers (ZooKeeper: quorum and election; etcd: one); zero for
 	// a kind whose servers are independent (Redis). The members of an
@@ -158,11 +160,11 @@ type ReplicationConn interface {
 }
 
 // Supports says whether the kind supports fault f.
-func (k *Kind) Supports(f Fault) bool { return slices.Contains(k.Faults, f) }
+func (k *Kind) Supports(f fault.Capability) bool { return slices.Contains(k.Faults, f) }
 
 // Refuse returns the *UnsupportedError of fault f on node, or nil when the
 // kind supports f.
-func (k *Kind) Refuse(node string, f Fault) error {
+func (k *Kind) Refuse(node string, f fault.Capability) error {
 	if k.Supports(f) {
 		return nil
 	}

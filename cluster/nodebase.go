@@ -73,7 +73,7 @@ func (b *NodeBase) Admin() *redis.Client {
 
 // Refuse returns the *UnsupportedError of fault f on this node, or nil when
 // its kind supports f.
-func (b *NodeBase) Refuse(f Fault) error { return b.kind.Refuse(b.name, f) }
+func (b *NodeBase) Refuse(f fault.Capability) error { return b.kind.Refuse(b.name, f) }
 
 // SetClockOffset moves the node's wall clock to real time + d, at once.
 func (b *NodeBase) SetClockOffset(d time.Duration) error {

@@ -105,7 +105,7 @@ var ZooKeeper = &Kind{
 	ClassArchive: true,
 	Persistence:  []Persistence{PersistNone},
 	PeerPorts:    2,
-	Faults:       []Fault{fault.Link, fault.PeerLink, fault.Pause, fault.Kill, fault.Stop, fault.Wipe, fault.Clock},
+	Faults:       []fault.Capability{fault.Link, fault.PeerLink, fault.Pause, fault.Kill, fault.Stop, fault.Wipe, fault.Clock},
 }
 
 // ZooKeeper's timing, kept short so that stories take seconds: a tick of

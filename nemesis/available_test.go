@@ -15,7 +15,7 @@ import (
 // storage).
 func TestLinkFaultsAvailable(t *testing.T) {
 	t.Parallel()
-	unlinked := &cluster.Kind{Name: "unlinked", Faults: []cluster.Fault{fault.Pause}}
+	unlinked := &cluster.Kind{Name: "unlinked", Faults: []fault.Capability{fault.Pause}}
 	net, err := nemesis.NewDirectNet(nil, nil)
 	if err != nil {
 		t.Fatal(err)

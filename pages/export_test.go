@@ -1,7 +1,7 @@
 package pages
 
 // Fixtures shared with the external tests (the browser tests live outside
-// the package: they run real scenarios, and scenarios imports pages).
+// the package: they run real scenarios, and the runner imports pages).
 var (
 	EvilHistory  = evilHistory
 	EvilMeta     = evilMeta

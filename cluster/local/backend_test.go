@@ -19,7 +19,7 @@ import (
 func TestNodeOfKindRefusesUnsupportedFaults(t *testing.T) {
 	limited := *cluster.Redis
 	limited.Name = "limited-redis"
-	limited.Faults = slices.DeleteFunc(slices.Clone(limited.Faults), func(f cluster.Fault) bool {
+	limited.Faults = slices.DeleteFunc(slices.Clone(limited.Faults), func(f fault.Capability) bool {
 		return f == fault.Pause || f == fault.Wipe || f == fault.Clock || f == fault.Replica
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -35,7 +35,7 @@ func TestNodeOfKindRefusesUnsupportedFaults(t *testing.T) {
 	}()
 	n := cl.Processes()[0]
 	for _, tc := range []struct {
-		fault cluster.Fault
+		fault fault.Capability
 		do    func() error
 	}{
 		{fault.Pause, func() error { return n.Pause(ctx) }},

@@ -260,7 +260,7 @@ func TestEnsembleRefusals(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		kind  *cluster.Kind
-		fault cluster.Fault
+		fault fault.Capability
 	}{
 		{cluster.Etcd, fault.Clock},
 		{cluster.Etcd, fault.Wipe},
