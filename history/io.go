@@ -9,8 +9,9 @@ import (
 	"io"
 	"os"
 	"sync"
-	"syscall"
 	"time"
+
+	"splitbrain/internal/regular"
 )
 
 // Recorder appends events to a history file as the run goes. Each event is
@@ -259,7 +260,7 @@ const MaxFileSize = 2 << 30
 
 // ErrNotFile marks a history path that is not a regular file: a FIFO
 // would wait for a writer, a device never ends.
-var ErrNotFile = errors.New("not a regular file")
+var ErrNotFile = regular.ErrNotFile
 
 // ErrTooLarge marks a history larger than MaxFileSize.
 var ErrTooLarge = errors.New("history too large")
@@ -268,18 +269,11 @@ var ErrTooLarge = errors.New("history too large")
 // MaxFileSize bytes. It is opened without blocking, so that a FIFO is
 // refused rather than waited on.
 func ReadFile(path string) ([]Event, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := regular.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("history: %s: %w", path, ErrNotFile)
-	}
 	tooLarge := func(size int64) error {
 		return fmt.Errorf("%w: %s: %d bytes, more than the %d GiB a history may have", ErrTooLarge, path, size, MaxFileSize>>30)
 	}

@@ -13,9 +13,9 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
+	"splitbrain/internal/regular"
 	"splitbrain/pages"
 	"splitbrain/runstore"
-	"splitbrain/scenarios/spec"
 )
 
 const checkUsage = `Usage: splitbrain check RUN_DIR [--timeout 30s] [--json]
@@ -92,7 +92,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if fi, err := os.Stat(path); err != nil {
 		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %v", dir, err)}
 	} else if !fi.Mode().IsRegular() {
-		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %s is a %s, not a file", dir, path, spec.FileKind(fi.Mode()))}
+		return exitUsage, &usageError{fmt.Sprintf("%s is not a run folder: %s is a %s, not a file", dir, path, regular.Kind(fi.Mode()))}
 	}
 
 	events, err := history.ReadFile(path)

@@ -16,6 +16,18 @@ import (
 // ErrNotFile marks a path that is not a regular file.
 var ErrNotFile = errors.New("not a regular file")
 
+// NotFileError is a path that is not a regular file, and what it is.
+type NotFileError struct {
+	Path string
+	// Kind is what it is: "named pipe", "device", "folder"…
+	Kind string
+}
+
+func (e *NotFileError) Error() string { return fmt.Sprintf("%s: a %s, not a regular file", e.Path, e.Kind) }
+
+// Is makes errors.Is(err, ErrNotFile) hold.
+func (e *NotFileError) Is(target error) bool { return target == ErrNotFile }
+
 // Open opens path for reading without blocking (so that opening a FIFO
 // returns at once) and returns it only if it is a regular file; the error
 // then names what it is instead.
@@ -31,7 +43,7 @@ func Open(path string) (*os.File, os.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: a %s, %w", path, Kind(fi.Mode()), ErrNotFile)
+		return nil, nil, &NotFileError{Path: path, Kind: Kind(fi.Mode())}
 	}
 	return f, fi, nil
 }

@@ -1,12 +1,13 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"syscall"
 	"time"
+
+	"splitbrain/internal/regular"
 )
 
 // Limits of a scenario file. A scenario is written by hand: the largest
@@ -47,21 +48,17 @@ func CheckDuration(d time.Duration) error {
 }
 
 // readFile reads the scenario file at path: a regular file of at most
-// MaxFileSize bytes. It is opened without blocking so that a FIFO is
-// refused rather than waited on.
+// MaxFileSize bytes, opened without blocking so that a FIFO is refused
+// rather than waited on.
 func readFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := regular.Open(path)
 	if err != nil {
+		if nf := (*regular.NotFileError)(nil); errors.As(err, &nf) {
+			return nil, &Error{File: path, Msg: fmt.Sprintf("a %s, not a regular file; give a scenario .yaml file or a built-in name", nf.Kind)}
+		}
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("scenario: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("a %s, not a regular file; give a scenario .yaml file or a built-in name", FileKind(fi.Mode()))}
-	}
 	tooLarge := func(size int64) error {
 		return &Error{File: path, Msg: fmt.Sprintf("%d bytes, more than the %d KiB a scenario file may have", size, MaxFileSize>>10)}
 	}
@@ -78,22 +75,4 @@ func readFile(path string) ([]byte, error) {
 		return nil, tooLarge(int64(len(data)))
 	}
 	return data, nil
-}
-
-// FileKind names what a file that is not a regular file is, for messages
-// (the run-folder checks of splitbrain check say it the same way).
-func FileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "folder"
-	case m&os.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	case m&os.ModeDevice != 0:
-		return "device"
-	case m&os.ModeSymlink != 0:
-		return "symbolic link"
-	}
-	return "special file"
 }
