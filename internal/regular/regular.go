@@ -23,7 +23,9 @@ type NotFileError struct {
 	Kind string
 }
 
-func (e *NotFileError) Error() string { return fmt.Sprintf("%s: a %s, not a regular file", e.Path, e.Kind) }
+func (e *NotFileError) Error() string {
+	return fmt.Sprintf("%s: a %s, not a regular file", e.Path, e.Kind)
+}
 
 // Is makes errors.Is(err, ErrNotFile) hold.
 func (e *NotFileError) Is(target error) bool { return target == ErrNotFile }
