@@ -59,6 +59,12 @@ type ScheduleSpec struct {
 	Points []Point
 }
 
+// MaxPlanned bounds the faults one schedule draws: a schedule of a fault
+// every millisecond for a day would be 86 million faults, taking the
+// machine's memory before the run began (one took 24 GB). Ten thousand is
+// a fault every 100 ms for over a quarter of an hour.
+const MaxPlanned = 10_000
+
 // Validate checks the spec; Plan calls it.
 func (s ScheduleSpec) Validate() error {
 	var errs []error
@@ -90,6 +96,10 @@ func (s ScheduleSpec) Validate() error {
 	}
 	if s.Total < s.MinFor {
 		errs = append(errs, fmt.Errorf("total %v is shorter than one fault (%v)", s.Total, s.MinFor))
+	}
+	if s.Interval > 0 && s.Total/s.Interval >= MaxPlanned {
+		errs = append(errs, fmt.Errorf("%v at one fault every %v draws %d faults, more than the %d a schedule may draw; want a longer interval or a shorter total",
+			s.Total, s.Interval, s.Total/s.Interval+1, MaxPlanned))
 	}
 	if s.MaxClock < 0 {
 		errs = append(errs, fmt.Errorf("largest clock offset %v, want ≥ 0", s.MaxClock))

@@ -197,6 +197,8 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 	if len(s.Steps) == 0 && sc.Workload.Kind == WorkloadSteps {
 		p.fail(nil, "steps", "missing: a scenario needs at least one step, or a generated workload (workload.kind mutex, counter, bank or set)")
 	}
+	var scripted time.Duration
+	tooLong := false
 	for i := range s.Steps {
 		if st, ok := p.parseStep(&s.Steps[i], i); ok {
 			sc.Steps = append(sc.Steps, st)
@@ -208,9 +210,29 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 				p.fail(&s.Steps[i], fmt.Sprintf("steps[%d].wait.until", i),
 					"wrote waits for a write to the storage, which workload.kind %s does not make; want a workload with a resource (counter, bank or set)", sc.Workload.Kind)
 			}
+			// Each duration is bounded on its own; so is their sum, or
+			// 10 000 waits of a day each would make a run of 27 years.
+			if scripted += st.scriptedTime(); scripted > MaxDuration && !tooLong {
+				tooLong = true
+				p.fail(&s.Steps[i], fmt.Sprintf("steps[%d]", i),
+					"the steps up to here take up to %v, more than the %s a run may take; want shorter waits and schedules", scripted, maxDurationText)
+			}
 		}
 	}
 	return sc
+}
+
+// scriptedTime is the longest the step itself takes: a wait's pause, a
+// random schedule's total. A fault that heals on its own (for:) runs
+// beside the next steps and takes none.
+func (st Step) scriptedTime() time.Duration {
+	switch st.Kind {
+	case StepWait:
+		return st.Span.Max
+	case StepRandom:
+		return st.Schedule.Total
+	}
+	return 0
 }
 
 // lockKinds parses lock.kind: one kind, or a list of kinds to play the

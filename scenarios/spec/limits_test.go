@@ -19,6 +19,14 @@ func TestParseLimits(t *testing.T) {
 		{"net delay over a day", head + "workload: {clients: 1}\nsteps:\n  - net: {client: c1, nodes: [n1], fault: delay, delay: 25h}\n", "steps[0].net.delay: \"25h\" is too long; want at most 24h"},
 		{"a fault's for", head + "steps:\n  - kill: {node: n1, for: 48h}\n", "steps[0].kill.for: \"48h\" is too long"},
 		{"a wait's timeout", head + "steps:\n  - wait: {until: up, node: n1, timeout: 1000h}\n", "steps[0].wait.timeout: \"1000h\" is too long"},
+		// Issue 33, hardening 5: a 285-byte scenario drew 86 million
+		// faults and took 24 GB; 10 000 waits of a day were accepted.
+		{"a schedule drawing too many faults", head + "workload: {kind: counter, clients: 1}\nsteps:\n  - random: {faults: [clock], interval: 1ms, duration: 1ms, for: 24h}\n",
+			"draws 86400001 faults, more than the 10000 a schedule may draw"},
+		{"waits longer than a day in all", head + "steps:\n  - wait: 20h\n  - wait: 1ms\n  - wait: 4h\n  - wait: 24h\n",
+			"x.yaml:7: steps[2]: the steps up to here take up to 24h0m0.001s, more than the 24h a run may take"},
+		{"waits and a schedule longer than a day", head + "workload: {kind: counter, clients: 1}\nsteps:\n  - wait: 12h\n  - random: {faults: [kill], interval: 1h, duration: 1s, for: 13h}\n",
+			"steps[1]: the steps up to here take up to 25h0m0s"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.data), "x.yaml")
@@ -28,9 +36,13 @@ func TestParseLimits(t *testing.T) {
 		})
 	}
 	// The longest of each is still a scenario.
-	ok := head + "description: " + strings.Repeat("x", MaxDescription) + "\nsteps:\n  - wait: 24h\n  - clock: {node: n1, jump: -24h}\n"
+	ok := head + "description: " + strings.Repeat("x", MaxDescription) + "\nsteps:\n  - wait: 24h\n  - clock: {node: n1, jump: -24h}\n  - kill: {node: n1, for: 24h}\n"
 	if _, err := Parse([]byte(ok), "x.yaml"); err != nil {
 		t.Errorf("a scenario at the limits: %v", err)
+	}
+	most := head + "workload: {kind: counter, clients: 1}\nsteps:\n  - wait: 10h\n  - random: {faults: [kill], interval: 100ms, duration: 50ms, for: 999900ms}\n"
+	if _, err := Parse([]byte(most), "x.yaml"); err != nil {
+		t.Errorf("a schedule of 9 999 faults after a wait: %v", err)
 	}
 	if err := CheckDuration(MaxDuration); err != nil {
 		t.Errorf("CheckDuration(%v) = %v", MaxDuration, err)
