@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -28,7 +29,10 @@ import (
 // a dead harness's leftovers from a live one's.
 const cgroupPrefix = "splitbrain-driver-"
 
-var cgroupSeq atomic.Int64
+var (
+	cgroupSeq atomic.Int64
+	reapOnce  sync.Once
+)
 
 // owner is the cgroup a driver process and its descendants run in.
 type owner struct {
@@ -43,7 +47,8 @@ func newOwner() (*owner, error) {
 	if err != nil {
 		return nil, err
 	}
-	reapCgroups(base)
+	// Once per harness: a dead harness's leftovers do not come back.
+	reapOnce.Do(func() { reapCgroups(base) })
 	dir := filepath.Join(base, fmt.Sprintf("%s%d-%d", cgroupPrefix, os.Getpid(), cgroupSeq.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("no cgroup for the driver: %w", err)

@@ -232,12 +232,12 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 		case <-drained:
 		case <-time.After(stopGrace):
 			p.logf("# its stdout or stderr still open %v after it exited (a process it started holds them): no longer read", stopGrace)
-			stdout.Close()
-			stderr.Close()
-			<-drained
 		}
+		// Closing them ends a read still blocked on a pipe a descendant
+		// holds open.
 		stdout.Close()
 		stderr.Close()
+		<-drained
 		p.logf("# process exited: %s", p.exit)
 		close(p.exited)
 	}()
