@@ -19,6 +19,10 @@
 //   - set: every acknowledged add is in the final read.
 //   - fencing: the tokens the storage accepted strictly increase (deciding
 //     only where the storage checks them).
+//   - deadlock-freedom and fault-tolerance: the lock's liveness promises
+//     (package liveness), with the play's availability figures. Each
+//     decides only where the play expects it (JudgeLiveness); otherwise
+//     it is reported.
 //
 // P1 always decides the verdict. Where the storage checked fencing tokens,
 // the resource checks decide and P2 explains (a fenced resource stays
@@ -45,6 +49,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"splitbrain/checker/lease"
+	"splitbrain/checker/liveness"
 	"splitbrain/checker/paired"
 	"splitbrain/checker/resource"
 	"splitbrain/checker/search"
@@ -66,21 +71,36 @@ type Option func(*config)
 type config struct {
 	timeout    time.Duration
 	incomplete string
+	// deadlockFreedom, faultTolerance: the liveness promise decides the
+	// verdict.
+	deadlockFreedom, faultTolerance bool
 	// check runs porcupine (search.Config.Run); tests replace it to reach
 	// the timeout path without depending on scheduling.
 	check func(porcupine.Model, []porcupine.Operation, time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo)
 }
 
 // checkers are the properties Check checks, in the order Result.Properties
-// lists them; each stores its result where it is pointed to.
-func checkers(p1, p2 *IntervalResult, tokens **TokenResult, rs *resource.Results) []verdict.Checker {
+// lists them; each stores its result where it is pointed to. The liveness
+// promises read the events themselves (the lock's setup, its releases and
+// extensions) beside the paired history.
+func checkers(p1, p2 *IntervalResult, tokens **TokenResult, rs *resource.Results,
+	events []history.Event, cfg config, live **LivenessResult, avail **Availability) []verdict.Checker {
 	leaseLock, criticalSection := lease.Checkers(p1, p2)
-	return append([]verdict.Checker{leaseLock, lease.TokensChecker(tokens), criticalSection}, resource.Checkers(rs)...)
+	out := append([]verdict.Checker{leaseLock, lease.TokensChecker(tokens), criticalSection}, resource.Checkers(rs)...)
+	return append(out, liveness.Checkers(events, cfg.deadlockFreedom, cfg.faultTolerance, live, avail)...)
 }
 
 // WithTimeout bounds each porcupine search; 0 means no bound. A search that
 // runs out of time yields Unknown.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// JudgeLiveness makes the lock's liveness promises part of the verdict,
+// deadlock freedom with df, fault tolerance with ft, as for a play that
+// expects them (Expectation.Options); a promise not made part of it is
+// judged and reported, and decides nothing.
+func JudgeLiveness(df, ft bool) Option {
+	return func(c *config) { c.deadlockFreedom, c.faultTolerance = df, ft }
+}
 
 // Incomplete says the history is only a prefix of the run (e.g. history.Parse
 // reported a torn last line). A violation found in a prefix is still a
@@ -123,6 +143,13 @@ type Result struct {
 	// Tokens is the order of the fencing tokens the lock handed out,
 	// present when a grant carried one: a promise of the lock.
 	Tokens *TokenResult `json:"tokens,omitempty"`
+	// Liveness is the lock's two liveness promises, deadlock freedom and
+	// fault tolerance, each with its verdict, counts and violations;
+	// Availability the play's availability figures. Both are present
+	// whenever the history could be judged; without a Setup event in the
+	// history both promises are unknown.
+	Liveness     *LivenessResult `json:"liveness,omitempty"`
+	Availability *Availability   `json:"availability,omitempty"`
 	// OutsideLease are the applied writes that no belief of their writer's
 	// lease covered, for the report to show. result.json leaves them out
 	// (a run without a lock has one per write); they are found again from
@@ -189,7 +216,8 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 	var p1 IntervalResult
 	var rs resource.Results
 	res.CriticalSection = &IntervalResult{}
-	c := verdict.Compose(search.Config{Timeout: cfg.timeout, Run: cfg.check}, h, checkers(&p1, res.CriticalSection, &res.Tokens, &rs)...)
+	c := verdict.Compose(search.Config{Timeout: cfg.timeout, Run: cfg.check}, h,
+		checkers(&p1, res.CriticalSection, &res.Tokens, &rs, events, cfg, &res.Liveness, &res.Availability)...)
 	res.Violations, res.ViolationCount, res.Ops = p1.Violations, p1.ViolationCount, p1.Ops
 	res.Counter, res.Bank, res.Set, res.Fencing = rs.Counter, rs.Bank, rs.Set, rs.Fencing
 	notes = append(notes, c.Notes...)
@@ -210,6 +238,18 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 		// The windows hold the checks' operations, and the notes are
 		// res.Notes: a result kept for its verdict need not keep them.
 		res.Properties[i].Window, res.Properties[i].Notes = nil, nil
+	}
+	if cfg.incomplete != "" && res.Liveness != nil {
+		// As the verdict: a prefix that broke no promise proves none.
+		res.Liveness.Incomplete(cfg.incomplete)
+		for i, p := range res.Properties {
+			switch p.Name {
+			case PropDeadlockFreedom:
+				res.Properties[i].Verdict, res.Properties[i].Reason = res.Liveness.DeadlockFreedom.Verdict, res.Liveness.DeadlockFreedom.Reason
+			case PropFaultTolerance:
+				res.Properties[i].Verdict, res.Properties[i].Reason = res.Liveness.FaultTolerance.Verdict, res.Liveness.FaultTolerance.Reason
+			}
+		}
 	}
 	return res
 }

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"splitbrain/checker/lease"
+	"splitbrain/checker/liveness"
 	"splitbrain/checker/paired"
 	"splitbrain/checker/resource"
 	"splitbrain/checker/verdict"
@@ -36,6 +37,8 @@ const (
 	PropBank            = resource.Bank
 	PropSet             = resource.Set
 	PropFencing         = resource.Fencing
+	PropDeadlockFreedom = liveness.DeadlockFreedom
+	PropFaultTolerance  = liveness.FaultTolerance
 )
 
 // The history as the checkers read it (package paired).
@@ -64,6 +67,17 @@ type (
 	TokenResult    = lease.TokenResult
 	TokenViolation = lease.TokenViolation
 	TokenGrant     = lease.TokenGrant
+)
+
+// The lock's liveness promises and availability figures (package
+// liveness).
+type (
+	LivenessResult    = liveness.Result
+	LivenessPromise   = liveness.Promise
+	LivenessViolation = liveness.Violation
+	Availability      = liveness.Availability
+	Stretch           = liveness.Stretch
+	Heal              = liveness.Heal
 )
 
 // The resource properties (package resource).

@@ -576,8 +576,9 @@ func TestResultWithResourcesRoundTripsThroughJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	if back.Bank == nil || back.Bank.Verdict != Valid || back.Fencing == nil || back.Fencing.Rejected != 1 ||
-		back.CriticalSection == nil || back.CriticalSection.ViolationCount != 1 || len(back.Properties) != 5 ||
-		back.Tokens == nil || back.Tokens.Grants != 2 {
+		back.CriticalSection == nil || back.CriticalSection.ViolationCount != 1 || len(back.Properties) != 7 ||
+		back.Tokens == nil || back.Tokens.Grants != 2 || back.Liveness == nil || back.Availability == nil ||
+		back.Availability.Granted != 2 {
 		t.Errorf("round trip lost data: %s", data)
 	}
 }

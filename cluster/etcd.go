@@ -2,12 +2,15 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -28,10 +31,11 @@ const EtcdUser = "root"
 // Etcd is the etcd kind: one member of an etcd 3.4 cluster (Debian's
 // etcd-server 3.4.23).
 //
-// Access: etcd's authentication is turned on at the first start
-// (Kind.Secure): the user root with the run's password; every client must
-// log in. The peer port takes no password (etcd protects it with TLS
-// client certificates only, not set up here): loopback alone protects it.
+// Access: both ports, the clients' and the peers', take TLS connections
+// only, from clients with a certificate of the run's authority, which
+// only the run's password makes (etcdtls.go); and etcd's authentication
+// is turned on at the first start (Kind.Secure): the user root with the
+// run's password; every client must log in.
 //
 // What it refuses, and why:
 //   - clock offsets: etcd is a Go binary, which reads its clocks through
@@ -54,14 +58,16 @@ var Etcd = &Kind{
 	Config:     etcdConfig,
 	Args:       func(conf string) []string { return []string{"--config-file", conf} },
 	Dial: func(addr, password string) Conn {
-		return &etcdConn{addr: addr, http: &http.Client{Timeout: time.Second}}
+		tlsConf, err := EtcdTLS(password)
+		return &etcdConn{addr: addr, err: err, http: &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: tlsConf}}}
 	},
+	Files:        etcdFiles,
 	ReadyLine:    "ready to serve client requests",
 	ReadyTimeout: 30 * time.Second,
 	Secure:       secureEtcd,
 	Persistence:  []Persistence{PersistNone},
 	PeerPorts:    1,
-	Faults:       []fault.Capability{fault.Link, fault.Pause, fault.Kill, fault.Stop},
+	Faults:       []fault.Capability{fault.Link, fault.Pause, fault.Kill, fault.Stop, fault.CPU},
 }
 
 // etcd's timing, kept short so that stories take seconds: a heartbeat
@@ -73,7 +79,7 @@ const (
 )
 
 func etcdConfig(c ServerConfig) string {
-	url := func(host string, port int) string { return "http://" + net.JoinHostPort(host, strconv.Itoa(port)) }
+	url := func(host string, port int) string { return "https://" + net.JoinHostPort(host, strconv.Itoa(port)) }
 	var initial []string
 	for _, m := range c.Ensemble {
 		initial = append(initial, m.Name+"="+url(m.HostAddr(), m.PeerPorts[0]))
@@ -98,14 +104,33 @@ func etcdConfig(c ServerConfig) string {
 		fmt.Sprintf("initial-cluster: %q", strings.Join(initial, ",")),
 		"initial-cluster-state: \"new\"",
 		// Unique per run: members of another run never join this one.
-		fmt.Sprintf("initial-cluster-token: %q", "splitbrain-"+c.Password[:min(8, len(c.Password))]),
+		// etcd logs it, and its logs are served with the run: it is drawn
+		// from the password by a one-way function, not cut from it.
+		fmt.Sprintf("initial-cluster-token: %q", etcdClusterToken(c.Password)),
 		fmt.Sprintf("heartbeat-interval: %d", etcdHeartbeat.Milliseconds()),
 		fmt.Sprintf("election-timeout: %d", etcdElection.Milliseconds()),
 		"logger: \"zap\"",
 		"log-outputs: [\"stderr\"]",
 		"enable-v2: false",
 	}
+	// TLS on both ports, for clients of the run's authority only
+	// (etcdtls.go).
+	for _, side := range []string{"client", "peer"} {
+		lines = append(lines,
+			side+"-transport-security:",
+			fmt.Sprintf("  cert-file: %q", filepath.Join(c.DataDir, etcdCertFile)),
+			fmt.Sprintf("  key-file: %q", filepath.Join(c.DataDir, etcdKeyFile)),
+			fmt.Sprintf("  trusted-ca-file: %q", filepath.Join(c.DataDir, etcdCAFile)),
+			"  client-cert-auth: true")
+	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// etcdClusterToken is the ensemble's initial-cluster-token: the run's,
+// yet telling nothing of its password.
+func etcdClusterToken(password string) string {
+	sum := sha256.Sum256([]byte("splitbrain etcd initial-cluster-token\x00" + password))
+	return "splitbrain-" + hex.EncodeToString(sum[:6])
 }
 
 // etcdConn is the harness's probe of an etcd member: GET /health, which
@@ -113,12 +138,16 @@ func etcdConfig(c ServerConfig) string {
 // while it has a leader.
 type etcdConn struct {
 	addr string
+	err  error // making the TLS configuration
 	http *http.Client
 }
 
 // Probe implements Conn. etcd does not tell its process id.
 func (c *etcdConn) Probe(ctx context.Context) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.addr+"/health", nil)
+	if c.err != nil {
+		return 0, c.err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+c.addr+"/health", nil)
 	if err != nil {
 		return 0, err
 	}
@@ -153,8 +182,13 @@ func (c *etcdConn) Close() error {
 // addresses (no endpoint sync), so every request goes through the
 // endpoints given.
 func DialEtcd(endpoints []string, password string, dialTimeout time.Duration) (*clientv3.Client, error) {
+	tlsConf, err := EtcdTLS(password)
+	if err != nil {
+		return nil, err
+	}
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
+		TLS:         tlsConf,
 		DialTimeout: dialTimeout,
 		Username:    EtcdUser,
 		Password:    password,
@@ -176,7 +210,11 @@ func DialEtcd(endpoints []string, password string, dialTimeout time.Duration) (*
 func secureEtcd(ctx context.Context, addrs []string, password string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c, err := clientv3.New(clientv3.Config{Endpoints: addrs, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), Context: ctx})
+	tlsConf, err := EtcdTLS(password)
+	if err != nil {
+		return err
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: addrs, TLS: tlsConf, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), Context: ctx})
 	if err != nil {
 		return fmt.Errorf("etcd: %w", err)
 	}

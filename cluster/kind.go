@@ -60,8 +60,14 @@ type Kind struct {
 	// (ZooKeeper: its jar), as an error that says how to install it.
 	Requires func() error
 	// Files renders files the server needs in its data folder at every
-	// start (ZooKeeper's myid), by name: written again after a wipe.
-	Files func(ServerConfig) map[string]string
+	// start (ZooKeeper's myid, etcd's TLS material), by name: written
+	// again after a wipe.
+	Files func(ServerConfig) (map[string]string, error)
+	// Secrets renders files the server reads beside its config file, in
+	// the node's private state folder, by name, written with the config
+	// at every start: ZooKeeper's JAAS file, which holds the run's
+	// password for its quorum's authentication.
+	Secrets func(ServerConfig) map[string]string
 	// ReadyTimeout bounds a start's wait for the server to be ready;
 	// zero means 10 s. A JVM on a loaded machine needs longer.
 	ReadyTimeout time.Duration

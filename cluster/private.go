@@ -20,8 +20,15 @@ func PrivateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("private folder: %w", err)
 	}
-	err := private.Check(dir, private.Rule{Secret: true})
+	err := private.CheckAbove(dir)
 	var pe *private.Error
+	if errors.As(err, &pe) {
+		return fmt.Errorf("private folder %s: %v; whoever can change it can swap the folder for a link and read or redirect what the harness writes there: point the cache dir (XDG_CACHE_HOME) under folders only you or root can change", dir, err)
+	}
+	if err != nil {
+		return fmt.Errorf("private folder %s: %w", dir, err)
+	}
+	err = private.Check(dir, private.Rule{Secret: true})
 	switch {
 	case err == nil:
 		return nil

@@ -36,7 +36,7 @@ var Sentinel = &Kind{
 	Dial:        func(addr, password string) Conn { return DialRedis(addr, password) },
 	ReadyLine:   "Sentinel ID is",
 	Persistence: []Persistence{PersistNone},
-	Faults:      []fault.Capability{fault.Link, fault.Pause, fault.Kill, fault.Stop, fault.Clock},
+	Faults:      []fault.Capability{fault.Link, fault.Pause, fault.Kill, fault.Stop, fault.Clock, fault.CPU},
 }
 
 // SentinelMaster is the name the sentinels know the master by.

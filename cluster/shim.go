@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,15 +151,26 @@ func fileSHA256(path string) (string, error) {
 }
 
 // ClockFile is a node's clock offset, shared with the clock shim through a
-// mapped 8-byte file: the shim maps the same file (bind-mounted into a
-// container for the Docker backend), so a store here moves the node's wall
-// clock at once. Stores are atomic, so the node never sees a torn offset.
+// small mapped file (the shim's struct clock_state: a sequence number, the
+// offset, a rate and the real time the rate counts from): the shim maps
+// the same file (bind-mounted into a container for the Docker backend), so
+// a store here moves the node's wall clock at once. Writes go under a
+// sequence lock, so the node never reads a torn state.
 type ClockFile struct {
 	path string
 
 	mu  sync.Mutex
 	mem []byte // nil once closed
 }
+
+// clockWords are the int64 words of the shim's struct clock_state.
+const (
+	clockSeq = iota
+	clockOff
+	clockRate
+	clockAnchor
+	clockWords
+)
 
 // ErrClockClosed is returned by Set after Close.
 var ErrClockClosed = errors.New("clock offset file closed")
@@ -170,10 +182,11 @@ func NewClockFile(path string) (*ClockFile, error) {
 		return nil, fmt.Errorf("clock offset file: %w", err)
 	}
 	defer f.Close()
-	if err := f.Truncate(8); err != nil {
+	const size = clockWords * 8
+	if err := f.Truncate(size); err != nil {
 		return nil, fmt.Errorf("clock offset file: %w", err)
 	}
-	mem, err := syscall.Mmap(int(f.Fd()), 0, 8, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	mem, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("clock offset file %s: mmap: %w", path, err)
 	}
@@ -183,16 +196,68 @@ func NewClockFile(path string) (*ClockFile, error) {
 // Path is the file the shim reads (the value of ClockEnv).
 func (c *ClockFile) Path() string { return c.path }
 
-func (c *ClockFile) word() *int64 { return (*int64)(unsafe.Pointer(&c.mem[0])) }
+func (c *ClockFile) word(i int) *int64 { return (*int64)(unsafe.Pointer(&c.mem[i*8])) }
 
-// Set moves the clock to real time + d.
+// clockState is what the file says, as Go reads it.
+type clockState struct {
+	off, ratePPB, anchor int64
+}
+
+// at is the offset the state gives at real time now (ns since the epoch),
+// as the shim computes it.
+func (s clockState) at(now int64) time.Duration {
+	if s.ratePPB == 0 {
+		return time.Duration(s.off)
+	}
+	// The shim's 128-bit product, rounded toward zero as C's division.
+	drift := new(big.Int).Mul(big.NewInt(now-s.anchor), big.NewInt(s.ratePPB))
+	drift.Quo(drift, big.NewInt(1e9))
+	return time.Duration(s.off + drift.Int64())
+}
+
+// loadLocked reads the state; only this process writes it, under c.mu.
+func (c *ClockFile) loadLocked() clockState {
+	return clockState{
+		off:     atomic.LoadInt64(c.word(clockOff)),
+		ratePPB: atomic.LoadInt64(c.word(clockRate)),
+		anchor:  atomic.LoadInt64(c.word(clockAnchor)),
+	}
+}
+
+// storeLocked writes the state under the sequence lock the shim reads by.
+func (c *ClockFile) storeLocked(s clockState) {
+	atomic.AddInt64(c.word(clockSeq), 1) // odd: being written
+	atomic.StoreInt64(c.word(clockOff), s.off)
+	atomic.StoreInt64(c.word(clockRate), s.ratePPB)
+	atomic.StoreInt64(c.word(clockAnchor), s.anchor)
+	atomic.AddInt64(c.word(clockSeq), 1)
+}
+
+// Set moves the clock to real time + d now; a rate set before goes on
+// from there.
 func (c *ClockFile) Set(d time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mem == nil {
 		return ErrClockClosed
 	}
-	atomic.StoreInt64(c.word(), int64(d))
+	s := c.loadLocked()
+	s.off, s.anchor = int64(d), time.Now().UnixNano()
+	c.storeLocked(s)
+	return nil
+}
+
+// SetRate makes the clock run ppb parts per 10^9 faster than real time
+// (slower when negative) from now on, from the offset it has now.
+func (c *ClockFile) SetRate(ppb int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mem == nil {
+		return ErrClockClosed
+	}
+	now := time.Now().UnixNano()
+	s := c.loadLocked()
+	c.storeLocked(clockState{off: int64(s.at(now)), ratePPB: ppb, anchor: now})
 	return nil
 }
 
@@ -203,7 +268,17 @@ func (c *ClockFile) Get() time.Duration {
 	if c.mem == nil {
 		return 0
 	}
-	return time.Duration(atomic.LoadInt64(c.word()))
+	return c.loadLocked().at(time.Now().UnixNano())
+}
+
+// Rate is the clock's rate error in parts per 10^9; zero once closed.
+func (c *ClockFile) Rate() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mem == nil {
+		return 0
+	}
+	return c.loadLocked().ratePPB
 }
 
 // Close unmaps the file; it is safe to call more than once.

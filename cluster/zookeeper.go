@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -48,8 +49,9 @@ const ZooKeeperUser = "splitbrain"
 // client without the password can connect but read or change nothing.
 // The four-letter words are limited to srvr and ruok (the readiness probe,
 // read-only counters); the admin web server is off. The quorum and
-// election ports take no password (ZooKeeper's quorum SASL would need a
-// JAAS file per server; not done): loopback alone protects them.
+// election ports take only peers that authenticate with the run's
+// password (quorum SASL, DIGEST-MD5; a JAAS file beside each server's
+// config).
 //
 // Clocks: the shim moves the JVM's libc wall clocks (checked: jcmd's
 // timestamps, from time(), jump with the offset; a small program's
@@ -59,11 +61,12 @@ const ZooKeeperUser = "splitbrain"
 // jump on a server does not expire sessions. Not understood yet: the
 // servers' own log timestamps did not move after a jump in our runs. The
 // fault is supported — it acts on the server's libc clock — and
-// consensus-clock-jump shows what it does (nothing to sessions).
+// clock-jump (its ensemble shape) shows what it does (nothing to sessions).
 //
 // Peer links: the JVM connects through libc's connect(), which the shim
 // routes through the nemesis's proxies (RouteEnv), so a partition can
-// split the ensemble. Wipe: a wiped server comes back with only its myid
+// split the ensemble — on IPv4 sockets (java.net.preferIPv4Stack), the
+// only ones the shim routes. Wipe: a wiped server comes back with only its myid
 // and syncs from the leader — ZooKeeper's own amnesia, which loses
 // acknowledged writes only when a majority forgets.
 var ZooKeeper = &Kind{
@@ -75,10 +78,19 @@ var ZooKeeper = &Kind{
 	Config:     zooKeeperConfig,
 	Args: func(conf string) []string {
 		return []string{
+			// The quorum's credentials (zooKeeperJAAS), beside the config.
+			"-Djava.security.auth.login.config=" + filepath.Join(filepath.Dir(conf), zooKeeperJAASFile),
 			// A small heap, the serial collector and the client compiler
 			// only: an ensemble starts in about a second and three of
 			// them fit a 2-core machine beside the tests.
 			"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+			// IPv4 sockets: the JVM's default dual-stack sockets
+			// connect to 127.0.0.1 as an AF_INET6 v4-mapped address,
+			// which the shim does not route, so the members dialled
+			// each other past the proxies and no partition split the
+			// ensemble (found by the liveness checks: the minority side
+			// kept granting the lock).
+			"-Djava.net.preferIPv4Stack=true",
 			"-Dzookeeper.enforce.auth.enabled=true", "-Dzookeeper.enforce.auth.schemes=digest",
 			"-Dorg.slf4j.simpleLogger.showDateTime=true",
 			"-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
@@ -94,18 +106,21 @@ var ZooKeeper = &Kind{
 		}
 		return nil
 	},
-	Files: func(c ServerConfig) map[string]string {
+	Files: func(c ServerConfig) (map[string]string, error) {
 		if c.Member == nil {
-			return nil
+			return nil, nil
 		}
-		return map[string]string{"myid": strconv.Itoa(c.Member.ID) + "\n"}
+		return map[string]string{"myid": strconv.Itoa(c.Member.ID) + "\n"}, nil
+	},
+	Secrets: func(c ServerConfig) map[string]string {
+		return map[string]string{zooKeeperJAASFile: zooKeeperJAAS(c.Password)}
 	},
 	ReadyTimeout: 60 * time.Second,
 	Secure:       secureZooKeeper,
 	ClassArchive: true,
 	Persistence:  []Persistence{PersistNone},
 	PeerPorts:    2,
-	Faults:       []fault.Capability{fault.Link, fault.PeerLink, fault.Pause, fault.Kill, fault.Stop, fault.Wipe, fault.Clock},
+	Faults:       []fault.Capability{fault.Link, fault.PeerLink, fault.Pause, fault.Kill, fault.Stop, fault.Wipe, fault.Clock, fault.CPU},
 }
 
 // ZooKeeper's timing, kept short so that stories take seconds: a tick of
@@ -134,6 +149,15 @@ func zooKeeperConfig(c ServerConfig) string {
 		"reconfigEnabled=false",
 		"autopurge.purgeInterval=0",
 		"maxClientCnxns=200",
+		// The quorum and election ports take only peers that know the
+		// run's password (SASL DIGEST-MD5, zooKeeperJAAS): without it a
+		// stranger could join as an observer and be sent every znode,
+		// the run's ACL digest included.
+		"quorum.auth.enableSasl=true",
+		"quorum.auth.learnerRequireSasl=true",
+		"quorum.auth.serverRequireSasl=true",
+		"quorum.auth.learner.saslLoginContext=QuorumLearner",
+		"quorum.auth.server.saslLoginContext=QuorumServer",
 	}
 	for _, m := range c.Ensemble {
 		host := c.Bind
@@ -143,6 +167,26 @@ func zooKeeperConfig(c ServerConfig) string {
 		lines = append(lines, fmt.Sprintf("server.%d=%s:%d:%d", m.ID, host, m.PeerPorts[0], m.PeerPorts[1]))
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// zooKeeperJAASFile is the JAAS file's name beside the config file.
+const zooKeeperJAASFile = "jaas.conf"
+
+// zooKeeperJAAS is a server's JAAS file: the quorum's one user,
+// ZooKeeperUser, with the run's password, as the server checks its
+// learners (QuorumServer) and as it presents itself to its leader
+// (QuorumLearner). The password is hex: nothing to quote.
+func zooKeeperJAAS(password string) string {
+	return fmt.Sprintf(`QuorumServer {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  user_%[1]s="%[2]s";
+};
+QuorumLearner {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  username="%[1]s"
+  password="%[2]s";
+};
+`, ZooKeeperUser, password)
 }
 
 // zkConn is the harness's probe of a ZooKeeper server: the four-letter

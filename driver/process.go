@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,8 +27,24 @@ type Config struct {
 	Name string
 	// Client is the client the process serves (c1, c2, ...).
 	Client string
+	// Describe starts the driver to ask what it claims (Describe): its
+	// hello carries nothing but the protocol, the client and describe.
+	Describe bool
+	// Server and Deployment are the kind of server the client talks to
+	// and how the lock's nodes are deployed (hello's server and
+	// deployment); empty: redis over every node, protocol 1's only lock.
+	Server     string
+	Deployment string
 	// Nodes are the servers, as this client reaches them (its proxies).
 	Nodes []Node
+	// User is who the client authenticates as, where the kind has users.
+	User string
+	// Sentinel is how the client finds the master, for server sentinel.
+	Sentinel *SentinelInfo
+	// SessionTimeout is the ZooKeeper session timeout to ask for, and TTL
+	// the story's lock.ttl.
+	SessionTimeout time.Duration
+	TTL            time.Duration
 	// Password is the run's password, sent in hello (never on the command
 	// line or in the environment, where other users could read it).
 	Password    string
@@ -250,8 +267,12 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 		}
 	}
 	p.logf("# started %s (pid %d)", strings.Join(cfg.Command, " "), cmd.Process.Pid)
-	hello := Request{Op: OpHello, Protocol: Version, Client: cfg.Client, Nodes: cfg.Nodes,
-		Password: cfg.Password, NodeTimeoutMS: ms(cfg.NodeTimeout), Retries: cfg.Retries}
+	hello := Request{Op: OpHello, Protocol: Version, Client: cfg.Client, Server: cfg.Server, Deployment: cfg.Deployment,
+		Nodes: cfg.Nodes, User: cfg.User, Password: cfg.Password, Sentinel: cfg.Sentinel,
+		SessionTimeoutMS: ms(cfg.SessionTimeout), TTLMS: ms(cfg.TTL), NodeTimeoutMS: ms(cfg.NodeTimeout), Retries: cfg.Retries}
+	if cfg.Describe {
+		hello = Request{Op: OpHello, Protocol: Version, Client: cfg.Client, Describe: true}
+	}
 	if err := p.send(hello); err != nil {
 		return nil, p.fail("could not be sent hello: " + err.Error())
 	}
@@ -269,6 +290,9 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 				return nil, p.garbage(l, fmt.Sprintf("answered hello with %q, want ready", l.msg.Op))
 			}
 			p.ready = l.msg
+			if s := cfg.Server; s != "" && len(l.msg.Servers) > 0 && !slices.Contains(l.msg.Servers, s) {
+				return nil, p.garbage(l, fmt.Sprintf("said ready for servers %v when hello asked for %s", l.msg.Servers, s))
+			}
 			return p, nil
 		case <-sctx.Done():
 			if ctx.Err() != nil {
@@ -294,6 +318,9 @@ func (p *Proc) Name() string {
 
 // Points are the points the driver said it announces.
 func (p *Proc) Points() []string { return p.ready.Points }
+
+// Ready is the driver's ready: what it claims.
+func (p *Proc) Ready() Message { return p.ready }
 
 func (p *Proc) readStdout(r io.Reader) {
 	br := bufio.NewReaderSize(r, 4096)
@@ -479,6 +506,16 @@ func (p *Proc) Call(ctx context.Context, req Request, gate Gate) (Reply, error) 
 	sent := time.Now()
 	timer := time.NewTimer(p.cfg.ReplyTimeout)
 	defer timer.Stop()
+	// A point is reached once per attempt: an acquire makes up to
+	// retries of them, a release or an extension one. A point announced
+	// more often is a driver's mistake (a two-phase acquire announcing
+	// after-replies after each phase), which would hold the client at
+	// the wrong moment.
+	reached := map[string]int{}
+	attempts := 1
+	if req.Op == OpAcquire {
+		attempts = max(1, p.cfg.Retries)
+	}
 	for {
 		select {
 		case l := <-p.lines:
@@ -503,6 +540,10 @@ func (p *Proc) Call(ctx context.Context, req Request, gate Gate) (Reply, error) 
 				return Reply{}, p.garbage(l, fmt.Sprintf("answered #%d, a request never sent or already answered, while %s #%d was asked", m.ID, req.Op, req.ID))
 			}
 			if m.Op == OpPoint {
+				if reached[m.Point]++; reached[m.Point] > attempts {
+					return Reply{}, p.garbage(l, fmt.Sprintf("announced point %s %d times in %s #%d, which makes %d attempt(s): a point is reached once per attempt",
+						m.Point, reached[m.Point], req.Op, req.ID, attempts))
+				}
 				timer.Stop()
 				if gate != nil {
 					gate.At(ctx, m.Point)

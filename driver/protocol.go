@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -16,7 +17,13 @@ import (
 )
 
 // Version is the protocol version the harness speaks; hello carries it.
-const Version = 1
+// Version 2 added the kind of server in hello (server, deployment, user,
+// sentinel, session_timeout_ms, ttl_ms), the describe hello, and what a
+// driver claims in ready (servers, deployments, fenced, unreported,
+// library, client_library). A driver of version 1 ignores the new fields
+// of hello and gives none of ready's: it is taken for a Redis lock over
+// every node, as version 1 had it (V1Claims).
+const Version = 2
 
 // Operations the harness sends.
 const (
@@ -41,10 +48,59 @@ const (
 	ResultUnknown = "unknown"
 )
 
+// The kinds of server a driver's client talks to (hello's server, ready's
+// servers): Redis nodes themselves, Redis through Sentinel, a ZooKeeper
+// ensemble, an etcd cluster.
+const (
+	ServerRedis     = "redis"
+	ServerSentinel  = "sentinel"
+	ServerZooKeeper = "zookeeper"
+	ServerEtcd      = "etcd"
+)
+
+// Servers are the kinds of server, in the order a driver's columns take
+// them.
+var Servers = []string{ServerRedis, ServerSentinel, ServerZooKeeper, ServerEtcd}
+
+// Deployments of a lock on Redis (hello's deployment, ready's
+// deployments): over every node as independent masters (a quorum lock,
+// Redlock's), or on one deployment, n1 with whatever replicas it has.
+// ZooKeeper and etcd locks have one deployment, the ensemble.
+const (
+	DeployMasters  = "masters"
+	DeployOne      = "one"
+	DeployEnsemble = "ensemble"
+)
+
+// Deployments are the deployments a ready may claim.
+var Deployments = []string{DeployMasters, DeployOne}
+
+// Unreportable are the requests whose outcome a lock may not report
+// (ready's unreported): a release that returns quietly for a lease
+// already gone, an extension that cannot tell.
+var Unreportable = []string{OpRelease, OpExtend}
+
+// Unsupportable are the requests a lock may have no call for (ready's
+// unsupported).
+var Unsupportable = []string{OpExtend}
+
 // Node is a server the driver's lock uses, as the driver reaches it.
 type Node struct {
 	Name string `json:"name"`
 	Addr string `json:"addr"`
+}
+
+// SentinelInfo is what a client that finds the master through Sentinel
+// needs (hello's sentinel, with server "sentinel").
+type SentinelInfo struct {
+	// Master is the name of the master set the sentinels watch.
+	Master string `json:"master"`
+	// Nodes are the sentinels, as this client reaches them.
+	Nodes []Node `json:"nodes"`
+	// Routes maps each address the sentinels hand out (a Redis server's
+	// own host:port) to the address this client reaches it at: connect
+	// there, or the story's network faults miss the connection.
+	Routes map[string]string `json:"routes"`
 }
 
 // Request is one line the harness writes to the driver.
@@ -52,13 +108,28 @@ type Request struct {
 	Op string `json:"op"`
 	ID int64  `json:"id,omitempty"`
 	// hello
-	Protocol      int     `json:"protocol,omitempty"`
-	Client        string  `json:"client,omitempty"`
-	Nodes         []Node  `json:"nodes,omitempty"`
-	Password      string  `json:"password,omitempty"`
-	NodeTimeoutMS float64 `json:"node_timeout_ms,omitempty"`
-	Retries       int     `json:"retries,omitempty"`
-	// acquire, release, extend
+	Protocol int    `json:"protocol,omitempty"`
+	Client   string `json:"client,omitempty"`
+	// Describe: answer ready with what the driver claims, connect to
+	// nothing; the harness then closes stdin. No other field is set.
+	Describe bool `json:"describe,omitempty"`
+	// Server is the kind of server the client talks to (Servers), and
+	// Deployment how the lock's nodes are deployed (Deployments, or
+	// ensemble for ZooKeeper and etcd).
+	Server     string `json:"server,omitempty"`
+	Deployment string `json:"deployment,omitempty"`
+	Nodes      []Node `json:"nodes,omitempty"`
+	// User is who the client authenticates as with Password, where the
+	// server kind has users: ZooKeeper's digest user, etcd's user.
+	User     string        `json:"user,omitempty"`
+	Password string        `json:"password,omitempty"`
+	Sentinel *SentinelInfo `json:"sentinel,omitempty"`
+	// SessionTimeoutMS is the ZooKeeper session timeout to ask for: the
+	// story's TTL, within what the servers grant.
+	SessionTimeoutMS float64 `json:"session_timeout_ms,omitempty"`
+	NodeTimeoutMS    float64 `json:"node_timeout_ms,omitempty"`
+	Retries          int     `json:"retries,omitempty"`
+	// acquire, release, extend (and hello: the story's lock.ttl)
 	Key   string  `json:"key,omitempty"`
 	TTLMS float64 `json:"ttl_ms,omitempty"`
 	Value string  `json:"value,omitempty"`
@@ -74,6 +145,26 @@ type Message struct {
 	// ready
 	Name   string   `json:"name,omitempty"`
 	Points []string `json:"points,omitempty"`
+	// Servers are the kinds of server the driver's lock can use, and
+	// Deployments its deployments on Redis; none: a version 1 driver, a
+	// Redis lock over every node.
+	Servers     []string `json:"servers,omitempty"`
+	Deployments []string `json:"deployments,omitempty"`
+	// Fenced: an ok acquire carries a fencing token.
+	Fenced bool `json:"fenced,omitempty"`
+	// Unreported are the requests whose outcome the lock does not report
+	// to its user (Unreportable): its ok says the call returned, not that
+	// the lease was still held.
+	Unreported []string `json:"unreported,omitempty"`
+	// Unsupported are the requests the lock has no call for (Laravel's
+	// lock cannot be extended): the driver answers them fail, and the
+	// stories that make them do not fit it.
+	Unsupported []string `json:"unsupported,omitempty"`
+	// Library and ClientLibrary name the lock's library and the server
+	// client it runs on, with their versions ("symfony/lock 5.4.53",
+	// "phpredis 5.3.7"): a finding is about a version.
+	Library       string `json:"library,omitempty"`
+	ClientLibrary string `json:"client_library,omitempty"`
 	// point
 	Point string `json:"point,omitempty"`
 	// reply
@@ -115,6 +206,35 @@ func ParseMessage(line []byte) (Message, error) {
 				return m, err
 			}
 		}
+		for _, l := range []struct{ field, s string }{{"library", m.Library}, {"client_library", m.ClientLibrary}} {
+			if err := checkLabel(l.field, l.s); err != nil {
+				return m, err
+			}
+		}
+		if err := checkWords("servers", m.Servers, Servers); err != nil {
+			return m, err
+		}
+		if err := checkWords("deployments", m.Deployments, Deployments); err != nil {
+			return m, err
+		}
+		if err := checkWords("unreported", m.Unreported, Unreportable); err != nil {
+			return m, err
+		}
+		if err := checkWords("unsupported", m.Unsupported, Unsupportable); err != nil {
+			return m, err
+		}
+		redis := slices.Contains(m.Servers, ServerRedis)
+		switch {
+		case len(m.Deployments) > 0 && !redis:
+			return m, fmt.Errorf(`"deployments" %v without redis in "servers": a deployment is of Redis nodes`, m.Deployments)
+		case redis && len(m.Deployments) == 0:
+			return m, fmt.Errorf(`"servers" holds redis and "deployments" is empty; want masters (a lock over every node), one (a lock on n1) or both`)
+		case slices.Contains(m.Servers, ServerSentinel) && !slices.Contains(m.Deployments, DeployOne):
+			// A client that finds the master through Sentinel can be
+			// given the master's address instead: it is a lock of one
+			// deployment, which the stories without Sentinel play.
+			return m, fmt.Errorf(`"servers" holds sentinel, and "deployments" lacks one: a lock that finds the master through Sentinel is a lock of one deployment`)
+		}
 	case OpPoint:
 		if m.ID <= 0 || m.Point == "" {
 			return m, fmt.Errorf(`a point needs "id" (the request it is part of) and "point" (its name)`)
@@ -137,6 +257,19 @@ func ParseMessage(line []byte) (Message, error) {
 		return m, fmt.Errorf(`"op" %q; want ready, point or reply`, m.Op)
 	}
 	return m, nil
+}
+
+// checkWords refuses a list with a word not among valid, or one twice.
+func checkWords(field string, got, valid []string) error {
+	for i, w := range got {
+		if !slices.Contains(valid, w) {
+			return fmt.Errorf("%q holds %q; want some of %s", field, w, strings.Join(valid, ", "))
+		}
+		if slices.Contains(got[:i], w) {
+			return fmt.Errorf("%q holds %q twice", field, w)
+		}
+	}
+	return nil
 }
 
 // maxLabel bounds a name or point a driver gives.

@@ -30,4 +30,12 @@ const (
 	Replica Capability = "replicas"
 	// Disconnect: a network disconnect of the node itself (isolation).
 	Disconnect Capability = "isolation"
+	// Power: a power loss, a kill that also loses what the server wrote
+	// but had not fsynced; the shim records each fsync, which a server
+	// that syncs through libc makes (Redis; not etcd, whose Go runtime
+	// calls the kernel itself).
+	Power Capability = "power loss"
+	// CPU: a CPU limit on the node's processes (starvation), through
+	// cgroups where the machine lets the harness set one.
+	CPU Capability = "cpu limits"
 )

@@ -32,6 +32,20 @@ const (
 	KindStop        = "stop"
 	KindClientPause = "client-pause"
 	KindPromote     = "promote"
+	// KindStarve: a node's server or a client's driver gets a small share
+	// of one CPU.
+	KindStarve = "starve"
+	// KindLostReply: the next reply on a link is lost after its request
+	// took effect.
+	KindLostReply = "lost-reply"
+)
+
+// The shares of one CPU a starvation may leave (package internal/cpulimit
+// keeps the same): the kernel's smallest quota is 1 ms of a 100 ms period,
+// and a whole CPU is no starvation.
+const (
+	MinCPUShare = 0.01
+	MaxCPUShare = 0.99
 )
 
 // KindClientHeld is the stretch of a client pause in which the client was

@@ -3,6 +3,7 @@ package fault
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -19,10 +20,14 @@ const (
 	RandomKill        = KindKill        // kill -9 or graceful stop, then restart
 	RandomAmnesia     = "amnesia"       // kill -9, restart with the data lost
 	RandomClientPause = KindClientPause // client pauses at a hook point
+	RandomClockRate   = KindClockRate   // clocks that run fast or slow
+	RandomPower       = "power"         // kill -9 and a power loss: what was not fsynced is lost
+	RandomStarve      = KindStarve      // servers get a small share of one CPU
+	RandomLostReply   = KindLostReply   // a client's next reply from some nodes lost
 )
 
 // RandomKinds lists the kinds a schedule can draw from.
-var RandomKinds = []string{RandomPartition, RandomClock, RandomPause, RandomKill, RandomAmnesia, RandomClientPause}
+var RandomKinds = []string{RandomPartition, RandomClock, RandomPause, RandomKill, RandomAmnesia, RandomClientPause, RandomClockRate, RandomPower, RandomStarve, RandomLostReply}
 
 // Target is how many nodes (or clients) one fault of a schedule hits.
 type Target string
@@ -53,6 +58,9 @@ type ScheduleSpec struct {
 	Total time.Duration
 	// MaxClock bounds clock offsets; zero means 10 s.
 	MaxClock time.Duration
+	// MaxRate bounds a clock rate's error (0.05: from 5 % slow to 5 %
+	// fast); zero means DefaultMaxRate.
+	MaxRate float64
 	// Points are where a client pause may stop a client, drawn with
 	// AnyPoint; empty means HookPoints (a client that writes a resource:
 	// ResourcePoints).
@@ -104,6 +112,9 @@ func (s ScheduleSpec) Validate() error {
 	if s.MaxClock < 0 {
 		errs = append(errs, fmt.Errorf("largest clock offset %v, want ≥ 0", s.MaxClock))
 	}
+	if s.MaxRate < 0 || (s.MaxRate > 0 && s.MaxRate < 1e-6) || s.MaxRate >= 1-MinClockRate {
+		errs = append(errs, fmt.Errorf("largest clock rate error %v, want from 1ppm to below %v (a clock that runs at least %v times real time)", s.MaxRate, 1-MinClockRate, MinClockRate))
+	}
 	return errors.Join(errs...)
 }
 
@@ -118,6 +129,10 @@ type Op struct {
 	Nodes   []string       // clock, pause, kill, amnesia
 	Clients []string       // client-pause
 	Offsets []time.Duration
+	// Rates are a clock-rate op's, one per node: factors of real time.
+	Rates []float64
+	// Share is a starve op's share of one CPU, for each of its nodes.
+	Share float64
 	// Strobe is a clock strobe's period (Offsets[0] its delta); zero
 	// means the clock op jumps each node by its offset.
 	Strobe   time.Duration
@@ -138,6 +153,14 @@ func (o Op) String() string {
 				s += fmt.Sprintf(" %s%s", n, FormatOffset(o.Offsets[i]))
 			}
 		}
+	case RandomClockRate:
+		for i, n := range o.Nodes {
+			s += fmt.Sprintf(" %s×%v", n, o.Rates[i])
+		}
+	case RandomStarve:
+		s += fmt.Sprintf(" %s to %v%% of a CPU", strings.Join(o.Nodes, ","), o.Share*100)
+	case RandomLostReply:
+		s += fmt.Sprintf(" %s ✉✗ %s", o.Clients[0], strings.Join(o.Nodes, ","))
 	case RandomClientPause:
 		s += fmt.Sprintf(" %s at %s", strings.Join(o.Clients, ","), o.Point)
 	case RandomKill:
@@ -159,8 +182,10 @@ func Plan(spec ScheduleSpec, clients, nodes []string, r *rand.Rand) ([]Op, error
 	if len(nodes) == 0 {
 		return nil, errors.New("random schedule: no nodes")
 	}
-	if len(clients) == 0 && slices.ContainsFunc(spec.Kinds, func(k string) bool { return k == RandomPartition || k == RandomClientPause }) {
-		return nil, errors.New("random schedule: partitions and client pauses need clients")
+	if len(clients) == 0 && slices.ContainsFunc(spec.Kinds, func(k string) bool {
+		return k == RandomPartition || k == RandomClientPause || k == RandomLostReply
+	}) {
+		return nil, errors.New("random schedule: partitions, client pauses and lost replies need clients")
 	}
 	targets := spec.Targets
 	if len(targets) == 0 {
@@ -191,7 +216,24 @@ func Plan(spec ScheduleSpec, clients, nodes []string, r *rand.Rand) ([]Op, error
 					op.Offsets = append(op.Offsets, drawOffset(r, maxClock))
 				}
 			}
-		case RandomPause, RandomAmnesia:
+		case RandomClockRate:
+			op.Nodes = pick(r, nodes, op.Target)
+			maxRate := spec.MaxRate
+			if maxRate == 0 {
+				maxRate = DefaultMaxRate
+			}
+			for range op.Nodes {
+				op.Rates = append(op.Rates, drawRate(r, maxRate))
+			}
+		case RandomLostReply:
+			// One client's links to the target's nodes.
+			op.Clients = []string{clients[r.IntN(len(clients))]}
+			op.Nodes = pick(r, nodes, op.Target)
+		case RandomStarve:
+			op.Nodes = pick(r, nodes, op.Target)
+			// 1 % to 20 % of one CPU, in whole percent.
+			op.Share = float64(1+r.IntN(20)) / 100
+		case RandomPause, RandomAmnesia, RandomPower:
 			op.Nodes = pick(r, nodes, op.Target)
 		case RandomKill:
 			op.Nodes = pick(r, nodes, op.Target)
@@ -264,4 +306,24 @@ func drawOffset(r *rand.Rand, max time.Duration) time.Duration {
 		return -d
 	}
 	return d
+}
+
+// DefaultMaxRate is a schedule's largest clock rate error unless it says:
+// 5 %, five times Redlock's drift allowance and a hundred times NTP's
+// slew limit.
+const DefaultMaxRate = 0.05
+
+// drawRate picks a clock rate whose error, of either sign, is from a
+// tenth of max to max, in whole parts per million.
+func drawRate(r *rand.Rand, max float64) float64 {
+	ppm := int64(math.Round(max * 1e6))
+	lo := ppm / 10
+	if lo < 1 {
+		lo = 1
+	}
+	e := lo + r.Int64N(ppm-lo+1)
+	if r.IntN(2) == 0 {
+		e = -e
+	}
+	return 1 + float64(e)/1e6
 }

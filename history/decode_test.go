@@ -5,15 +5,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// strictDecode is the reference: encoding/json with unknown fields refused
-// and nothing after the event.
+// strictDecode is the reference: encoding/json with unknown fields refused,
+// nothing after the event, and no field given twice.
 func strictDecode(line []byte) (Event, error) {
 	var e Event
 	dec := json.NewDecoder(bytes.NewReader(line))
@@ -24,7 +26,45 @@ func strictDecode(line []byte) (Event, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Event{}, errTrailing
 	}
+	if err := twice(line); err != nil {
+		return Event{}, err
+	}
 	return e, nil
+}
+
+// twice is the reference's own finding of a field given twice: it takes
+// the names from Event's tags and counts each key of the object under the
+// name encoding/json would fill with it (case folded).
+func twice(line []byte) error {
+	var names []string
+	typ := reflect.TypeFor[Event]()
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, _ := dec.Token(); t != json.Delim('{') {
+		return nil
+	}
+	count := map[string]int{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if strings.EqualFold(t.(string), n) {
+				if count[n]++; count[n] == 2 {
+					return errors.New("field " + strconv.Quote(n) + " is given twice")
+				}
+			}
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // recorded is a history as the recorder writes it, with every field and
@@ -93,7 +133,12 @@ func TestSlowPathLines(t *testing.T) {
 		{"spaces", ` { "i" : 0 , "p" : "c1" , "nodes" : [ "n1" , "n2" ] , "value" : { "a" : [1, 2] } } `, true, ""},
 		{"empty object", `{}`, true, ""},
 		{"upper-case field name", `{"I":0,"P":"c1"}`, false, ""},
-		{"repeated field", `{"i":0,"p":"c1","p":"c2"}`, false, ""},
+		{"repeated field", `{"i":0,"p":"c1","p":"c2"}`, false, `field "p" is given twice`},
+		{"repeated in another case", `{"t":1,"i":0,"T":2}`, false, `field "t" is given twice (as "t" and "T")`},
+		{"repeated, escaped", `{"\u0069":0,"p":"c1","i":1}`, false, `field "i" is given twice;`},
+		{"repeated, folded", `{"lease":"a","lea\u017fe":"b"}`, false, `field "lease" is given twice`},
+		{"repeated null", `{"deadline":null,"deadline":5}`, false, `field "deadline" is given twice`},
+		{"repeated fencing", `{"fencing":true,"Fencing":false}`, false, `field "fencing" is given twice`},
 		{"escaped string", `{"i":0,"p":"c\u0031","err":"a\nb \u003c"}`, true, ""},
 		{"null pointer", `{"i":0,"deadline":null}`, false, ""},
 		{"null value", `{"i":0,"value":null}`, false, ""},
@@ -173,7 +218,7 @@ func TestParseSizeEstimateAndLongLines(t *testing.T) {
 		r.Record(e)
 	}
 	for _, size := range []int64{0, int64(buf.Len()), int64(buf.Len()) / 10, int64(buf.Len()) * 10} {
-		events, err := parse(bytes.NewReader(buf.Bytes()), "h", size)
+		events, err := parse(bytes.NewReader(buf.Bytes()), "h", size, MaxLine)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +237,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(append([]byte(nil), sc.Bytes()...))
 	}
 	for _, s := range []string{`{}`, `{"i":0,"p":"c1","p":"c2"}`, `{"t":-0}`, `{"value":"a\"b"}`, `{"value":[{"x":"]"}]}`,
-		`{"nodes":[]}`, `{"I":1}`, `{"i":0} x`, `{"value":1e5}`, `{"value":-}`} {
+		`{"nodes":[]}`, `{"I":1}`, `{"I":1,"i":2}`, `{"\u0074":1,"t":2}`, `{"i":0} x`, `{"value":1e5}`, `{"value":-}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
@@ -214,4 +259,81 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded %q as\n %+v\nencoding/json as\n %+v", line, got, want)
 		}
 	})
+}
+
+// A line is read up to the bound it may have, and no further: a line of
+// exactly the bound reads, one byte more is refused with the line, the
+// bound and the events before it, whether the line is shorter or longer
+// than the reader's buffer.
+func TestParseLineBound(t *testing.T) {
+	head := `{"i":0,"p":"c1","type":"invoke","f":"add","key":"k","value":0,"t":1}` + "\n"
+	line := func(n int) string {
+		l := `{"i":1,"p":"c1","type":"info","f":"add","key":"k","t":2,"err":"`
+		return l + strings.Repeat("x", n-len(l)-2) + `"}`
+	}
+	for _, max := range []int{200, readBuffer + readBuffer/2} {
+		for _, tc := range []struct {
+			n    int
+			tail string
+			ok   bool
+		}{
+			{max, "\n", true},
+			{max, "\r\n", true},
+			{max, "", true},
+			{max + 1, "\n", false},
+			{max + 1, "", false},
+			{3 * max, "\n", false},
+		} {
+			events, err := parse(strings.NewReader(head+line(tc.n)+tc.tail), "h.jsonl", 0, max)
+			var le *LineError
+			switch {
+			case tc.ok && err != nil:
+				t.Errorf("bound %d, line of %d bytes: %v", max, tc.n, err)
+			case tc.ok && len(events) != 2:
+				t.Errorf("bound %d, line of %d bytes: %d events", max, tc.n, len(events))
+			case tc.ok:
+			case !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ErrLineTooLong) || errors.Is(err, ErrTruncated):
+				t.Errorf("bound %d, line of %d bytes: err %v, want line 2 too long", max, tc.n, err)
+			case !strings.Contains(err.Error(), "h.jsonl:2: ") || !strings.Contains(err.Error(), fmt.Sprintf("more than %d bytes", max)):
+				t.Errorf("the message names no file, line or bound: %v", err)
+			case len(events) != 1:
+				t.Errorf("bound %d: %d events before the long line, want 1", max, len(events))
+			}
+		}
+	}
+}
+
+// endless is a history whose second line never ends: it counts what is
+// read of it, and nothing is held but what the reader keeps.
+type endless struct {
+	head string
+	read int64
+}
+
+func (r *endless) Read(p []byte) (int, error) {
+	n := copy(p, r.head)
+	r.head = r.head[n:]
+	for i := n; i < len(p); i++ {
+		p[i] = 'x'
+	}
+	r.read += int64(len(p))
+	return len(p), nil
+}
+
+// At the real bound: a line that never ends (a 2 GiB file without a
+// newline took 5 GB to refuse) is refused after MaxLine bytes and a
+// buffer's worth more at most.
+func TestParseEndlessLine(t *testing.T) {
+	r := &endless{head: `{"i":0,"p":"c1","type":"invoke","f":"add","key":"k","value":0,"t":1}` + "\n" + `{"i":1,"p":"c1","err":"`}
+	events, err := Parse(r, "history.jsonl")
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ErrLineTooLong) || len(events) != 1 {
+		t.Fatalf("%d events, err %v; want 1 event and line 2 too long", len(events), err)
+	}
+	if r.read > MaxLine+2*readBuffer {
+		t.Errorf("read %d bytes of the endless line, more than the bound %d and the buffer", r.read, MaxLine)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("%d bytes", MaxLine)) {
+		t.Errorf("the message names no bound: %v", err)
+	}
 }

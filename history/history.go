@@ -57,10 +57,15 @@ const (
 	// early (Ctrl-C, a harness failure). Either way the history is a prefix
 	// of the run, and a prefix without a violation proves nothing.
 	End Func = "end"
+	// Setup is the harness's account of the lock under test, by
+	// ProcessHarness before the first operation: the nodes it needs and
+	// how soon it frees itself (LockSetup), which the liveness checks
+	// read. Like End, it is no operation.
+	Setup Func = "setup"
 )
 
 var funcs = map[Func]bool{Acquire: true, Release: true, Extend: true, Read: true,
-	Write: true, Transfer: true, Add: true, Nemesis: true, End: true}
+	Write: true, Transfer: true, Add: true, Nemesis: true, End: true, Setup: true}
 
 // Valid reports whether f is a known function.
 func (f Func) Valid() bool { return funcs[f] }
@@ -68,7 +73,7 @@ func (f Func) Valid() bool { return funcs[f] }
 // ProcessNemesis is the process of every fault event.
 const ProcessNemesis = "nemesis"
 
-// ProcessHarness is the process of the End event.
+// ProcessHarness is the process of the End and Setup events.
 const ProcessHarness = "harness"
 
 // Event is one line of a history.
@@ -101,7 +106,8 @@ type Event struct {
 	// that no lock could have given from one that a fault made wrong.
 	TTL int64 `json:"ttl,omitempty"`
 	// Nodes are the nodes that granted an acquire (or that a release
-	// reached), by name.
+	// reached), by name; on a refused acquire, those where its key may
+	// remain until it expires (its rollback got no answer there).
 	Nodes []string `json:"nodes,omitempty"`
 	Err   string   `json:"err,omitempty"`
 	// Fencing is, on the invoke of the harness's initial write of a
@@ -161,8 +167,20 @@ type Fault struct {
 	Links []Link `json:"links,omitempty"`
 	// Offset is a node clock offset in nanoseconds (clock faults).
 	Offset int64 `json:"offset,omitempty"`
+	// Rate is a clock-rate fault's rate, a factor of real time (1.05: the
+	// node's clock gains 50 ms a second); its offset grows from the
+	// fault's start and steps back at its end.
+	Rate float64 `json:"rate,omitempty"`
 	// Detail is a human description of the fault, shown in reports.
 	Detail string `json:"detail,omitempty"`
+	// Point is the hook point a client-pause-held fault stopped its
+	// client at (after-acquire, ...); empty for a stop anywhere.
+	Point string `json:"point,omitempty"`
+	// Began is when the nemesis began to inject the fault (0: not
+	// recorded). The start event is written once the fault
+	// is in place, but it acts from its first instant: a node killed
+	// fails the requests in flight before the event says so.
+	Began int64 `json:"began,omitempty"`
 }
 
 // Fault decodes the Fault carried by a nemesis event.

@@ -1,8 +1,6 @@
 package history
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,74 +161,26 @@ var ErrUnreadable = errors.New("cannot read the history")
 // last line (no newline, invalid JSON) yields the events before it and a
 // *LineError wrapping ErrTruncated.
 func Parse(rd io.Reader, name string) ([]Event, error) {
-	return parse(rd, name, 0)
+	return parse(rd, name, 0, MaxLine)
 }
 
-// readBuffer is the reader's buffer: a line longer than it is still read,
-// in pieces.
-const readBuffer = 1 << 20
+// MaxLine bounds a history line, line end aside. The longest line the
+// harness writes is a set's final read, which lists every element added:
+// at most 9 bytes for each add of the run, and each add took six lines of
+// some 600 bytes in all (acquire, add and release, invoked and completed),
+// so a history of MaxFileSize holds a final read of some 30 MB. A line
+// past the bound is not read to its end: without one (a 2 GiB file
+// without a newline) it would be held whole to be refused.
+const MaxLine = 64 << 20
 
-// parse is Parse; size, when known, is the history's length in bytes, from
-// which the number of events is estimated after the first lines, so that
-// the events are allocated once instead of grown by copying (a history of
-// millions of events would otherwise hold up to three times its size while
-// growing).
-func parse(rd io.Reader, name string, size int64) ([]Event, error) {
-	br := bufio.NewReaderSize(rd, readBuffer)
-	var d decoder
-	var events []Event
-	var lastTime, read int64
-	var long []byte
-	const estimateAfter = 1 << 12
-	for line := 1; ; line++ {
-		b, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], b...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				b, err = br.ReadSlice('\n')
-				long = append(long, b...)
-			}
-			b = long
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return events, &LineError{name, line, fmt.Errorf("%w: %w", ErrUnreadable, err)}
-		}
-		read += int64(len(b))
-		complete := len(b) > 0 && b[len(b)-1] == '\n'
-		b = bytes.TrimSpace(b)
-		if len(b) == 0 {
-			if errors.Is(err, io.EOF) {
-				return events, nil
-			}
-			return events, &LineError{name, line, errors.New("empty line")}
-		}
-		if len(events) == estimateAfter && size > read {
-			// The lines so far tell the length of the rest; a tenth more
-			// covers lines that grow longer, and append grows past it if
-			// they grow more.
-			want := int(float64(len(events)) * float64(size) / float64(read) * 1.1)
-			if want > cap(events) {
-				events = append(make([]Event, 0, want), events...)
-			}
-		}
-		events = append(events, Event{})
-		e := &events[len(events)-1]
-		if jerr := d.decode(b, e); jerr != nil {
-			events = events[:len(events)-1]
-			if !complete {
-				return events, &LineError{name, line, fmt.Errorf("%w: %v", ErrTruncated, jerr)}
-			}
-			return events, &LineError{name, line, fmt.Errorf("not a history event: %v", jerr)}
-		}
-		if verr := validate(e, int64(len(events)-1), lastTime); verr != nil {
-			events = events[:len(events)-1]
-			return events, &LineError{name, line, verr}
-		}
-		lastTime = e.Time
-		if errors.Is(err, io.EOF) {
-			return events, nil
-		}
-	}
+// ErrLineTooLong marks a line longer than the bound the reader was given
+// (MaxLine).
+var ErrLineTooLong = errors.New("line too long")
+
+// lineTooLong is the error of a line past maxLine.
+func lineTooLong(maxLine int) error {
+	return fmt.Errorf("%w: more than %d bytes (%d MiB), the most a history line may have; the longest the harness writes, a set's final read, stays far below it",
+		ErrLineTooLong, maxLine, maxLine>>20)
 }
 
 func validate(e *Event, want, lastTime int64) error {
@@ -244,7 +194,7 @@ func validate(e *Event, want, lastTime int64) error {
 	case !e.Type.Valid():
 		return fmt.Errorf(`field "type" is %q, want invoke, ok, fail or info`, e.Type)
 	case !e.F.Valid():
-		return fmt.Errorf(`field "f" is %q, want acquire, release, extend, read, write, transfer, add, nemesis or end`, e.F)
+		return fmt.Errorf(`field "f" is %q, want acquire, release, extend, read, write, transfer, add, nemesis, setup or end`, e.F)
 	case e.TTL < 0:
 		return fmt.Errorf(`field "ttl" is %d, want a time to live in nanoseconds above 0 (or no field)`, e.TTL)
 	case e.Time < lastTime:
@@ -282,7 +232,7 @@ func ReadFile(path string) ([]Event, error) {
 	}
 	// A file still growing is read up to one byte past the limit, to tell.
 	lr := &io.LimitedReader{R: f, N: MaxFileSize + 1}
-	events, err := parse(lr, path, fi.Size())
+	events, err := parse(lr, path, fi.Size(), MaxLine)
 	if lr.N == 0 {
 		return nil, tooLarge(MaxFileSize + 1)
 	}

@@ -2,12 +2,13 @@ package locks
 
 // FencedSimple is our Redlock with simple fencing tokens.
 var FencedSimple = &Kind{
-	Name:    "fenced-simple",
-	About:   "ours with simple fencing tokens",
-	Server:  "redis",
-	Shape:   Masters,
-	Fenced:  true,
-	Belief:  deadlineBelief,
-	Adapter: "redlock",
-	Redlock: RedlockOptions{Fencing: FenceSimple},
+	Name:     "fenced-simple",
+	About:    "ours with simple fencing tokens",
+	Server:   "redis",
+	Shape:    Masters,
+	Fenced:   true,
+	Belief:   deadlineBelief,
+	Liveness: goRedis,
+	Adapter:  "redlock",
+	Redlock:  RedlockOptions{Fencing: FenceSimple},
 }

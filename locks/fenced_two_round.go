@@ -2,12 +2,13 @@ package locks
 
 // FencedTwoRound is our Redlock with two-round fencing tokens.
 var FencedTwoRound = &Kind{
-	Name:    "fenced-two-round",
-	About:   "ours with two-round fencing tokens",
-	Server:  "redis",
-	Shape:   Masters,
-	Fenced:  true,
-	Belief:  deadlineBelief,
-	Adapter: "redlock",
-	Redlock: RedlockOptions{Fencing: FenceTwoRound},
+	Name:     "fenced-two-round",
+	About:    "ours with two-round fencing tokens",
+	Server:   "redis",
+	Shape:    Masters,
+	Fenced:   true,
+	Belief:   deadlineBelief,
+	Liveness: goRedis,
+	Adapter:  "redlock",
+	Redlock:  RedlockOptions{Fencing: FenceTwoRound},
 }

@@ -29,6 +29,7 @@ package locks
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"splitbrain/fault"
 )
@@ -76,6 +77,94 @@ type Kind struct {
 	// NotInMatrix: the kind is no column of the matrix and no value of
 	// --lock (a driver of the user's: what it runs is the file's).
 	NotInMatrix bool
+	// Liveness says how soon the lock frees itself of a holder that went
+	// silent (crashed, paused, cut off), which bounds its promise of
+	// deadlock freedom; the zero value is a Redis key's: a TTL after the
+	// last grant or extension.
+	Liveness Liveness
+	// Unreported are the requests whose outcome the lock does not tell
+	// its user (a driver's ready says them: "release" when release()
+	// returns quietly for a lease already gone): their ok is "the call
+	// returned", and driver check says "cannot tell" of them.
+	Unreported []string
+	// PauseStops: a scripted pause of the lock's client stops its driver's
+	// process group (SIGSTOP) at the point, as pause … signal: true does,
+	// instead of holding it there: its client keeps its session alive
+	// from threads of its own (a ZooKeeper client's pings), which a hold
+	// at a point would not stop and a GC pause does.
+	PauseStops bool
+	// WholeSeconds: the lock counts a lease's life in whole seconds
+	// (Laravel's SET … EX): a story whose TTL is not a whole number of
+	// seconds does not fit it — the lock would hold its key longer than
+	// the story's TTL, which the checker takes for an impossible grant.
+	WholeSeconds bool
+	// Unsupported are the requests the lock has no call for ("extend":
+	// Laravel's lock cannot be extended): a story that makes them does
+	// not fit the kind.
+	Unsupported []string
+	// User: a lock driver of the user's, made from its ready at run time
+	// (driver.UserKinds), not a kind of All. A story that names no
+	// expectation for it expects "any" of it: a finding with its rate.
+	User bool
+	// Program is the command that runs a user's driver (User); a
+	// built-in driver's is the binary's (driver.Builtin).
+	Program []string
+}
+
+// Liveness is what bounds a lock kind's liveness promises: deadlock
+// freedom (a lock whose holder went silent is free again within its
+// expiry and retry interval) and fault tolerance (while a client reaches
+// a majority of the nodes, it can acquire a free lock). Every run records
+// it in its history (history.LockSetup), where the liveness checks read
+// it.
+type Liveness struct {
+	// Renewed: the holder's library keeps the lock alive behind its
+	// user's back while it runs and reaches the servers (Redisson's
+	// watchdog, rueidislock's extender, ZooKeeper's session pings), so
+	// the expiry counts from when the holder stopped or was cut off.
+	Renewed bool
+	// Round, Min and Max shape the expiry from the TTL asked: rounded up
+	// to a multiple of Round, at least Min, at most Max (zero: no such
+	// bound).
+	Round, Min, Max time.Duration
+	// Slack is what the servers take beyond the expiry to free the lock
+	// (ZooKeeper expires sessions at its ticks, a new leader times every
+	// lease and session again).
+	Slack time.Duration
+	// Replicas: an acquire needs the master's replicas (Redisson's WAIT
+	// refuses a lock no replica acknowledged).
+	Replicas bool
+	// AsyncRelease: a release returns before the lock is free (its keys
+	// are deleted in the background).
+	AsyncRelease bool
+	// Reconnect is how long the lock's client library may take to reach
+	// a node again once it can (goRedis; go-zookeeper sleeps a second
+	// after trying every server): a client is promised the lock only
+	// that long after it could reach the nodes again.
+	Reconnect time.Duration
+}
+
+// goRedis is the liveness of the locks on go-redis: a TTL, and go-redis's
+// pool stops dialling a node after PoolSize failed dials in a row and
+// probes it once a second until it answers (redlock.ClientOptions says
+// so), so a node that was down or cut off is seen as down for up to a
+// second after it is back.
+var goRedis = Liveness{Reconnect: time.Second}
+
+// Expiry is how long the lock stays taken after its holder's last word,
+// for a lock asked for ttl.
+func (l Liveness) Expiry(ttl time.Duration) time.Duration {
+	e := ttl
+	if l.Round > 0 && e%l.Round != 0 {
+		e += l.Round - e%l.Round
+	}
+	if e < l.Min {
+		e = l.Min
+	}
+	if l.Max > 0 && e > l.Max {
+		e = l.Max
+	}
+	return e
 }
 
 // Shape is how a lock's nodes are deployed.
@@ -126,7 +215,7 @@ const (
 // kind is one file declaring it and its line here.
 var All = []*Kind{
 	Redlock, Single, Naive, FencedSimple, FencedTwoRound, Redsync, Redislock, WaitReplicas, RedisPy,
-	Rueidislock, ZooKeeper, Etcd, EtcdV3Lock,
+	Rueidislock, SymfonyRedis, SymfonyRedlock, Laravel, ZooKeeper, Etcd, EtcdV3Lock, Kazoo, Curator,
 	Driver,
 }
 

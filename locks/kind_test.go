@@ -22,8 +22,8 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("kind %s: server %q is none of the cluster's kinds", k.Name, k.Server)
 		case k.Shape == locks.Ensemble && (!k.Fenced || k.Server == "redis"):
 			t.Errorf("kind %s: a lock on an ensemble is a consensus system's, with tokens", k.Name)
-		case k.Sentinel && (k.Shape != locks.OneDeployment || k.Driver):
-			t.Errorf("kind %s: only an in-process lock of one deployment follows Sentinel", k.Name)
+		case k.Sentinel && k.Shape != locks.OneDeployment:
+			t.Errorf("kind %s: only a lock of one deployment follows Sentinel", k.Name)
 		case k.Command && !k.Driver:
 			t.Errorf("kind %s: a command is a driver's", k.Name)
 		}
@@ -40,7 +40,8 @@ func TestRegistry(t *testing.T) {
 // The lists are those the harness had before the registry: the matrix's
 // columns in their order, the file's kinds, the fenced ones.
 func TestLists(t *testing.T) {
-	matrix := "redlock single naive fenced-simple fenced-two-round redsync redislock wait-replicas redis-py rueidislock zookeeper etcd etcd-v3lock"
+	matrix := "redlock single naive fenced-simple fenced-two-round redsync redislock wait-replicas redis-py rueidislock " +
+		"symfony-redis symfony-redlock laravel zookeeper etcd etcd-v3lock kazoo curator"
 	for _, tc := range []struct {
 		name string
 		got  []string
@@ -48,7 +49,7 @@ func TestLists(t *testing.T) {
 	}{
 		{"Matrix", locks.Matrix(), matrix},
 		{"Names", locks.Names(), matrix + " driver"},
-		{"FencedNames", locks.FencedNames(), "fenced-simple fenced-two-round zookeeper etcd etcd-v3lock"},
+		{"FencedNames", locks.FencedNames(), "fenced-simple fenced-two-round zookeeper etcd etcd-v3lock kazoo curator"},
 	} {
 		if got := strings.Join(tc.got, " "); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

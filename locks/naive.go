@@ -8,6 +8,7 @@ var Naive = &Kind{
 	Shape:  Masters,
 	Belief: "at the validity deadline as redlock computes it (start + TTL − elapsed − drift), but the lease is handed back " +
 		"unchecked, so a slow or paused acquire returns one whose deadline has already passed",
-	Adapter: "redlock",
-	Redlock: RedlockOptions{SkipElapsedCheck: true},
+	Liveness: goRedis,
+	Adapter:  "redlock",
+	Redlock:  RedlockOptions{SkipElapsedCheck: true},
 }

@@ -6,10 +6,11 @@ const deadlineBelief = "at the validity deadline: start of the acquire + TTL −
 
 // Redlock is our Redlock (package redlock) over every node.
 var Redlock = &Kind{
-	Name:    "redlock",
-	About:   "our Redlock over every node",
-	Server:  "redis",
-	Shape:   Masters,
-	Belief:  deadlineBelief,
-	Adapter: "redlock",
+	Name:     "redlock",
+	About:    "our Redlock over every node",
+	Server:   "redis",
+	Shape:    Masters,
+	Belief:   deadlineBelief,
+	Liveness: goRedis,
+	Adapter:  "redlock",
 }

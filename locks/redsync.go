@@ -2,10 +2,11 @@ package locks
 
 // Redsync is go-redsync/redsync v4, the Go Redlock most users run.
 var Redsync = &Kind{
-	Name:    "redsync",
-	About:   "go-redsync/redsync v4",
-	Server:  "redis",
-	Shape:   Masters,
-	Belief:  "at redsync's Until(): start of the acquire + expiry − elapsed − drift (1%), on the client's monotonic clock",
-	Adapter: "redsync",
+	Name:     "redsync",
+	About:    "go-redsync/redsync v4",
+	Server:   "redis",
+	Shape:    Masters,
+	Belief:   "at redsync's Until(): start of the acquire + expiry − elapsed − drift (1%), on the client's monotonic clock",
+	Liveness: goRedis,
+	Adapter:  "redsync",
 }

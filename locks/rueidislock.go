@@ -16,5 +16,9 @@ var Rueidislock = &Kind{
 	Unhooked: map[fault.Point]string{
 		fault.AfterReplies: "a point inside the acquire that rueidislock (its scripts run by rueidis, not go-redis) gives the harness no hook for",
 	},
-	Adapter: "rueidislock",
+	// Its keys are extended every TTL/2 in the background while the
+	// lock is held, and deleted in the background once its context is
+	// cancelled (the release).
+	Liveness: Liveness{Renewed: true, AsyncRelease: true},
+	Adapter:  "rueidislock",
 }

@@ -8,5 +8,6 @@ var Single = &Kind{
 	Shape:    OneDeployment,
 	Belief:   deadlineBelief,
 	Sentinel: true,
+	Liveness: goRedis,
 	Adapter:  "redlock",
 }

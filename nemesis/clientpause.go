@@ -275,7 +275,7 @@ func (c clientHeld) Describe() history.Fault {
 	if c.hold > 0 {
 		d += fmt.Sprintf(" for %v", c.hold)
 	}
-	return history.Fault{Kind: fault.KindClientHeld, Nodes: []string{c.client}, Detail: d}
+	return history.Fault{Kind: fault.KindClientHeld, Nodes: []string{c.client}, Detail: d, Point: string(c.at)}
 }
 
 func (clientHeld) Inject(context.Context) (Heal, error) {

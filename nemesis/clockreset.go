@@ -44,6 +44,9 @@ func (c ClockReset) Inject(context.Context) (Heal, error) {
 	var errs []error
 	for _, n := range c.Nodes {
 		clock, err := clockOf(n)
+		if rc, ok := clock.(cluster.RateClock); ok && err == nil {
+			err = rc.SetClockRate(1)
+		}
 		if err == nil {
 			err = clock.SetClockOffset(0)
 		}
@@ -60,7 +63,7 @@ func (m *Nemesis) ResetClocks(ctx context.Context, nodes ...cluster.Node) error 
 		names[i] = n.Name()
 	}
 	err := m.StopMatching(ctx, func(f history.Fault) bool {
-		return (f.Kind == fault.KindClockJump || f.Kind == fault.KindClockStrobe) &&
+		return (f.Kind == fault.KindClockJump || f.Kind == fault.KindClockStrobe || f.Kind == fault.KindClockRate) &&
 			slices.ContainsFunc(f.Nodes, func(n string) bool { return slices.Contains(names, n) })
 	})
 	id, serr := m.Start(ctx, ClockReset{Nodes: nodes})

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"splitbrain/cluster"
@@ -26,20 +27,32 @@ func running(node cluster.Node) (bool, bool) {
 
 // Kill crashes a node with SIGKILL (kill -9): no shutdown, no last fsync.
 // Under AOF that loses nothing, whatever appendfsync says, because what
-// was written sits in the page cache, which survives the process; set
-// Amnesia to model the machine losing it too (power loss, a crash before
-// fsync): the node's data is deleted before it restarts. Healing restarts
-// the node; Nemesis.StartFor restarts it after a delay.
+// was written sits in the page cache, which survives the process. Set
+// Power to model the machine's power failing too: the node's files are
+// cut back to what it had fsynced (cluster.PowerCutter), so that
+// appendfsync everysec forgets up to the last second or so of writes and
+// always forgets nothing it acknowledged. Set Amnesia to lose everything:
+// the node's data is deleted before it restarts. Healing restarts the
+// node; Nemesis.StartFor restarts it after a delay.
 type Kill struct {
 	Node    cluster.Node
 	Amnesia bool
+	Power   bool
 }
 
-// Available implements Fault: the node must be a cluster.Killer, and a
-// cluster.Wiper for amnesia.
+// Available implements Fault: the node must be a cluster.Killer, a
+// cluster.Wiper for amnesia and a cluster.PowerCutter for a power loss.
 func (k Kill) Available() error {
 	if err := wipeAvailable(k.Node, k.Amnesia); err != nil {
 		return err
+	}
+	if k.Power {
+		if k.Amnesia {
+			return fmt.Errorf("kill %s: a power loss loses what was not fsynced, amnesia everything: ask for one", k.Node.Name())
+		}
+		if _, err := cluster.Capable[cluster.PowerCutter](k.Node, fault.Power); err != nil {
+			return err
+		}
 	}
 	_, err := cluster.Capable[cluster.Killer](k.Node, fault.Kill)
 	return err
@@ -47,7 +60,11 @@ func (k Kill) Available() error {
 
 // Describe implements Fault.
 func (k Kill) Describe() history.Fault {
-	return history.Fault{Kind: fault.KindKill, Nodes: []string{k.Node.Name()}, Detail: k.Node.Name() + " killed (SIGKILL)" + amnesiaNote(k.Amnesia)}
+	detail := k.Node.Name() + " killed (SIGKILL)" + amnesiaNote(k.Amnesia)
+	if k.Power {
+		detail = k.Node.Name() + " lost power (SIGKILL, and what it had not fsynced lost)"
+	}
+	return history.Fault{Kind: fault.KindKill, Nodes: []string{k.Node.Name()}, Detail: detail}
 }
 
 // Inject implements Fault.
@@ -59,8 +76,22 @@ func (k Kill) Inject(ctx context.Context) (Heal, error) {
 	if up, known := running(k.Node); known && !up {
 		return nil, fmt.Errorf("kill %s: not running", k.Node.Name())
 	}
+	var pc cluster.PowerCutter
+	if k.Power {
+		if err := k.Available(); err != nil {
+			return nil, err
+		}
+		pc = k.Node.(cluster.PowerCutter)
+	}
 	if err := kl.Kill(ctx); err != nil {
 		return nil, err
+	}
+	if pc != nil {
+		if _, err := pc.LoseUnsynced(ctx); err != nil {
+			// Not injected, so nothing will heal it: the node comes
+			// back at once, with what the cut left.
+			return nil, errors.Join(err, k.Node.Start(ctx))
+		}
 	}
 	return restart(k.Node, k.Amnesia), nil
 }

@@ -41,6 +41,11 @@ type Recorder interface {
 	Record(history.Event) history.Event
 }
 
+// clock is a Recorder that tells the time in its history's time base,
+// as history.Recorder does: the nemesis then records when it began to
+// inject each fault (history.Fault.Began).
+type clock interface{ Now() int64 }
+
 // Nemesis tracks the active faults of one run.
 type Nemesis struct {
 	rec Recorder
@@ -91,6 +96,9 @@ func (m *Nemesis) start(ctx context.Context, f Fault, d time.Duration) (int, err
 		return 0, ErrClosed
 	}
 	desc := f.Describe()
+	if c, ok := m.rec.(clock); ok {
+		desc.Began = c.Now()
+	}
 	heal, err := f.Inject(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("nemesis: injecting %s: %w", desc.Kind, err)

@@ -28,6 +28,11 @@ type Endpoint struct {
 	// take link faults (fault.Link); nil: a node of no backend's (the
 	// storage), whose links always do.
 	Kind *cluster.Kind
+	// Patience, when not zero, puts a patient relay between the link's
+	// proxy and the node (patient.go): a connection the node refuses is
+	// dialled again for up to this long instead of being closed under
+	// its dialer, as a peer that retries refused connects expects.
+	Patience time.Duration
 }
 
 // Net puts one TCP proxy on every (client, node) link, so that a partition
@@ -44,9 +49,14 @@ type Net struct {
 	// the address its client dials: the node's own. Nil for a Net of
 	// proxies.
 	direct map[history.Link]string
+	// relays are the patient relays behind the proxies of the links
+	// whose Endpoint asked for patience.
+	relays map[history.Link]*patientRelay
 	// kinds are the kinds of the links' nodes (Endpoint.Kind), for the
 	// link faults' Available.
-	kinds    map[history.Link]*cluster.Kind
+	kinds map[history.Link]*cluster.Kind
+	// cuts counts the cuts in force on each link (Cut), for Blackholed.
+	cuts     map[history.Link]int
 	closed   bool
 	toxicSeq int
 	// atClose are run once the proxies have stopped: what toxics must
@@ -62,6 +72,7 @@ func registerToxics() {
 	registerOnce.Do(func() {
 		toxics.Register(refuseToxicType, new(refuseToxic))
 		toxics.Register(delayToxicType, new(delayToxic))
+		toxics.Register(lostReplyToxicType, new(lostReplyToxic))
 	})
 }
 
@@ -72,6 +83,7 @@ func NewNet(clients []string, nodes []Endpoint) (_ *Net, err error) {
 	n := &Net{
 		server:  toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), logger),
 		proxies: map[history.Link]*toxiproxy.Proxy{},
+		relays:  map[history.Link]*patientRelay{},
 		kinds:   map[history.Link]*cluster.Kind{},
 	}
 	defer func() {
@@ -157,8 +169,20 @@ func (n *Net) AddLink(client string, node Endpoint) (string, error) {
 		n.direct[link] = node.Addr
 		return node.Addr, nil
 	}
-	p := toxiproxy.NewProxy(n.server, client+"-"+node.Name, "127.0.0.1:0", node.Addr)
+	upstream := node.Addr
+	var relay *patientRelay
+	if node.Patience > 0 {
+		r, err := newPatientRelay(node.Addr, node.Patience)
+		if err != nil {
+			return "", fmt.Errorf("net: proxy for %s: %w", link, err)
+		}
+		relay, upstream = r, r.Addr()
+	}
+	p := toxiproxy.NewProxy(n.server, client+"-"+node.Name, "127.0.0.1:0", upstream)
 	if err := p.Start(); err != nil {
+		if relay != nil {
+			_ = relay.Close()
+		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			// Binding port 0 fails so only when the whole range is taken.
 			return "", fmt.Errorf("net: proxy for %s: no free loopback port: the ephemeral port range is exhausted "+
@@ -167,6 +191,9 @@ func (n *Net) AddLink(client string, node Endpoint) (string, error) {
 		return "", fmt.Errorf("net: proxy for %s: %w", link, err)
 	}
 	n.proxies[link] = p
+	if relay != nil {
+		n.relays[link] = relay
+	}
 	return p.Listen, nil
 }
 
@@ -179,6 +206,9 @@ func (n *Net) Upstream(l history.Link) (string, error) {
 	p, err := n.proxy(l)
 	if err != nil {
 		return "", err
+	}
+	if r := n.relay(l); r != nil {
+		return r.Target(), nil
 	}
 	p.Lock()
 	defer p.Unlock()
@@ -200,6 +230,12 @@ func (n *Net) Retarget(ctx context.Context, l history.Link, addr string) error {
 	p, err := n.proxy(l)
 	if err != nil {
 		return err
+	}
+	if r := n.relay(l); r != nil {
+		// The proxy stays on the relay; the relay moves and closes the
+		// link's open connections, and with them the proxy's.
+		r.Retarget(addr)
+		return nil
 	}
 	p.Lock()
 	listen := p.Listen
@@ -265,6 +301,50 @@ func (n *Net) proxy(l history.Link) (*toxiproxy.Proxy, error) {
 		return nil, &UnknownLinkError{l}
 	}
 	return p, nil
+}
+
+// relay is the patient relay behind l's proxy, if it has one.
+func (n *Net) relay(l history.Link) *patientRelay {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.relays[l]
+}
+
+// markCut counts a cut on links in (by +1) or out (by -1).
+func (n *Net) markCut(links []history.Link, by int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cuts == nil {
+		n.cuts = map[history.Link]int{}
+	}
+	for _, l := range links {
+		n.cuts[l] += by
+		if n.cuts[l] <= 0 {
+			delete(n.cuts, l)
+		}
+	}
+}
+
+// Blackholed says whether addr is the proxy of a link that a cut holds,
+// in either direction (a connect needs both): a new connection there
+// would not be set up on a real network, its SYN or the reply dropped.
+// False for an address no proxy listens on.
+func (n *Net) Blackholed(addr string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for l := range n.cuts {
+		p, ok := n.proxies[l]
+		if !ok {
+			continue
+		}
+		p.Lock()
+		listen := p.Listen
+		p.Unlock()
+		if listen == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // directAddr is the address of a direct link, if l is one.
@@ -387,6 +467,9 @@ func (n *Net) Close() {
 	n.closed = true
 	for _, p := range n.proxies {
 		p.Stop()
+	}
+	for _, r := range n.relays {
+		_ = r.Close()
 	}
 	for _, f := range n.atClose {
 		f()

@@ -36,11 +36,9 @@ func TestRunScheduleHealsAndRepeats(t *testing.T) {
 		MaxFor:   150 * time.Millisecond,
 		Total:    3 * time.Second,
 	}
-	s.Total = 2 * time.Second
-	s.MaxFor = 150 * time.Millisecond
 	run := func() []history.Fault {
-		// Seed 1 draws every kind in these ten ops.
-		ops, err := fault.Plan(s, clients, names, rand.New(rand.NewPCG(1, 1)))
+		// Seed 51 draws every kind in these fifteen ops.
+		ops, err := fault.Plan(s, clients, names, rand.New(rand.NewPCG(51, 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,6 +156,11 @@ func (e testEnv) timed(t *testing.T, ops []fault.Op) []nemesis.Timed {
 				tm.Faults = append(tm.Faults, nemesis.ScheduledClientPause(e.gates[c], e.procs[c], op.Point, op.For)...)
 			}
 		}
+		if op.Kind == fault.RandomLostReply {
+			tm.Faults = []nemesis.Fault{nemesis.LoseReply{Net: e.net, Links: fault.Isolate(op.Clients, op.Nodes)}}
+			out = append(out, tm)
+			continue
+		}
 		for j, name := range op.Nodes {
 			n := e.nodes[name]
 			var f nemesis.Fault
@@ -170,6 +173,12 @@ func (e testEnv) timed(t *testing.T, ops []fault.Op) []nemesis.Timed {
 				f = nemesis.Pause{Node: n}
 			case op.Kind == fault.RandomKill && op.Graceful:
 				f = nemesis.Stop{Node: n}
+			case op.Kind == fault.RandomClockRate:
+				f = nemesis.ClockRate{Node: n, Rate: op.Rates[j]}
+			case op.Kind == fault.RandomStarve:
+				f = nemesis.Starve{Node: n, Share: op.Share}
+			case op.Kind == fault.RandomPower:
+				f = nemesis.Kill{Node: n, Power: true}
 			default:
 				f = nemesis.Kill{Node: n, Amnesia: op.Kind == fault.RandomAmnesia}
 			}

@@ -7,18 +7,23 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"splitbrain/checker"
 )
 
-// nodeFaults draws what happened to each node: its clock offset as a step
-// line with a marker at each jump, pauses, and kills or restarts.
+// nodeFaults draws what happened to each node: its clock offset as a line
+// with a marker at each jump (a step) or change of rate (a slope), pauses,
+// and kills or restarts.
 func nodeFaults(tl *timeline, ls *laneSet, faults []checker.FaultWindow, sc scale) {
+	// change is a jump of the offset by delta at at, and a change of
+	// its slope (ns of offset per ns of real time) from then on.
 	type change struct {
 		at    int64
 		delta int64
+		slope float64
 	}
 	clock := map[int][]change{}
 	for _, f := range faults {
@@ -32,10 +37,21 @@ func nodeFaults(tl *timeline, ls *laneSet, faults []checker.FaultWindow, sc scal
 			switch faultClass(f.Kind) {
 			case "clock":
 				tl.Under = append(tl.Under, sc.bar("fault-node fault-clock", f.Start, f.End, ln.Y+2, ln.H-4, title))
+				if f.Rate != 0 {
+					// The offset grows from the start and steps back to
+					// where it was at the heal.
+					slope := f.Rate - 1
+					tl.Over = append(tl.Over, mark(f.Start, ln.Y+1, ln.Y+ln.H-1, "clock-jump", n+" ×"+strconv.FormatFloat(f.Rate, 'g', -1, 64), 5, ln.TextY, title, sc))
+					clock[li] = append(clock[li], change{at: f.Start, slope: slope})
+					if f.Healed {
+						clock[li] = append(clock[li], change{at: f.End, delta: -int64(slope * float64(f.End-f.Start)), slope: -slope})
+					}
+					break
+				}
 				tl.Over = append(tl.Over, mark(f.Start, ln.Y+1, ln.Y+ln.H-1, "clock-jump", n+" "+offsetText(f.Offset), 5, ln.TextY, title, sc))
-				clock[li] = append(clock[li], change{f.Start, f.Offset})
+				clock[li] = append(clock[li], change{at: f.Start, delta: f.Offset})
 				if f.Healed {
-					clock[li] = append(clock[li], change{f.End, -f.Offset})
+					clock[li] = append(clock[li], change{at: f.End, delta: -f.Offset})
 				}
 			default:
 				cls := "fault-node fault-" + faultClass(f.Kind) + " fault-" + cssIdent(f.Kind)
@@ -49,19 +65,35 @@ func nodeFaults(tl *timeline, ls *laneSet, faults []checker.FaultWindow, sc scal
 			}
 		}
 	}
+	// Each lane's offset is a polyline: at each change, the offset the
+	// slope led to (reached), then the offset after its jump (off).
+	type point struct {
+		at           int64
+		reached, off int64
+	}
 	var maxAbs int64 = 1
-	steps := map[int][][2]int64{}
+	lines := map[int][]point{}
 	var lanes []int
 	for li, cs := range clock {
 		sort.SliceStable(cs, func(i, j int) bool { return cs[i].at < cs[j].at })
-		var off int64
-		pts := [][2]int64{{0, 0}}
+		var off, last int64
+		var slope float64
+		pts := []point{{0, 0, 0}}
 		for _, c := range cs {
-			off += c.delta
-			pts = append(pts, [2]int64{c.at, off})
-			maxAbs = max(maxAbs, abs(off))
+			reached := off + int64(slope*float64(c.at-last))
+			off = reached + c.delta
+			slope += c.slope
+			if math.Abs(slope) < 1e-12 {
+				slope = 0 // what the float sums leave of a rate that ended
+			}
+			last = c.at
+			pts = append(pts, point{c.at, reached, off})
+			maxAbs = max(maxAbs, abs(reached), abs(off))
 		}
-		steps[li] = pts
+		end := off + int64(slope*float64(sc.span-last))
+		pts = append(pts, point{max(sc.span, last), end, end})
+		maxAbs = max(maxAbs, abs(end))
+		lines[li] = pts
 		lanes = append(lanes, li)
 	}
 	sort.Ints(lanes)
@@ -70,12 +102,18 @@ func nodeFaults(tl *timeline, ls *laneSet, faults []checker.FaultWindow, sc scal
 		mid := ln.Y + ln.H/2
 		y := func(off int64) float64 { return mid - float64(off)/float64(maxAbs)*(ln.H/2-4) }
 		var d strings.Builder
-		pts := steps[li]
+		pts := lines[li]
 		fmt.Fprintf(&d, "M%s %s", coord(sc.x(0)), coord(y(0)))
-		for _, p := range pts[1:] {
-			fmt.Fprintf(&d, "H%sV%s", coord(sc.x(p[0])), coord(y(p[1])))
+		for i, p := range pts[1:] {
+			if p.reached == pts[i].off {
+				fmt.Fprintf(&d, "H%s", coord(sc.x(p.at)))
+			} else {
+				fmt.Fprintf(&d, "L%s %s", coord(sc.x(p.at)), coord(y(p.reached)))
+			}
+			if p.off != p.reached {
+				fmt.Fprintf(&d, "V%s", coord(y(p.off)))
+			}
 		}
-		fmt.Fprintf(&d, "H%s", coord(sc.x(sc.span)))
 		tl.ClockZero = append(tl.ClockZero, mid)
 		tl.Paths = append(tl.Paths, svgPath{Class: "clock-offset", D: d.String(),
 			Title: fmt.Sprintf("%s's clock offset over time (scale: lane half-height = %s)", ln.Label, offsetText(maxAbs))})

@@ -358,10 +358,13 @@ func TestMatrix(t *testing.T) {
 				{Verdict: checker.Invalid, Answers: lockBroken, AsExpected: true, Seed: 4242, Dir: cj},
 			}},
 			{Scenario: "clock-jump-control", Lock: "redlock", Family: "clock", Expect: "safe", Plays: []runstore.MatrixPlay{
-				{Verdict: checker.Valid, Answers: checker.Answers{Lock: checker.Valid}, AsExpected: true, Seed: 42, Dir: ctl},
-				{Verdict: "bogus", Seed: 43, Dir: ctl},
+				{Verdict: checker.Valid, Answers: checker.Answers{Lock: checker.Valid, DeadlockFreedom: checker.Valid, FaultTolerance: checker.Invalid}, AsExpected: true, Seed: 42, Dir: ctl,
+					Availability: &runstore.PlayAvailability{Attempts: 4, Granted: 2, Longest: int64(1200 * time.Millisecond)}},
+				{Verdict: "bogus", Answers: checker.Answers{Lock: checker.Valid, DeadlockFreedom: checker.Valid, FaultTolerance: checker.Valid}, Seed: 43, Dir: ctl},
 			}},
 			{Scenario: "clock-jump-control", Lock: "redlock-fenced", Family: "clock", NA: "needs <b>tokens</b>"},
+			{Scenario: "pause", Lock: "redlock", Family: "process pause", Expect: "safe", Plays: []runstore.MatrixPlay{
+				{Verdict: checker.Valid, Answers: checker.Answers{Lock: checker.Valid, DeadlockFreedom: checker.Valid, FaultTolerance: checker.Valid}, AsExpected: true, Seed: 42, Dir: ctl}}},
 			{Scenario: evilScenario, Lock: evilLockKey, Plays: []runstore.MatrixPlay{{Verdict: checker.Unknown, Reason: evilErr, Dir: ctl}}},
 		},
 	}
@@ -372,7 +375,7 @@ func TestMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Scenarios) != 3 || len(back.Locks) != 3 || back.Locks[2] != evilLockKey {
+	if len(back.Scenarios) != 4 || len(back.Locks) != 3 || back.Locks[2] != evilLockKey {
 		t.Errorf("rows %q, columns %q", back.Scenarios, back.Locks)
 	}
 	rel, _ := filepath.Rel(store, cj)
@@ -386,17 +389,32 @@ func TestMatrix(t *testing.T) {
 		t.Errorf("an unrecognised verdict is stored as %q (cell %+v), want unknown", c.Plays[1].Verdict, c)
 	}
 	page := readFile(t, filepath.Join(store, runstore.MatrixFile))
-	assertEscaped(t, page, 0)
+	assertEscaped(t, page, 1) // the fault picker's
+	if n := strings.Count(page, `data-keeps="1"`); n != 1 {
+		t.Errorf("%d cells keep every promise, want 1 (pause against redlock)", n)
+	}
+
 	for _, want := range []string{
 		`<td class="cell cell-rated"`,
 		`href="./` + filepath.ToSlash(rel) + `/report.html"`,
 		`<td class="cell cell-none muted" title="not played">—</td>`, // clock-jump has no fenced run
 		`title="n/a: needs &lt;b&gt;tokens&lt;/b&gt;"`,
-		"3 cells played (5 plays, 3 met their expectation) · 1 n/a",
+		"4 cells played (6 plays, 4 met their expectation) · 1 n/a",
 		" · 4m32s</p>",      // the wall time as a duration, not nanoseconds
 		"<code>4242</code>", // the play seeds
-		`scope="rowgroup">clock</th>`,
+		`data-group="0"> clock</label>`,
 		"&lt;script&gt;alert(&#39;key&#39;)",
+		// The per-lock summary: redlock broke its promise under
+		// clock-jump and kept it under the others; it kept every promise
+		// under the pause alone, so the picker may pick it there only.
+		`<th scope="row" class="sum-lock">redlock</th>`,
+		`<span class="kept r3">2/3</span><span class="rows" title="broken by clock-jump">broken by clock-jump</span>`,
+		`title="redlock: safety kept in 2 of 3 (broken by clock-jump); deadlock freedom 2/2; fault tolerance 1/2 (broken by clock-jump-control); granted 50% of attempts in its worst row (clock-jump-control), unavailable up to 1.20s (clock-jump-control)`,
+		`data-keeps="1"`,
+		`<span class="bar live r5">1/2</span>`,
+		// The hostile cell's one play is unknown: its lock bar is
+		// neither green nor red.
+		`<span class="bar lock r-unknown">0/1<span class="unk"> ?</span></span>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("matrix.html lacks %s", want)

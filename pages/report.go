@@ -26,12 +26,10 @@ var pageFuncs = template.FuncMap{
 	// inc and bucket serve the matrix: a colspan one wider than the
 	// columns, and a percentage as one of eleven colour steps.
 	"inc": func(n int) int { return n + 1 },
-	"bucket": func(pct int) int {
-		if pct <= 0 {
-			return 0
-		}
-		return min(max((pct+5)/10, 1), 10)
-	},
+	// plus and half place the sweep plot's labels.
+	"plus":   func(a, b float64) float64 { return a + b },
+	"half":   func(a float64) float64 { return a / 2 },
+	"bucket": bucket,
 	// yLabelX places a chart's y-axis labels left of its plot.
 	"yLabelX": func(left float64) float64 { return left - 8 },
 	// plotRight is the right edge of a chart's plot.

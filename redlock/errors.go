@@ -77,6 +77,12 @@ type AcquireError struct {
 	CtxErr error
 	// Tries is how many attempts Lock made (1 for TryLock).
 	Tries int
+	// Stranded lists the nodes where the attempt's value may still be
+	// set: it was granted there or the outcome was unknown, and the
+	// rollback's delete got no answer. The attempt did not take the lock
+	// (ErrNotAcquired), but its key may keep others out there until it
+	// expires.
+	Stranded []int
 }
 
 // Error summarises the attempt and the per-node causes on one line.
@@ -92,6 +98,9 @@ func (e *AcquireError) Error() string {
 	}
 	if e.CtxErr != nil {
 		fmt.Fprintf(&b, ": %v", e.CtxErr)
+	}
+	if len(e.Stranded) > 0 {
+		fmt.Fprintf(&b, "; its rollback got no answer from %d node(s), where its key may stay until it expires", len(e.Stranded))
 	}
 	writeNodeErrs(&b, e.NodeErrs)
 	return b.String()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -308,6 +309,9 @@ func TestPartialAcquisitionRolledBack(t *testing.T) {
 	if ae.Granted != 2 {
 		t.Errorf("Granted = %d, want 2", ae.Granted)
 	}
+	if len(ae.Stranded) != 0 {
+		t.Errorf("Stranded = %v, want none: every node answered the rollback", ae.Stranded)
+	}
 	// Our 5s keys are gone from the two nodes that granted them: rollback.
 	wantValues(t, clients, key, "", 3, 4)
 	wantValues(t, clients, key, foreign, 0, 1, 2)
@@ -315,6 +319,52 @@ func TestPartialAcquisitionRolledBack(t *testing.T) {
 		if pttl := c.PTTL(t.Context(), key).Val(); pttl <= 5*time.Second {
 			t.Errorf("node %d: foreign key's PTTL = %v, want it untouched (> 5s)", i, pttl)
 		}
+	}
+}
+
+// A rollback that gets no answer from a node says so: the failed
+// attempt's key may stay there until it expires, keeping others out (the
+// harness records the refusal with those nodes, and the liveness checker
+// counts the key). Node 5 sleeps through the SET and the rollback's
+// delete.
+func TestRollbackWithoutAnswerIsStranded(t *testing.T) {
+	t.Parallel() // mostly waiting
+	cl, clients := startCluster(t, 5)
+	const key, foreign = "lock:stranded", "someone-else"
+	setAll(t, clients[:3], key, foreign, time.Minute)
+	sleeper := redis.NewClient(&redis.Options{
+		Addr: cl.Nodes()[4].Addr(), Password: cl.Password(),
+		MaxRetries: -1, ReadTimeout: 10 * time.Second,
+	})
+	defer sleeper.Close()
+	slept := make(chan error, 1)
+	go func() { slept <- sleeper.Do(context.Background(), "debug", "sleep", "2").Err() }()
+	defer func() {
+		if err := <-slept; err != nil {
+			t.Errorf("DEBUG SLEEP: %v", err)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // let the node fall asleep
+
+	l := newLocker(t, clients, redlock.Options{NodeTimeout: 300 * time.Millisecond})
+	_, err := l.TryLock(t.Context(), key, 5*time.Second)
+	var ae *redlock.AcquireError
+	if !errors.As(err, &ae) || !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("TryLock against 3 foreign keys and a sleeping node: %v, want an AcquireError", err)
+	}
+	// Nodes 1-3 refused: certainly not written. Node 5 never answered;
+	// node 4 granted and answered its delete (on a machine too loaded to
+	// answer in 300 ms it may be stranded too).
+	if !slices.Contains(ae.Stranded, 4) {
+		t.Errorf("Stranded = %v, want node index 4 (asleep) among them", ae.Stranded)
+	}
+	for _, i := range ae.Stranded {
+		if i < 3 {
+			t.Errorf("Stranded = %v: node index %d refused, it holds no key of ours", ae.Stranded, i)
+		}
+	}
+	if !strings.Contains(err.Error(), "its rollback got no answer from") {
+		t.Errorf("error %q does not say the rollback went unanswered", err)
 	}
 }
 

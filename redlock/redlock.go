@@ -464,7 +464,7 @@ func (l *Locker) attempt(ctx context.Context, key, value string, ttl time.Durati
 				written = append(written, i)
 			}
 		}
-		l.rollback(ctx, key, value, written, len(granted) >= l.quorum)
+		ae.Stranded = l.rollback(ctx, key, value, written, len(granted) >= l.quorum)
 		return nil, ae
 	}
 	lease := &Lease{
@@ -513,11 +513,21 @@ func refusal(v []any) (counter int64, holder string, ok bool) {
 // must run even if the caller gave up, or the partial lock blocks everybody
 // until it expires. It announces itself to waiters only when the attempt
 // had a quorum: others then saw the lock as held, while after a split vote
-// they back off on their own.
-func (l *Locker) rollback(ctx context.Context, key, value string, written []int, hadQuorum bool) {
-	if len(written) > 0 {
-		l.deleteOwn(context.WithoutCancel(ctx), written, key, value, hadQuorum)
+// they back off on their own. It returns the nodes where the value may
+// still be: those whose delete got no answer (a timeout on a slow node or
+// a starved client): there the key blocks everyone until it expires.
+func (l *Locker) rollback(ctx context.Context, key, value string, written []int, hadQuorum bool) (stranded []int) {
+	if len(written) == 0 {
+		return nil
 	}
+	res := l.deleteOwn(context.WithoutCancel(ctx), written, key, value, hadQuorum)
+	_, _, errs := compared(res)
+	for _, i := range written {
+		if errs[i] != nil {
+			stranded = append(stranded, i)
+		}
+	}
+	return stranded
 }
 
 // Release deletes the lease's key on every node where it still holds the

@@ -31,6 +31,7 @@ func (l *Locker) Lock(ctx context.Context, key string, ttl time.Duration) (*Leas
 		return nil, err
 	}
 	var w *waiter
+	var stranded []int // every try's, for the error
 	defer func() {
 		if w != nil {
 			l.waits.leave(key, w)
@@ -71,6 +72,15 @@ func (l *Locker) Lock(ctx context.Context, key string, ttl time.Duration) (*Leas
 		}
 		last = err.(*AcquireError)
 		last.Tries = try
+		// Any try's stranded key may still keep others out: the error
+		// Lock returns names them all.
+		for _, i := range last.Stranded {
+			if !slices.Contains(stranded, i) {
+				stranded = append(stranded, i)
+			}
+		}
+		slices.Sort(stranded)
+		last.Stranded = slices.Clone(stranded)
 		if last.CtxErr != nil || ctx.Err() != nil {
 			return nil, l.gaveUp(last, key, try, ctx.Err())
 		}

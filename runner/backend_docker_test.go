@@ -28,7 +28,8 @@ import (
 // dockerEngine connects to this machine's Docker engine, or skips the test
 // when none answers. The test holds the machine's Docker test lock shared
 // (see dockertest). The Docker tests do not run in parallel with one
-// another: assertNothingLeft counts every object this process made.
+// another: assertNothingLeft counts every object this process made (they
+// are the subtests of TestDockerBackend).
 func dockerEngine(t *testing.T) *docker.Engine {
 	t.Helper()
 	dockertest.Shared(t)
@@ -66,7 +67,7 @@ func runOnDocker(t *testing.T, ctx context.Context, name string, seed int64, pro
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := runner.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: spec.BackendDocker}
+	opts := runner.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: playCache(t), Backend: spec.BackendDocker}
 	if progress != nil {
 		opts.Progress = progress
 	}
@@ -112,11 +113,35 @@ func runBuiltinsOnDocker(t *testing.T, eng *docker.Engine, seed int64, want map[
 	return logs
 }
 
+// TestDockerBackend plays the runner's Docker cases one after another
+// (assertNothingLeft counts every object this process made, so two of
+// them side by side would count each other's), as one test beside the
+// others: as top-level tests of their own, not parallel, they ran before
+// any parallel test of the package started, some 120 s in which the
+// package ran nothing else.
+func TestDockerBackend(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"ClockJump", dockerBackendClockJump},
+		{"Failover", dockerBackendFailover},
+		{"MixedPersistence", dockerBackendMixedPersistence},
+		{"ReplicationLinkFault", dockerReplicationLinkFault},
+		{"NodeFaults", dockerBackendNodeFaults},
+		{"InterruptedRunLeavesNothing", dockerBackendInterruptedRunLeavesNothing},
+		{"LiveRunPublishesNoPassword", liveRunPublishesNoPassword},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
+
 // The clock-jump counterexample and its control give the same verdicts on
 // containers as on local processes: the scenario runs unchanged, its link
 // faults through the host's proxies to the containers and its clock jump
 // through the shim file mounted into n3's container.
-func TestDockerBackendClockJump(t *testing.T) {
+func dockerBackendClockJump(t *testing.T) {
 	eng := dockerEngine(t)
 	runBuiltinsOnDocker(t, eng, 3, map[string]checker.Verdict{
 		"clock-jump":         checker.Invalid,
@@ -128,7 +153,7 @@ func TestDockerBackendClockJump(t *testing.T) {
 // container replicating from n1 through the harness's proxy (reached
 // through the relay on the run's gateway), the replication cut drops the
 // stream, n1 is killed, r1 is promoted and grants c2 the lock c1 holds.
-func TestDockerBackendFailover(t *testing.T) {
+func dockerBackendFailover(t *testing.T) {
 	eng := dockerEngine(t)
 	logs := runBuiltinsOnDocker(t, eng, 5, map[string]checker.Verdict{"failover": checker.Invalid})
 	for _, want := range []string{"a replica of n1 through 127.0.0.1:", "r1 ✂ n1", "r1 promoted"} {
@@ -141,7 +166,7 @@ func TestDockerBackendFailover(t *testing.T) {
 // A persistence mode per node on containers: n3 on appendfsync always
 // keeps c1's key across its crash and the run is safe; without
 // persistence n3 forgets it and c2 gets the lock too.
-func TestDockerBackendMixedPersistence(t *testing.T) {
+func dockerBackendMixedPersistence(t *testing.T) {
 	eng := dockerEngine(t)
 	runBuiltinsOnDocker(t, eng, 5, map[string]checker.Verdict{
 		"restart-amnesia-aof-always": checker.Valid,
@@ -153,11 +178,11 @@ func TestDockerBackendMixedPersistence(t *testing.T) {
 // acknowledged by n1 during the cut reaches no replica (WAIT counts none,
 // r1 lacks it), the heal brings it over, a promotion makes the clients'
 // n1 links reach r1 as a master, and its heal makes r1 follow n1 again.
-func TestDockerReplicationLinkFault(t *testing.T) {
+func dockerReplicationLinkFault(t *testing.T) {
 	eng := dockerEngine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cl, err := docker.StartCluster(ctx, eng, cluster.Config{Nodes: 1, Dir: t.TempDir(), CacheDir: t.TempDir()})
+	cl, err := docker.StartCluster(ctx, eng, cluster.Config{Nodes: 1, Dir: t.TempDir(), CacheDir: playCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +213,7 @@ func TestDockerReplicationLinkFault(t *testing.T) {
 	if err := m.Set(ctx, "replicated", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := m.Do(ctx, "wait", 1, 30000).Int(); err != nil || got != 1 {
+	if got, err := waitReplica(ctx, m); err != nil || got != 1 {
 		t.Fatalf("WAIT 1 before the cut: %d, %v", got, err)
 	}
 
@@ -210,7 +235,7 @@ func TestDockerReplicationLinkFault(t *testing.T) {
 	if err := nem.Stop(ctx, cutID); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := m.Do(ctx, "wait", 1, 60000).Int(); err != nil || got != 1 {
+	if got, err := waitReplica(ctx, m); err != nil || got != 1 {
 		t.Errorf("WAIT 1 after the heal: %d, %v; want r1 back", got, err)
 	}
 	if v, err := r1.Admin().Get(ctx, "during").Result(); err != nil || v != "v" {
@@ -248,7 +273,20 @@ func TestDockerReplicationLinkFault(t *testing.T) {
 	}
 }
 
-// faultLog records the nemesis's events for TestDockerReplicationLinkFault.
+// waitReplica waits until a replica acknowledges the master's writes, or
+// ctx ends: WAIT 1 in turns of 500 ms, each within the admin client's 1 s
+// read timeout (one WAIT 1 60000 timed out at 1 s on a busy machine while
+// the replica was still catching up).
+func waitReplica(ctx context.Context, m *redis.Client) (int, error) {
+	for {
+		got, err := m.Do(ctx, "wait", 1, 500).Int()
+		if err != nil || got >= 1 || ctx.Err() != nil {
+			return got, err
+		}
+	}
+}
+
+// faultLog records the nemesis's events for dockerReplicationLinkFault.
 type faultLog struct {
 	mu     sync.Mutex
 	events []history.Event
@@ -265,7 +303,7 @@ func (l *faultLog) Record(e history.Event) history.Event {
 // start, stop with amnesia (the AOF volume replaced), pause and resume,
 // the clock strobe and reset, and a random schedule mixing them with
 // partitions. Each is recorded and healed, and nothing is left.
-func TestDockerBackendNodeFaults(t *testing.T) {
+func dockerBackendNodeFaults(t *testing.T) {
 	eng := dockerEngine(t)
 	sc := parse(t, `name: docker-faults
 expect: any
@@ -288,7 +326,7 @@ steps:
   - heal: all
 `)
 	progress := &lockedBuffer{}
-	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 4, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: spec.BackendDocker, Progress: progress})
+	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 4, Store: t.TempDir(), CacheDir: playCache(t), Backend: spec.BackendDocker, Progress: progress})
 	if err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
 	}
@@ -314,7 +352,7 @@ steps:
 
 // A run cancelled in the middle (Ctrl-C) still removes its containers,
 // volumes and network, and its verdict is not valid.
-func TestDockerBackendInterruptedRunLeavesNothing(t *testing.T) {
+func dockerBackendInterruptedRunLeavesNothing(t *testing.T) {
 	eng := dockerEngine(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -346,7 +384,7 @@ func TestUnknownBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir(), Backend: "vm"})
+	_, err = runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: playCache(t), Backend: "vm"})
 	if err == nil || !strings.Contains(err.Error(), `backend "vm"`) || !strings.Contains(err.Error(), "docker") {
 		t.Errorf("error %v, want one naming backend \"vm\" and the valid ones", err)
 	}

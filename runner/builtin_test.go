@@ -88,12 +88,60 @@ func TestBuiltinsMeetTheirExpectations(t *testing.T) {
 		t.Run(play.Name+"/"+play.Lock.Kind, func(t *testing.T) {
 			t.Parallel()
 			out := runScenario(t, context.Background(), play, 1)
+			if !out.AsExpected && livenessUndecided(t, string(play.Expect), out.Result) {
+				// The safety answers held and no liveness promise broke:
+				// the timing on a loaded machine left an attempt
+				// undecided (nothing past the bound, or an outcome
+				// unknown). One more seed must decide it.
+				t.Logf("seed 1: %s (%s); a liveness promise undecided, playing seed 2", out.Result.Verdict, out.Result.Reason)
+				out = runScenario(t, context.Background(), play, 2)
+			}
 			if !out.AsExpected {
 				a := checker.AnswersOf(out.Result)
 				t.Errorf("verdict %s (lock %s, resource %q: %s), want %s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, play.Expect)
 			}
 		})
 	}
+}
+
+// livenessUndecided reports whether res missed expect only by liveness
+// answers of unknown: every safety answer is as expected, and no
+// liveness answer contradicts its expectation.
+func livenessUndecided(t *testing.T, expect string, res checker.Result) bool {
+	t.Helper()
+	e, err := checker.ParseExpectation(expect)
+	if err != nil {
+		t.Fatalf("expect %q: %v", expect, err)
+	}
+	if !e.Liveness() {
+		return false
+	}
+	a := checker.AnswersOf(res)
+	undecided := false
+	for _, part := range []struct {
+		word string
+		v    checker.Verdict
+	}{{e.DeadlockFreedom, a.DeadlockFreedom}, {e.FaultTolerance, a.FaultTolerance}} {
+		switch {
+		case part.word == "" || checker.AsExpected(part.word, part.v):
+		case part.v == checker.Unknown:
+			undecided = true
+		default:
+			return false
+		}
+	}
+	if !undecided {
+		return false
+	}
+	for _, part := range []struct {
+		word string
+		v    checker.Verdict
+	}{{e.Lock, a.Lock}, {e.Resource, a.Resource}} {
+		if part.word != "" && !checker.AsExpected(part.word, part.v) {
+			return false
+		}
+	}
+	return true
 }
 
 // slowness ranks plays by how long they take, roughly: the consensus
@@ -143,8 +191,10 @@ func TestBuiltinsRandomSchedules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sc.Expect != spec.ExpectAny || len(sc.Locks) != 2 {
-			t.Errorf("%s: expect %s, locks %v; want expect any against redlock and redsync", name, sc.Expect, sc.Locks)
+		// A family: five masters (redlock and redsync), one master and
+		// an ensemble, each measured (expect any).
+		if masters := sc.ForLock(locks.Redlock.Name); sc.Expect != spec.ExpectAny || masters == nil || len(masters.Locks) != 2 || len(sc.Shapes) != 3 {
+			t.Errorf("%s: expect %s, locks %v, shapes %s; want expect any against redlock and redsync, on every deployment", name, sc.Expect, sc.Locks, sc.ShapesText())
 		}
 		randoms = append(randoms, sc)
 	}

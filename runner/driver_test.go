@@ -61,7 +61,7 @@ func TestDriverMatchesInProcess(t *testing.T) {
 					t.Errorf("%s: verdict %s (%s), want %s", plays[i].lock, out.Result.Verdict, out.Result.Reason, p.Expect)
 				}
 			}
-			if plays[0].answers != plays[1].answers {
+			if !sameAnswers(plays[0].answers, plays[1].answers) {
 				t.Errorf("in-process %+v, as a driver %+v: want the same answers", plays[0].answers, plays[1].answers)
 			}
 			if plays[0].held != plays[1].held {
@@ -69,6 +69,20 @@ func TestDriverMatchesInProcess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sameAnswers: the safety answers are equal, and no liveness promise is
+// kept in one play and broken in the other. A liveness answer of unknown
+// (no attempt to judge: none fell on a free lock past the bound) is how
+// the timing fell on this machine, not the lock's answer, so it matches
+// any other; a story whose expectation names a liveness promise still
+// fails on an unknown through AsExpected.
+func sameAnswers(a, b checker.Answers) bool {
+	decided := func(x, y checker.Verdict) bool {
+		return x == y || x == checker.Unknown || y == checker.Unknown
+	}
+	return a.Lock == b.Lock && a.Resource == b.Resource &&
+		decided(a.DeadlockFreedom, b.DeadlockFreedom) && decided(a.FaultTolerance, b.FaultTolerance)
 }
 
 // heldAClient reports whether the run's history records a client stopped

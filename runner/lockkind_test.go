@@ -68,7 +68,7 @@ func TestScenarioAgainstEveryLock(t *testing.T) {
 				t.Fatal(err)
 			}
 			sc.Lock.Kind = tt.kind
-			out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
+			out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: playCache(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

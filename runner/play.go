@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	"splitbrain/fault"
+	"splitbrain/history"
 	"splitbrain/scenarios/spec"
 	"splitbrain/workload"
 )
@@ -74,6 +77,14 @@ func (r *runner) step(ctx context.Context, st spec.Step) error {
 func (r *runner) heal(ctx context.Context, what string) error {
 	var errs []error
 	for _, kind := range healKindsFor(what) {
+		if kind == fault.KindStarve && what != "all" {
+			// Nodes and clients both starve: each heal ends its own.
+			clients := what == "clients"
+			errs = append(errs, r.nem.StopMatching(ctx, func(f history.Fault) bool {
+				return f.Kind == kind && len(f.Nodes) == 1 && slices.Contains(r.sc.Clients, f.Nodes[0]) == clients
+			}))
+			continue
+		}
 		errs = append(errs, r.nem.StopKind(ctx, kind))
 	}
 	return errors.Join(errs...)

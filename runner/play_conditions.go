@@ -8,6 +8,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"splitbrain/cluster"
 	"splitbrain/history"
 	"splitbrain/scenarios/spec"
@@ -158,6 +160,8 @@ func (r *runner) waitCondition(ctx context.Context, st spec.Step, key string) er
 		timeout = spec.DefaultWaitTimeout
 	}
 	switch st.Until {
+	case spec.UntilGone:
+		return r.waitGone(ctx, st.Node, key, timeout)
 	case spec.UntilPromoted:
 		return r.waitPromoted(ctx, timeout)
 	case spec.UntilPaused:
@@ -280,4 +284,37 @@ func (r *runner) answers(ctx context.Context, name string) bool {
 	}
 	line, err := rd.ReadString('\n')
 	return err == nil && line == "+PONG\r\n"
+}
+
+// waitGone waits until key is gone from node (expired, or deleted),
+// asking the node itself every millisecond over the harness's own
+// connection, so that the next step comes at the first instant another
+// client could be granted the node's vote.
+func (r *runner) waitGone(ctx context.Context, node, key string, timeout time.Duration) error {
+	n, err := r.node(node)
+	if err != nil {
+		return err
+	}
+	admin, ok := n.(interface{ Admin() *redis.Client })
+	if !ok || admin.Admin() == nil {
+		return fmt.Errorf("wait until gone: %s is a %s node, whose keys the harness cannot read; want a Redis node", node, n.Kind().Name)
+	}
+	r.logf("wait until %q is gone from %s (at most %v)", key, node, timeout)
+	start := time.Now()
+	for {
+		qctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		left, err := admin.Admin().Exists(qctx, key).Result()
+		cancel()
+		if err == nil && left == 0 {
+			r.logf("%q is gone from %s after %v", key, node, time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(start) >= timeout {
+			return fmt.Errorf("wait until gone: %q still on %s after %v (last error: %v): %w", key, node, timeout, err, ErrWaitTimeout)
+		}
+		workload.Sleep(ctx, time.Millisecond)
+	}
 }

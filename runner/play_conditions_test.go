@@ -104,7 +104,7 @@ func TestWaitUntilTimesOut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			sc := parse(t, strings.Replace(threeNodes, "ttl: 1s", "ttl: 5s", 1)+tc.steps)
-			out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
+			out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: playCache(t)})
 			if !errors.Is(err, runner.ErrWaitTimeout) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want ErrWaitTimeout saying %q", err, tc.want)
 			}
@@ -123,7 +123,7 @@ func TestWaitAtMostGoesOn(t *testing.T) {
   - wait: {until: paused, client: c1, at_most: 200ms}
   - acquire: {client: c1, expect: acquired}
 `)
-	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
+	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: playCache(t)})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

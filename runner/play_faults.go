@@ -29,10 +29,10 @@ func (r *runner) hooks(client string) redlock.Hooks {
 // healKinds maps a heal step's target to the fault kinds it heals; "all"
 // heals every one of them.
 var healKinds = map[string][]string{
-	"links":    {fault.KindCut, fault.KindReset, fault.KindRefuse, fault.KindDelay, fault.KindPartition},
-	"clocks":   {fault.KindClockJump, fault.KindClockStrobe},
-	"nodes":    {fault.KindPause, fault.KindKill, fault.KindStop},
-	"clients":  {fault.KindClientPause},
+	"links":    {fault.KindCut, fault.KindReset, fault.KindRefuse, fault.KindDelay, fault.KindPartition, fault.KindLostReply},
+	"clocks":   {fault.KindClockJump, fault.KindClockStrobe, fault.KindClockRate},
+	"nodes":    {fault.KindPause, fault.KindKill, fault.KindStop, fault.KindStarve},
+	"clients":  {fault.KindClientPause, fault.KindStarve},
 	"failover": {fault.KindPromote},
 }
 
@@ -42,7 +42,11 @@ func healKindsFor(what string) []string {
 	}
 	var all []string
 	for _, target := range []string{"clients", "failover", "nodes", "clocks", "links"} {
-		all = append(all, healKinds[target]...)
+		for _, k := range healKinds[target] {
+			if !slices.Contains(all, k) {
+				all = append(all, k)
+			}
+		}
 	}
 	return all
 }
@@ -71,7 +75,7 @@ var faultPlays = map[spec.StepKind]func(r *runner, ctx context.Context, st spec.
 	},
 	spec.StepClock: func(r *runner, ctx context.Context, st spec.Step) error {
 		f, err := faultBuilds[spec.StepClock](r, st)
-		if err != nil || st.HasFor {
+		if err != nil || st.HasFor || st.Rate != 0 {
 			return r.startStep(ctx, st, f, err)
 		}
 		if err := available(f); err != nil {
@@ -130,6 +134,9 @@ var faultBuilds = map[spec.StepKind]func(r *runner, st spec.Step) (nemesis.Fault
 		if err != nil {
 			return nil, err
 		}
+		if st.Rate != 0 {
+			return nemesis.ClockRate{Node: node, Rate: st.Rate}, nil
+		}
 		return nemesis.ClockJump{Node: node, By: st.Span.Draw(r.nemRand)}, nil
 	},
 	spec.StepPause: func(r *runner, st spec.Step) (nemesis.Fault, error) {
@@ -138,12 +145,13 @@ var faultBuilds = map[spec.StepKind]func(r *runner, st spec.Step) (nemesis.Fault
 	},
 	spec.StepKill: func(r *runner, st spec.Step) (nemesis.Fault, error) {
 		node, err := r.node(st.Node)
-		return nemesis.Kill{Node: node, Amnesia: st.Amnesia}, err
+		return nemesis.Kill{Node: node, Amnesia: st.Amnesia, Power: st.Power}, err
 	},
 	spec.StepStop: func(r *runner, st spec.Step) (nemesis.Fault, error) {
 		node, err := r.node(st.Node)
 		return nemesis.Stop{Node: node, Amnesia: st.Amnesia}, err
 	},
+	spec.StepStarve: (*runner).starve,
 	spec.StepPromote: func(r *runner, st spec.Step) (nemesis.Fault, error) {
 		rep, err := r.node(st.Replica)
 		return nemesis.Promote{Net: r.net, Replica: rep, Links: clientLinks(r.sc.Clients, []string{st.Node})}, err
@@ -207,7 +215,11 @@ func (r *runner) node(name string) (cluster.Node, error) {
 // steps that may follow each other closer than the client's hold.
 func (r *runner) pauseClient(ctx context.Context, st spec.Step, at fault.Point) error {
 	p := nemesis.ClientPause{Gate: r.faults.gates[st.Client], At: at, For: st.For.Draw(r.nemRand)}
-	if st.Signal {
+	// A lock whose client keeps its session alive from threads of its own
+	// (locks.Kind.PauseStops) is paused as a GC pause would: its whole
+	// process stopped at the point, as signal: true does; signal: auto
+	// does so wherever the lock has a process of its own.
+	if k := r.sc.LockKind(); st.Signal || k != nil && (k.PauseStops || st.SignalAuto && k.Driver) {
 		proc, ok := r.drivers.pausers()[st.Client]
 		if !ok {
 			return fmt.Errorf("pause %s with signal: true stops its driver process, and lock kind %s runs inside the harness", st.Client, r.sc.Lock.Kind)
@@ -307,6 +319,8 @@ func (r *runner) linkFault(st spec.Step, links []history.Link, kind string) (nem
 		return nemesis.Refuse{Net: r.net, Links: links}, nil
 	case "delay":
 		return nemesis.Delay{Net: r.net, Links: links, Direction: dir, By: st.Delay.Draw(r.nemRand).Truncate(time.Millisecond)}, nil
+	case "lose-reply":
+		return nemesis.LoseReply{Net: r.net, Links: links}, nil
 	}
 	return nil, fmt.Errorf("unknown link fault %q", kind)
 }
@@ -363,11 +377,31 @@ func (r *runner) random(ctx context.Context, st spec.Step) error {
 		return err
 	}
 	for _, n := range r.cluster.Nodes() {
-		// Every node may take any of the schedule's faults.
+		// Every node may take any of the schedule's faults, and only
+		// those: an etcd ensemble takes a schedule of kills, not of
+		// clock jumps (the schedule draws its targets among all nodes).
 		if err := n.Kind().Refuse(n.Name(), fault.Link); err != nil {
 			return err
 		}
-		for _, f := range []nemesis.Limited{nemesis.ClockJump{Node: n}, nemesis.Pause{Node: n}, nemesis.Kill{Node: n, Amnesia: true}, nemesis.Stop{Node: n}} {
+		var limited []nemesis.Limited
+		for _, k := range st.Schedule.Kinds {
+			switch k {
+			case fault.RandomClock, fault.RandomClockRate:
+				limited = append(limited, nemesis.ClockJump{Node: n})
+			case fault.RandomPause:
+				limited = append(limited, nemesis.Pause{Node: n})
+			case fault.RandomKill:
+				// kill -9 or a graceful stop, drawn.
+				limited = append(limited, nemesis.Kill{Node: n}, nemesis.Stop{Node: n})
+			case fault.RandomAmnesia:
+				limited = append(limited, nemesis.Kill{Node: n, Amnesia: true})
+			case fault.RandomPower:
+				limited = append(limited, nemesis.Kill{Node: n, Power: true})
+			case fault.RandomStarve:
+				limited = append(limited, nemesis.Starve{Node: n, Share: 0.5})
+			}
+		}
+		for _, f := range limited {
 			if err := f.Available(); err != nil {
 				return err
 			}

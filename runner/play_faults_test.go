@@ -59,7 +59,7 @@ func seedOps(fs []history.Fault) []history.Fault {
 	var out []history.Fault
 	for _, f := range fs {
 		if f.Phase == history.PhaseStart && f.Kind != fault.KindClientHeld {
-			f.ID = 0
+			f.ID, f.Began = 0, 0 // times differ from run to run
 			out = append(out, f)
 		}
 	}
@@ -85,7 +85,7 @@ func assertAllHealed(t *testing.T, fs []history.Fault, where string) {
 func runLogged(t *testing.T, sc *spec.Scenario, seed int64) (*runner.Outcome, string) {
 	t.Helper()
 	var log strings.Builder
-	cache := t.TempDir()
+	cache := playCache(t)
 	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: cache, Progress: &log})
 	if err != nil {
 		t.Fatalf("seed %d: %v\n%s", seed, err, log.String())
@@ -247,7 +247,7 @@ workload: {clients: 1}
 steps:
   - resume: {node: n1}
 `)
-	if _, err := runner.Run(context.Background(), bad, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()}); err == nil ||
+	if _, err := runner.Run(context.Background(), bad, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: playCache(t)}); err == nil ||
 		!strings.Contains(err.Error(), "test.yaml:6") || !strings.Contains(err.Error(), "no pause active") {
 		t.Errorf("resume of a running node: %v", err)
 	}
@@ -293,7 +293,7 @@ func TestInterruptHelper(t *testing.T) {
 // and leaves no node process, offset file or registry entry behind.
 func TestSIGINTMidFaultLeavesNothing(t *testing.T) {
 	t.Parallel()
-	store, cache := t.TempDir(), t.TempDir()
+	store, cache := t.TempDir(), playCache(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestInterruptHelper$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), "SPLITBRAIN_HELPER_STORE="+store, "SPLITBRAIN_HELPER_CACHE="+cache)
 	stdout, err := cmd.StdoutPipe()

@@ -31,7 +31,7 @@ steps:
 	}
 	var progress bytes.Buffer
 	out, err := runner.Run(context.Background(), sc, runner.RunOptions{
-		Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir(), Progress: &progress, ProgressEvery: 400 * time.Millisecond})
+		Seed: 1, Store: t.TempDir(), CacheDir: playCache(t), Progress: &progress, ProgressEvery: 400 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ workload: {kind: mutex, clients: 1, duration: 300ms}
 	}
 	var progress bytes.Buffer
 	if _, err := runner.Run(context.Background(), sc, runner.RunOptions{
-		Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir(), Progress: &progress}); err != nil {
+		Seed: 1, Store: t.TempDir(), CacheDir: playCache(t), Progress: &progress}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(progress.String(), "progress ") {

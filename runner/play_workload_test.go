@@ -39,7 +39,7 @@ func TestWorkloadSectionErrors(t *testing.T) {
 		{"bad think", strings.Replace(generated, "kind: counter", "kind: counter, think: 5s..1s", 1),
 			[]string{"f.yaml:5", "workload.think", "3s..6s"}},
 		{"bad fencing", strings.Replace(generated, "kind: counter", "kind: counter, fencing: maybe", 1),
-			[]string{"f.yaml:5", "workload.fencing", "on or off"}},
+			[]string{"f.yaml:5", "workload.fencing", "on, off or auto"}},
 		{"fencing without a resource", strings.Replace(generated, "kind: counter", "kind: mutex, fencing: on", 1),
 			[]string{"f.yaml:5", "workload.fencing", "does not write"}},
 		{"client steps with a generator", generated + "steps:\n  - wait: 1s\n  - acquire: {client: c1}\n",
@@ -172,7 +172,7 @@ func TestFencingWithoutTokensIsUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
+	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: playCache(t)})
 	if err == nil || !strings.Contains(err.Error(), "fencing token") {
 		t.Fatalf("err = %v, want the missing fencing token named", err)
 	}

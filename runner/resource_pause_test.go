@@ -8,6 +8,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
+	"splitbrain/locks"
 	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
@@ -56,15 +57,22 @@ func TestPauseInCriticalSectionOnEveryResource(t *testing.T) {
 		// Kleppmann's figure.
 		for _, at := range []string{"after-acquire", "before-write"} {
 			for _, fenced := range []bool{false, true} {
-				name := "pause-critical-section"
+				// The family fences its storage wherever the lock hands
+				// out tokens (fencing: auto): fenced-simple's play is the
+				// fenced one.
+				name, lock := "pause-critical-section", locks.Redlock.Name
 				if fenced {
-					name += "-fenced"
+					name, lock = name+"-fenced", locks.FencedSimple.Name
 				}
 				t.Run(tc.kind+"/"+name+"/"+at, func(t *testing.T) {
 					t.Parallel()
-					sc, err := spec.Load(name)
+					family, err := spec.Load("pause-critical-section")
 					if err != nil {
 						t.Fatal(err)
+					}
+					sc := family.PlayAgainst(lock)
+					if sc.Workload.Fencing != fenced {
+						t.Fatalf("%s plays fencing %v, want %v", lock, sc.Workload.Fencing, fenced)
 					}
 					sc.Workload.Kind = tc.kind
 					paused := false

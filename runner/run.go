@@ -25,7 +25,7 @@ import (
 	"splitbrain/checker"
 	"splitbrain/cluster"
 	"splitbrain/history"
-	"splitbrain/locks"
+	"splitbrain/internal/private"
 	"splitbrain/nemesis"
 	"splitbrain/pages"
 	"splitbrain/runstore"
@@ -127,6 +127,9 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 	}
 	runErr := r.setUp(ctx, dir, opts.CacheDir, backend)
 	if runErr == nil {
+		runErr = r.recordLockSetup()
+	}
+	if runErr == nil {
 		runErr = r.play(ctx)
 	}
 	// A step that did not go as scripted is an outcome of the run, not a
@@ -139,6 +142,14 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 			// was interrupted, not played otherwise than scripted.
 			logf("the run did not go as scripted: %v", notAsScripted)
 		}
+	}
+	// Interrupted (Ctrl-C), whatever the start or a step was waiting for
+	// ends with the context: nodes "not ready: context canceled". That is
+	// the interrupt, not a failure of the harness; the run is judged as
+	// any interrupted run (unknown, exit 2), the error kept in its log.
+	var cutShort error
+	if runErr != nil && ctx.Err() != nil {
+		cutShort, runErr = runErr, nil
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	cleanErr := r.tearDown(cctx)
@@ -156,6 +167,9 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		// is not in the history.
 		incomplete = "a lock driver broke: " + r.drivers.broken().Error()
 	}
+	if cutShort != nil {
+		hlogf("interrupted: %v", cutShort)
+	}
 	for _, e := range []error{runErr, cleanErr} {
 		if e != nil {
 			hlogf("error: %v", e)
@@ -169,7 +183,9 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		cleanErr = errors.Join(cleanErr, err)
 	}
 
-	var checkOpts []checker.Option
+	// The liveness promises the play expects decide its verdict; the
+	// others are reported.
+	checkOpts := checker.CheckOptions(string(sc.Expect))
 	if incomplete != "" {
 		checkOpts = append(checkOpts, checker.Incomplete(incomplete))
 	}
@@ -192,7 +208,8 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		Expect:      string(sc.Expect),
 		Command:     cmd,
 		Backend:     backend,
-		Belief:      locks.Belief(sc.Lock.Kind),
+		Belief:      belief(sc),
+		Library:     r.drivers.library(),
 	}
 	write := pages.Write
 	if opts.NoIndex {
@@ -260,7 +277,7 @@ func writeScenarioFile(dir string, sc *spec.Scenario) error {
 	if sc.Source == nil {
 		return nil // built in Go, not parsed
 	}
-	if err := os.WriteFile(filepath.Join(dir, ScenarioFile), sc.Source, 0o644); err != nil {
+	if err := private.WriteFile(filepath.Join(dir, ScenarioFile), sc.Source, 0o644); err != nil {
 		return fmt.Errorf("run folder: %w", err)
 	}
 	return nil
@@ -274,7 +291,7 @@ func openHarnessLog(dir string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("harness log: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := private.Append(path)
 	if err != nil {
 		return nil, fmt.Errorf("harness log: %w", err)
 	}

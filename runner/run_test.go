@@ -25,7 +25,7 @@ func runScenario(t *testing.T, ctx context.Context, sc *spec.Scenario, seed int6
 
 func runWithProgress(t *testing.T, ctx context.Context, sc *spec.Scenario, seed int64, progress io.Writer) *runner.Outcome {
 	t.Helper()
-	cache := t.TempDir()
+	cache := playCache(t)
 	out, err := runner.Run(ctx, sc, runner.RunOptions{Seed: seed, Store: t.TempDir(), CacheDir: cache, Progress: progress})
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)

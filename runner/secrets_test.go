@@ -56,7 +56,9 @@ func secretsIn(t *testing.T, root string) map[string]string {
 // holds a node's password, and every folder holding a node's config is
 // private (mode 0700, its parent too), on either backend. After the run
 // the store still holds none and the private state is gone.
-func TestLiveRunPublishesNoPassword(t *testing.T) {
+// A case of TestDockerBackend: its Docker play would be counted by the
+// others' assertNothingLeft.
+func liveRunPublishesNoPassword(t *testing.T) {
 	sc := parse(t, `name: secrets
 expect: any
 cluster: {nodes: 3, replicas: [n1]}
@@ -71,7 +73,7 @@ steps:
 			if backend == spec.BackendDocker {
 				dockerEngine(t)
 			}
-			store, cache := t.TempDir(), t.TempDir()
+			store, cache := t.TempDir(), playCache(t)
 			var once sync.Once
 			checked := false
 			check := func() {

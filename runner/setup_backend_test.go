@@ -22,10 +22,10 @@ func TestFitBackend(t *testing.T) {
 		{"clock-jump", locks.Redlock.Name, "", ""},
 		{"sentinel-failover", locks.Single.Name, spec.BackendLocal, ""},
 		{"sentinel-failover", locks.Single.Name, spec.BackendDocker, ""},
-		{"consensus-pause-critical-section", locks.ZooKeeper.Name, spec.BackendLocal, ""},
-		{"consensus-pause-critical-section", locks.ZooKeeper.Name, spec.BackendDocker, ""},
-		{"consensus-pause-critical-section", locks.Etcd.Name, spec.BackendDocker, ""},
-		{"consensus-kill-restart", locks.Etcd.Name, spec.BackendDocker, ""},
+		{"pause-critical-section", locks.ZooKeeper.Name, spec.BackendLocal, ""},
+		{"pause-critical-section", locks.ZooKeeper.Name, spec.BackendDocker, ""},
+		{"pause-critical-section", locks.Etcd.Name, spec.BackendDocker, ""},
+		{"restart-amnesia-aof-always", locks.Etcd.Name, spec.BackendDocker, ""},
 		{"clock-jump", locks.Redlock.Name, "podman", `backend "podman": want one of`},
 	} {
 		sc, err := spec.Load(tc.story)

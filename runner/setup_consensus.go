@@ -38,11 +38,11 @@ func peerName(s string) string {
 // every link between two members, made before any member starts; none
 // when no fault of the story touches a link (touchesLinks).
 func (r *runner) consensusConfig(cfg *cluster.Config) error {
-	k := r.sc.Lock.Kind
-	if !locks.Consensus(k) {
+	k := r.sc.LockKind()
+	if k == nil || k.Shape != locks.Ensemble {
 		return nil
 	}
-	cfg.Kind = fit.ServerKind(k)
+	cfg.Kind = fit.ServerOf(k)
 	net, err := newNet(r.sc)(nil, nil)
 	if err != nil {
 		return err
@@ -77,6 +77,19 @@ func (r *runner) consensusConfig(cfg *cluster.Config) error {
 	return nil
 }
 
+// peerDialPatience is how long a peer link's proxy dials a member that
+// refuses before it gives its dialer up (nemesis.Endpoint.Patience): a
+// member binds its peer port only once it has a role that listens there
+// (a ZooKeeper leader's quorum port, once it leads), and the follower
+// that elected it dials within milliseconds. Without the proxy the
+// follower is refused and retries for initLimit ticks (10 s at ours);
+// through a proxy that closes the connection it gives up following, and
+// the leader waits its whole initLimit for a quorum. 2 s covers the
+// leader's start on a loaded machine many times over and stays well
+// inside the follower's own budget, so the member sees what it would see
+// on a network without the harness.
+const peerDialPatience = 2 * time.Second
+
 // peerLink is the proxy from member a to b's peer port at addr: made, or,
 // when the backend starts the ensemble again on fresh ports, pointed at
 // the new one. Its link faults are the members' kind's to take or refuse
@@ -85,7 +98,7 @@ func (r *runner) peerLink(a, b, addr string, kind *cluster.Kind) (string, error)
 	via, err := r.net.Addr(a, b)
 	var unknown *nemesis.UnknownLinkError
 	if errors.As(err, &unknown) {
-		ep := nemesis.Endpoint{Name: b, Addr: addr}
+		ep := nemesis.Endpoint{Name: b, Addr: addr, Patience: peerDialPatience}
 		if peerName(b) == b {
 			ep.Kind = kind
 		}

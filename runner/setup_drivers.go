@@ -7,11 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"splitbrain/cluster"
 	"splitbrain/driver"
+	"splitbrain/internal/private"
 	"splitbrain/nemesis"
+	"splitbrain/scenarios/spec"
 )
 
 // driverRig is a run's lock driver processes, one per client, registered
@@ -54,7 +57,7 @@ func (r *runner) startDriver(ctx context.Context, cfg driver.Config) (*driver.Pr
 			return nil, err
 		}
 	}
-	logf, err := os.OpenFile(filepath.Join(r.runDir, "logs", "driver-"+cfg.Client+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := private.Append(filepath.Join(r.runDir, "logs", "driver-"+cfg.Client+".log"))
 	if err != nil {
 		return nil, fmt.Errorf("drivers: %w", err)
 	}
@@ -140,4 +143,31 @@ func (d *driverRig) close(ctx context.Context) error {
 	}
 	errs = append(errs, d.live.Remove())
 	return errors.Join(errs...)
+}
+
+// library is the library and client the run's drivers said they run
+// (their ready's), "" when the lock ran inside the harness; drivers that
+// said different things (they should not) are listed apart.
+func (d *driverRig) library() string {
+	if d == nil {
+		return ""
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, p := range d.procs {
+		if v := p.Ready().Versions(); v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
+}
+
+// belief is the run's belief sentence: the lock kind's.
+func belief(sc *spec.Scenario) string {
+	if k := sc.LockKind(); k != nil {
+		return k.Belief
+	}
+	return ""
 }

@@ -24,11 +24,11 @@ func touchesLinks(sc *spec.Scenario) bool {
 		switch st.Kind {
 		case spec.StepAcquire, spec.StepRelease, spec.StepExtend, spec.StepWait, spec.StepHeal,
 			spec.StepClock, spec.StepStrobe, spec.StepClockReset,
-			spec.StepPause, spec.StepResume, spec.StepKill, spec.StepStop, spec.StepRestart:
+			spec.StepPause, spec.StepResume, spec.StepKill, spec.StepStop, spec.StepRestart, spec.StepStarve:
 		case spec.StepRandom:
 			for _, k := range st.Schedule.Kinds {
 				switch k {
-				case fault.RandomClock, fault.RandomPause, fault.RandomKill, fault.RandomAmnesia, fault.RandomClientPause:
+				case fault.RandomClock, fault.RandomClockRate, fault.RandomPause, fault.RandomKill, fault.RandomAmnesia, fault.RandomPower, fault.RandomStarve, fault.RandomClientPause:
 				default:
 					return true
 				}

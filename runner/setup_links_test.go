@@ -15,7 +15,9 @@ func TestTouchesLinks(t *testing.T) {
 	direct := []string{
 		"random-clock-counter", "random-clock-set", "random-kill-counter", "random-kill-set",
 		"random-pause-counter", "random-pause-set",
-		"consensus-clock-jump", "consensus-kill-restart", "consensus-lease-expires-waiting",
+		"consensus-lease-expires-waiting",
+		// kills and restarts only: liveness over nodes that go and come back
+		"liveness-delayed-restart", "liveness-nodes-down",
 	}
 	for _, name := range spec.Builtin() {
 		sc, err := spec.Load(name)

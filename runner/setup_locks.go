@@ -21,7 +21,7 @@ import (
 // them (its own proxies), its gate, the lock's parameters, and the
 // connections and processes the run keeps for it (lockRig).
 func (r *runner) newLock(client string, eps []nemesis.Endpoint, password string) (workload.Lock, error) {
-	k := locks.ByName(r.sc.Lock.Kind)
+	k := r.sc.LockKind()
 	if k == nil {
 		return nil, fmt.Errorf("lock kind %q: want one of %s", r.sc.Lock.Kind, locks.Or(locks.Names()))
 	}
@@ -31,7 +31,7 @@ func (r *runner) newLock(client string, eps []nemesis.Endpoint, password string)
 	env := adapter.Env{
 		Client: client, Password: password,
 		TTL: r.sc.Lock.TTL, NodeTimeout: r.sc.Lock.NodeTimeout, Retries: r.sc.Lock.Retries, Command: r.sc.Lock.Command,
-		Gate: r.faults.gates[client], Hooks: r.hooks(client), Logf: r.logf,
+		Gate: r.faults.gates[client], Hooks: r.hooks(client), Logf: r.logf, Blackholed: r.net.Blackholed,
 		Rig: lockRig{r: r, client: client, kind: k, password: password},
 	}
 	for _, ep := range eps {

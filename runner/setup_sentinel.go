@@ -413,6 +413,11 @@ func (r *runner) sentinelRoute(client string) *adapter.Sentinel {
 	for _, n := range rig.sentinels {
 		s.Addrs = append(s.Addrs, n.Addr())
 	}
+	if data, err := r.dataNodes(); err == nil {
+		for _, n := range data {
+			s.Servers = append(s.Servers, n.Addr())
+		}
+	}
 	return s
 }
 

@@ -189,11 +189,12 @@ func stampTime(name string) time.Time {
 	return t
 }
 
-// findMatrices looks for suites' matrix.html in the store and two levels
-// below it.
+// findMatrices looks for suites' matrix.html, and sweeps' plots
+// (sweep-STORY.html), in the store and two levels below it.
 func findMatrices(fsys fs.FS) []string {
 	var out []string
-	for _, pattern := range []string{MatrixFile, "*/" + MatrixFile, "*/*/" + MatrixFile} {
+	sweeps, _ := SweepFiles("*")
+	for _, pattern := range []string{MatrixFile, "*/" + MatrixFile, "*/*/" + MatrixFile, sweeps, "*/" + sweeps, "*/*/" + sweeps} {
 		matches, _ := fs.Glob(fsys, pattern)
 		out = append(out, matches...)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"splitbrain/checker"
@@ -32,13 +33,52 @@ type MatrixPlay struct {
 	Report string `json:"report,omitempty"`
 	// Command re-runs this play alone.
 	Command string `json:"command,omitempty"`
+	// Availability is the play's availability figures; nil for a play
+	// judged before they were, or that recorded nothing.
+	Availability *PlayAvailability `json:"availability,omitempty"`
+}
+
+// PlayAvailability is what a play's liveness cost its clients, as the
+// matrix keeps it (checker.Availability without the per-client and
+// per-heal detail, which the play's report shows).
+type PlayAvailability struct {
+	Attempts int `json:"attempts"`
+	Granted  int `json:"granted"`
+	// Longest is the longest stretch in which clients kept trying and
+	// nothing was granted, in nanoseconds; 0 when none.
+	Longest int64 `json:"longest_unavailable_ns,omitempty"`
+	// MaxHealDelay is the longest time from a heal to the next grant;
+	// NoGrantAfter counts the heals no grant followed.
+	MaxHealDelay int64 `json:"max_heal_delay_ns,omitempty"`
+	NoGrantAfter int   `json:"no_grant_after,omitempty"`
+	// Expiry is the lock's expiry, what the figures are set against.
+	Expiry int64 `json:"expiry_ns,omitempty"`
+}
+
+// Share is the share of attempts granted; 0 without attempts.
+func (a PlayAvailability) Share() float64 {
+	if a.Attempts == 0 {
+		return 0
+	}
+	return float64(a.Granted) / float64(a.Attempts)
+}
+
+func availabilityOf(a *checker.Availability) *PlayAvailability {
+	if a == nil {
+		return nil
+	}
+	p := &PlayAvailability{Attempts: a.Attempts, Granted: a.Granted, MaxHealDelay: a.MaxHealDelay, NoGrantAfter: a.NoGrantAfter, Expiry: a.Expiry}
+	if a.Longest != nil {
+		p.Longest = a.Longest.Length()
+	}
+	return p
 }
 
 // PlayOf reads a play from its run folder's record.
 func PlayOf(dir string, rec Record) MatrixPlay {
 	return MatrixPlay{Seed: rec.Meta.Seed, Verdict: checker.Verdict(ShownVerdict(rec.Result.Verdict)),
 		Answers: checker.AnswersOf(rec.Result), AsExpected: rec.AsExpected, Reason: rec.Result.Reason,
-		Dir: dir, Command: rec.Meta.Command}
+		Dir: dir, Command: rec.Meta.Command, Availability: availabilityOf(rec.Result.Availability)}
 }
 
 // MatrixCell is a story against one lock: its plays and their tally, or
@@ -65,6 +105,36 @@ type MatrixCell struct {
 	LockBroken     int `json:"lock_broken"`
 	ResourceHarmed int `json:"resource_harmed"`
 	ResourceRuns   int `json:"resource_runs"`
+	// LockUnknown and ResourceUnknown count the plays whose answer was
+	// unknown: never a pass, never a break.
+	LockUnknown     int `json:"lock_unknown,omitempty"`
+	ResourceUnknown int `json:"resource_unknown,omitempty"`
+	// The liveness promises: of DeadlockRuns plays that answered deadlock
+	// freedom, DeadlockBroken broke it and DeadlockUnknown could not tell;
+	// likewise fault tolerance; Liveness* fold the two (a play broke
+	// liveness if it broke either). All zero in a matrix written before
+	// plays were judged on liveness.
+	DeadlockRuns    int `json:"deadlock_runs,omitempty"`
+	DeadlockBroken  int `json:"deadlock_broken,omitempty"`
+	DeadlockUnknown int `json:"deadlock_unknown,omitempty"`
+	FaultRuns       int `json:"fault_tolerance_runs,omitempty"`
+	FaultBroken     int `json:"fault_tolerance_broken,omitempty"`
+	FaultUnknown    int `json:"fault_tolerance_unknown,omitempty"`
+	LivenessRuns    int `json:"liveness_runs,omitempty"`
+	LivenessBroken  int `json:"liveness_broken,omitempty"`
+	LivenessUnknown int `json:"liveness_unknown,omitempty"`
+	// The availability figures of AvailRuns plays that had them: the
+	// median and the worst share of attempts granted (plays without
+	// attempts left out), the longest stretch with nothing granted and
+	// the longest time from a heal to the next grant (nanoseconds, the
+	// longest of any play), the lock's expiry.
+	AvailRuns          int     `json:"availability_runs,omitempty"`
+	ShareRuns          int     `json:"share_runs,omitempty"` // plays with attempts: those the shares are of
+	MedianShare        float64 `json:"median_share_granted,omitempty"`
+	WorstShare         float64 `json:"worst_share_granted,omitempty"`
+	LongestUnavailable int64   `json:"longest_unavailable_ns,omitempty"`
+	MaxHealDelay       int64   `json:"max_heal_delay_ns,omitempty"`
+	Expiry             int64   `json:"expiry_ns,omitempty"`
 	// Met counts plays that met the expectation.
 	Met int `json:"met"`
 	// Rate is Invalid over the plays with a verdict (valid or invalid),
@@ -129,6 +199,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 func (c *MatrixCell) Tally() {
 	c.Runs, c.Invalid, c.Unknown, c.LockBroken, c.ResourceHarmed, c.ResourceRuns, c.Met = len(c.Plays), 0, 0, 0, 0, 0, 0
 	c.FirstFailing, c.FirstUnmet = "", ""
+	c.tallyLiveness()
 	for _, p := range c.Plays {
 		switch p.Verdict {
 		case checker.Invalid:
@@ -139,7 +210,7 @@ func (c *MatrixCell) Tally() {
 		case checker.Unknown:
 			c.Unknown++
 		}
-		if p.Answers.Lock == checker.Invalid {
+		if p.lockAnswer() == checker.Invalid {
 			c.LockBroken++
 		}
 		if p.Answers.Resource != "" {
@@ -167,6 +238,65 @@ func (c *MatrixCell) Tally() {
 	any := c.Expect == checker.ExpectAny || c.Expect == ""
 	c.Flaky = !any && c.Invalid > 0 && c.Invalid < c.Runs
 	c.Finding = any && c.Invalid > 0
+}
+
+// lockAnswer is the play's answer for the lock's promise: its verdict
+// when the play has no answers (a matrix.json written before they were
+// kept), as checker.AnswersOf reads a result without properties.
+func (p MatrixPlay) lockAnswer() checker.Verdict {
+	if p.Answers.Lock == "" {
+		return p.Verdict
+	}
+	return p.Answers.Lock
+}
+
+// tallyLiveness counts the answers beside P1's: the unknown lock and
+// resource answers, the liveness promises, the availability figures.
+func (c *MatrixCell) tallyLiveness() {
+	c.LockUnknown, c.ResourceUnknown = 0, 0
+	c.DeadlockRuns, c.DeadlockBroken, c.DeadlockUnknown = 0, 0, 0
+	c.FaultRuns, c.FaultBroken, c.FaultUnknown = 0, 0, 0
+	c.LivenessRuns, c.LivenessBroken, c.LivenessUnknown = 0, 0, 0
+	c.AvailRuns, c.ShareRuns, c.MedianShare, c.WorstShare, c.LongestUnavailable, c.MaxHealDelay, c.Expiry = 0, 0, 0, 0, 0, 0, 0
+	count := func(v checker.Verdict, runs, broken, unknown *int) {
+		if v == "" {
+			return
+		}
+		*runs++
+		switch v {
+		case checker.Invalid:
+			*broken++
+		case checker.Unknown:
+			*unknown++
+		}
+	}
+	var shares []float64
+	for _, p := range c.Plays {
+		var runs, broken int
+		count(p.lockAnswer(), &runs, &broken, &c.LockUnknown)
+		count(p.Answers.Resource, &runs, &broken, &c.ResourceUnknown)
+		count(p.Answers.DeadlockFreedom, &c.DeadlockRuns, &c.DeadlockBroken, &c.DeadlockUnknown)
+		count(p.Answers.FaultTolerance, &c.FaultRuns, &c.FaultBroken, &c.FaultUnknown)
+		count(p.Answers.Liveness(), &c.LivenessRuns, &c.LivenessBroken, &c.LivenessUnknown)
+		if a := p.Availability; a != nil {
+			c.AvailRuns++
+			if a.Attempts > 0 {
+				shares = append(shares, a.Share())
+			}
+			c.LongestUnavailable = max(c.LongestUnavailable, a.Longest)
+			c.MaxHealDelay = max(c.MaxHealDelay, a.MaxHealDelay)
+			c.Expiry = max(c.Expiry, a.Expiry)
+		}
+	}
+	if c.ShareRuns = len(shares); len(shares) > 0 {
+		slices.Sort(shares)
+		c.WorstShare = shares[0]
+		if n := len(shares); n%2 == 1 {
+			c.MedianShare = shares[n/2]
+		} else {
+			c.MedianShare = (shares[n/2-1] + shares[n/2]) / 2
+		}
+	}
 }
 
 // Wilson is the 95 % Wilson score interval of k successes in n trials:

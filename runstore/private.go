@@ -44,6 +44,13 @@ func CheckStore(store string, scenarios ...string) error {
 // which is followed; a link of another user, or any link inside the
 // store, is refused.
 func checkPrivate(path string, linkOK bool) error {
+	if linkOK {
+		// The store itself: the folders above it decide whether it stays
+		// what was checked.
+		if err := checkAbove(path); err != nil {
+			return err
+		}
+	}
 	err := private.Check(path, private.Rule{FollowLink: linkOK})
 	var pe *private.Error
 	if !errors.As(err, &pe) {
@@ -78,4 +85,35 @@ func mkdirPrivate(path string, linkOK bool) error {
 		return fmt.Errorf("runstore: creating run folder: %w", err)
 	}
 	return checkPrivate(path, linkOK)
+}
+
+// checkAbove says why a folder above the store could be changed by
+// another user, who could then swap the store, or a folder on the way to
+// it, for a link after it was checked, and have what the harness writes
+// into the store (as root, perhaps) written where the link points.
+func checkAbove(store string) error {
+	err := private.CheckAbove(store)
+	var pe *private.Error
+	if errors.As(err, &pe) && pe.Problem == private.NotFolder {
+		// A file on the way: making the store fails, in its own words.
+		return nil
+	}
+	if !errors.As(err, &pe) {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("runstore: %w", err)
+		}
+		return nil
+	}
+	var why string
+	switch pe.Problem {
+	case private.LinkOfOther:
+		why = fmt.Sprintf("%s, on the way to it, is a symbolic link of another user (uid %d), who chooses where it leads", pe.Path, pe.UID)
+	case private.Owner:
+		why = fmt.Sprintf("%s, a folder above it, belongs to another user (uid %d)", pe.Path, pe.UID)
+	case private.Writable:
+		why = fmt.Sprintf("%s, a folder above it, can be written by other users (%s) and is not sticky", pe.Path, private.LsMode(pe.Mode))
+	default:
+		why = pe.Error()
+	}
+	return fmt.Errorf("%w: the store %s: %s; they could swap the store for a link at any time and have the runs, and the nodes' logs, written wherever it points: give a store under folders only you (or root) can change, such as ./store", ErrSharedStore, store, why)
 }

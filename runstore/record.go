@@ -46,6 +46,11 @@ type Meta struct {
 	// lock is theirs — where a belief interval ends (P1) — since locks
 	// differ: a validity deadline, a TTL from the grant, until release.
 	Belief string `json:"belief,omitempty"`
+	// Library names the library and client a lock driver runs, with
+	// their versions, as its ready said them ("symfony/lock 5.4.53,
+	// phpredis 5.3.7"): a finding is about a version. Empty for a lock
+	// inside the harness.
+	Library string `json:"library,omitempty"`
 	// Shrunk points to the smallest scenario `splitbrain shrink` found
 	// that still violates what this run violated; nil until then.
 	Shrunk *Shrunk `json:"shrunk,omitempty"`

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what splitbrain needs and a fresh machine lacks: redis-server
-# and redis-sentinel, zookeeper and etcd-server (Debian's packages), a C compiler for the clock shim and chromium, in
-# which the report tests render pages. Idempotent: it installs nothing that
+# and redis-sentinel, zookeeper and etcd-server (Debian's packages), a C compiler for the clock shim, chromium, in
+# which the report tests render pages, and the libraries of the built-in
+# lock drivers (Python, PHP, Java). Idempotent: it installs nothing that
 # is already there.
 set -euo pipefail
 
@@ -25,6 +26,16 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # The redis-py lock driver runs on Debian's python3 with Debian's
 # python3-redis (another python3 earlier on PATH may not see it).
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing+=(python3-redis)
+# The other built-in lock drivers (driver/builtin), each from Debian's
+# packages: kazoo's Lock (Python), Symfony's Lock and Laravel's cache lock
+# (PHP, on phpredis), Apache Curator's InterProcessMutex (Java).
+[ -d /usr/lib/python3/dist-packages/kazoo ] || missing+=(python3-kazoo)
+command -v php >/dev/null 2>&1 || missing+=(php-cli)
+ls /usr/lib/php/*/redis.so >/dev/null 2>&1 || missing+=(php-redis)
+[ -d /usr/share/php/Symfony/Component/Lock ] || missing+=(php-symfony-lock)
+[ -d /usr/share/php/Illuminate/Cache ] || missing+=(php-illuminate-cache)
+[ -d /usr/share/php/Illuminate/Redis ] || missing+=(php-illuminate-redis)
+[ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
 command -v go >/dev/null 2>&1 || { echo "setup: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
 
 if [ ${#missing[@]} -eq 0 ]; then
@@ -48,3 +59,6 @@ command -v chromium >/dev/null 2>&1 || { echo "setup: chromium still missing aft
 [ -f /usr/share/java/zookeeper.jar ] || { echo "setup: zookeeper still missing after install" >&2; exit 1; }
 command -v etcd >/dev/null 2>&1 || { echo "setup: etcd-server still missing after install" >&2; exit 1; }
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || { echo "setup: python3-redis still missing after install" >&2; exit 1; }
+[ -d /usr/lib/python3/dist-packages/kazoo ] || { echo "setup: python3-kazoo still missing after install" >&2; exit 1; }
+[ -d /usr/share/php/Symfony/Component/Lock ] || { echo "setup: php-symfony-lock still missing after install" >&2; exit 1; }
+[ -f /usr/share/java/curator-recipes.jar ] || { echo "setup: libcurator-recipes-java still missing after install" >&2; exit 1; }

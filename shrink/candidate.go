@@ -113,6 +113,9 @@ func action(st spec.Step, names map[string]string) string {
 	switch st.Kind {
 	case spec.StepClock:
 		s = fmt.Sprintf("%s's clock jumps %s", st.Node, signed(st.Span.Min))
+		if st.Rate != 0 {
+			s = fmt.Sprintf("%s's clock runs at ×%v", st.Node, st.Rate)
+		}
 	case spec.StepStrobe:
 		s = fmt.Sprintf("%s's clock strobes %s every %v", st.Node, signed(st.Span.Min), st.Period)
 	case spec.StepPause:
@@ -126,8 +129,17 @@ func action(st spec.Step, names map[string]string) string {
 		if st.Amnesia {
 			s += " with its data lost"
 		}
+		if st.Power {
+			s = st.Node + " lost power (what it had not fsynced lost)"
+		}
 	case spec.StepStop:
 		s = st.Node + " stopped"
+	case spec.StepStarve:
+		who := st.Node
+		if st.Client != "" {
+			who = client
+		}
+		s = fmt.Sprintf("%s starved to %v%% of a CPU", who, st.Share*100)
 	case spec.StepNet:
 		s = fmt.Sprintf("%s's links to %s: %s", client, strings.Join(st.Nodes, ","), st.Fault)
 	case spec.StepReplication:

@@ -156,7 +156,7 @@ func (o *origin) checkFaults() error {
 		if f.Kind == "client-pause-held" {
 			continue // the stretch a client pause held its client
 		}
-		recorded = append(recorded, checker.FaultLabel(history.Fault{Kind: f.Kind, Nodes: f.Nodes, Links: f.Links, Offset: f.Offset}))
+		recorded = append(recorded, checker.FaultLabel(history.Fault{Kind: f.Kind, Nodes: f.Nodes, Links: f.Links, Offset: f.Offset, Rate: f.Rate}))
 	}
 	for i, r := range recorded {
 		if i >= len(drawn) || r != drawn[i] {

@@ -26,6 +26,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
+	"splitbrain/internal/private"
 	"splitbrain/pages"
 	"splitbrain/runner"
 	"splitbrain/runstore"
@@ -154,7 +155,7 @@ func Shrink(ctx context.Context, dir string, opts Options) (*Result, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("shrink: %w", err)
 	}
-	logFile, err := os.OpenFile(filepath.Join(out, LogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logFile, err := private.Append(filepath.Join(out, LogFile))
 	if err != nil {
 		return nil, fmt.Errorf("shrink: %w", err)
 	}
@@ -511,7 +512,7 @@ func (sh *shrinker) write(c *candidate, status string) error {
 		return fmt.Errorf("shrink: the shrunk scenario does not read back: %w", err)
 	}
 	tmp := sh.file + ".tmp"
-	if err := os.WriteFile(tmp, src, 0o644); err != nil {
+	if err := private.WriteFile(tmp, src, 0o644); err != nil {
 		return fmt.Errorf("shrink: %w", err)
 	}
 	if err := os.Rename(tmp, sh.file); err != nil {

@@ -85,8 +85,8 @@ func TestFindRunsAndRebuild(t *testing.T) {
 			if c.Runs != 2 || c.Invalid != 1 || c.Plays[0].Seed != 3 || !c.Flaky {
 				t.Errorf("redlock cell: %d runs, %d invalid, first seed %d, flaky %v; want 2, 1, 3, flaky", c.Runs, c.Invalid, c.Plays[0].Seed, c.Flaky)
 			}
-		case c.Lock == locks.Single.Name && c.NA == "":
-			t.Errorf("clock-jump/single: no n/a (a quorum story)")
+		case c.Lock == locks.Etcd.Name && c.NA == "":
+			t.Errorf("clock-jump/etcd: no n/a (a Go binary's clock)")
 		}
 	}
 	if _, err := os.Stat(filepath.Join(out, runstore.MatrixFile)); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,6 +133,25 @@ func (p Plan) Played() (played, na int) {
 	return played, na
 }
 
+// Matrix assembles the plan's matrix, seeded with seed and runs plays per
+// cell, from run folders: its stories and locks, each cell the plays of
+// its folders. The matrix reads fit off the stories; what the backend
+// cannot run is this suite's, so its n/a comes from the cells.
+func (p Plan) Matrix(runs []PlayedRun, seed int64, nruns int) runstore.Matrix {
+	m := Assemble(runs, p.Scenarios, p.Locks)
+	whyNA := map[[2]string]string{}
+	for _, c := range p.Cells {
+		whyNA[[2]string{c.Scenario.Name, c.Lock}] = c.NA
+	}
+	for i, c := range m.Cells {
+		if why := whyNA[[2]string{c.Scenario, c.Lock}]; c.NA == "" && len(c.Plays) == 0 && why != "" {
+			m.Cells[i].NA = why
+		}
+	}
+	m.Seed, m.Seeds, m.Runs = seed, Seeds(seed, nruns), nruns
+	return m
+}
+
 // Seeds are the plays' seeds run by run: Seeds(seed, runs)[i] is run i's.
 func Seeds(seed int64, runs int) []int64 {
 	seeds := make([]int64, runs)
@@ -162,6 +182,9 @@ type Options struct {
 	// Errors is where a failed refresh of the store's index is reported
 	// while the suite plays.
 	Errors io.Writer
+	// Shard, when set, plays only its share of the plays (Shard.Share),
+	// and the matrix says it holds one share.
+	Shard Shard
 }
 
 // Result is a suite played: its matrix as written, and what stopped it.
@@ -214,7 +237,7 @@ func Run(ctx context.Context, p Plan, opts Options) (Result, error) {
 	po := PlayOptions{
 		Seed: opts.Seed, Runs: opts.Runs, Parallel: opts.Parallel, Gate: gate,
 		Run:     runner.RunOptions{Store: opts.Store, Backend: p.backend, ProgressEvery: -1, NoIndex: true},
-		Command: opts.Rerun, Progress: opts.Progress, Done: opts.Done,
+		Command: opts.Rerun, Progress: opts.Progress, Done: opts.Done, Shard: opts.Shard,
 	}
 	if opts.Progress != nil {
 		// Each play's steps as they happen, and its progress as run prints it.
@@ -231,27 +254,19 @@ func Run(ctx context.Context, p Plan, opts Options) (Result, error) {
 		}
 	}
 	runsRead, readErr := ReadRuns(dirs)
-	m := Assemble(runsRead, p.Scenarios, p.Locks)
-	// The matrix reads fit off the stories; what the backend cannot run
-	// is this suite's, so its n/a comes from the cells.
-	whyNA := map[[2]string]string{}
-	for _, c := range p.Cells {
-		whyNA[[2]string{c.Scenario.Name, c.Lock}] = c.NA
-	}
-	for i, c := range m.Cells {
-		if why := whyNA[[2]string{c.Scenario, c.Lock}]; c.NA == "" && len(c.Plays) == 0 && why != "" {
-			m.Cells[i].NA = why
-		}
-	}
-	played, _ := p.Played()
+	m := p.Matrix(runsRead, opts.Seed, opts.Runs)
+	planned := len(opts.Shard.Share(Jobs(p.Cells, opts.Runs)))
 	m.Title = "splitbrain suite"
 	m.Command = opts.Command
-	m.Seed, m.Seeds, m.Runs, m.Started, m.Wall = opts.Seed, Seeds(opts.Seed, opts.Runs), opts.Runs, started, runstore.Duration(wall.Round(time.Second))
+	m.Started, m.Wall = started, runstore.Duration(wall.Round(time.Second))
 	if ctx.Err() != nil {
 		m.Partial = fmt.Sprintf("the suite was interrupted after %v; %d of %d plays ended (each healed, cleaned up and reported), the others were not started",
-			wall.Round(time.Second), len(prs), played*opts.Runs)
+			wall.Round(time.Second), len(prs), planned)
 	} else if stopped != nil {
 		m.Partial = "the suite stopped: " + stopped.Error()
+	}
+	if !opts.Shard.Whole() {
+		m.Partial = strings.TrimPrefix(m.Partial+"; ", "; ") + fmt.Sprintf("share %s of the suite: %d of its plays, the other shares' in stores of their own; splitbrain matrix over them all assembles the whole", opts.Shard, planned)
 	}
 	store, err := filepath.Abs(opts.Store)
 	if err != nil {

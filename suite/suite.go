@@ -94,6 +94,8 @@ type PlayOptions struct {
 	// Gate, when set, is asked before each play starts: it returns when
 	// the machine can carry one more beside the running() in flight.
 	Gate Gate
+	// Shard, when set, plays only its share of the plays (Shard.Share).
+	Shard Shard
 }
 
 // Gate holds back a suite's next play (loadgate.Gate does, while the
@@ -116,8 +118,9 @@ type PlayResult struct {
 // the suite stops.
 var ErrNoRunFolder = errors.New("a play made no run folder")
 
-// Play plays every cell that fits, opts.Runs times each, opts.Parallel
-// at a time, first every cell's first run, then every cell's second, so
+// Play plays every cell that fits, opts.Runs times each (or opts.Shard's
+// share of those plays), opts.Parallel at a time, in the plan's order
+// (Jobs): first every cell's first run, then every cell's second, so
 // that a suite cut short has a matrix as wide as possible; within a round
 // the longest plays first (Estimate), so that the suite does not wait on
 // a long play started last while the others are done. When ctx ends
@@ -125,15 +128,8 @@ var ErrNoRunFolder = errors.New("a play made no run folder")
 // and write their reports (runner.Run does), and Play returns what was
 // played. The error is ErrNoRunFolder (wrapped) when a play made nothing.
 func Play(ctx context.Context, cells []Cell, opts PlayOptions) ([]PlayResult, error) {
-	runs, par := max(opts.Runs, 1), max(opts.Parallel, 1)
-	type job struct{ cell, run int }
-	round := PlayOrder(cells)
-	var jobs []job
-	for run := range runs {
-		for _, i := range round {
-			jobs = append(jobs, job{i, run})
-		}
-	}
+	par := max(opts.Parallel, 1)
+	jobs := opts.Shard.Share(Jobs(cells, opts.Runs))
 	// A fatal error stops the feeding, not the plays in flight: they
 	// must still clean up.
 	feedCtx, stopFeeding := context.WithCancel(ctx)
@@ -143,7 +139,7 @@ func Play(ctx context.Context, cells []Cell, opts PlayOptions) ([]PlayResult, er
 		out   []PlayResult
 		fatal error
 		wg    sync.WaitGroup
-		next  = make(chan job)
+		next  = make(chan Job)
 		// in flight, for the gate
 		running atomic.Int64
 	)
@@ -156,8 +152,8 @@ func Play(ctx context.Context, cells []Cell, opts PlayOptions) ([]PlayResult, er
 				if opts.Gate != nil && opts.Gate.Wait(feedCtx, inFlight) != nil {
 					continue // stopped: no new play
 				}
-				c := cells[j.cell]
-				seed := PlaySeed(opts.Seed, j.run)
+				c := cells[j.Cell]
+				seed := PlaySeed(opts.Seed, j.Run)
 				ro := opts.Run
 				ro.Seed = seed
 				if opts.Command != nil {
@@ -170,7 +166,7 @@ func Play(ctx context.Context, cells []Cell, opts PlayOptions) ([]PlayResult, er
 				running.Add(1)
 				o, err := runner.Run(ctx, c.Scenario, ro)
 				running.Add(-1)
-				pr := PlayResult{Cell: j.cell, Run: j.run, Seed: seed, Outcome: o, Err: err}
+				pr := PlayResult{Cell: j.Cell, Run: j.Run, Seed: seed, Outcome: o, Err: err}
 				mu.Lock()
 				out = append(out, pr)
 				if o == nil && fatal == nil {
@@ -220,7 +216,7 @@ func PlayOrder(cells []Cell) []int {
 		switch {
 		case c.NA != "":
 			continue
-		case locks.Consensus(c.Lock):
+		case ensemble(c):
 			heavy = append(heavy, i)
 		default:
 			light = append(light, i)
@@ -246,6 +242,12 @@ func PlayOrder(cells []Cell) []int {
 	return order
 }
 
+// ensemble reports whether cell c's play starts an ensemble.
+func ensemble(c Cell) bool {
+	k := c.Scenario.LockKind()
+	return k != nil && k.Shape == locks.Ensemble
+}
+
 // Estimate is roughly how long a play of sc takes, for ordering a suite's
 // plays longest first: a generated workload's duration or the scripted
 // waits, whichever is longer, plus what an ensemble or Sentinel costs to
@@ -268,7 +270,7 @@ func Estimate(sc *spec.Scenario) time.Duration {
 		d = max(d, sc.Workload.Duration)
 	}
 	switch {
-	case locks.Consensus(sc.Lock.Kind):
+	case sc.LockKind() != nil && sc.LockKind().Shape == locks.Ensemble:
 		d += 2 * time.Second
 	case sc.Sentinel != nil:
 		d += 3 * time.Second
@@ -309,7 +311,7 @@ func FamilyOf(sc *spec.Scenario) Family {
 			has[FamilyClock] = true
 		case spec.StepKill, spec.StepStop, spec.StepRestart:
 			has[FamilyRestart] = true
-		case spec.StepPause, spec.StepResume:
+		case spec.StepPause, spec.StepResume, spec.StepStarve:
 			has[FamilyPause] = true
 		case spec.StepNet:
 			if st.Fault == "delay" {

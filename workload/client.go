@@ -92,7 +92,14 @@ func (c *Client) Acquire(ctx context.Context, key string, ttl time.Duration) err
 		if errors.Is(err, ErrNotAcquired) {
 			typ = history.Fail
 		}
-		c.record(typ, history.Acquire, key, func(e *history.Event) { e.Err = err.Error() })
+		var refused *RefusedError
+		errors.As(err, &refused)
+		c.record(typ, history.Acquire, key, func(e *history.Event) {
+			e.Err = err.Error()
+			if refused != nil {
+				e.Nodes = refused.Remain
+			}
+		})
 		return err
 	}
 	c.hold(history.Acquire, key, lease)

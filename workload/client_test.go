@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,12 +46,15 @@ func TestClientRecordsOutcomes(t *testing.T) {
 		wantAcquire history.Type
 		wantRelease history.Type // "" when no release is recorded
 		wantProcess string       // the process after both operations
+		wantRemain  []string     // the nodes a refusal names
 	}{
-		{"granted and released", fakeLock{token: &seven}, history.OK, history.OK, "c1"},
-		{"lost attempt", fakeLock{acquireErr: errors.Join(ErrNotAcquired, errors.New("2 of 5"))}, history.Fail, "", "c1"},
-		{"unknown attempt", fakeLock{acquireErr: errors.New("connection reset")}, history.Info, "", "c1.1"},
-		{"lease lost before release", fakeLock{releaseErr: errors.Join(ErrNotHeld, errors.New("1 of 5"))}, history.OK, history.Fail, "c1"},
-		{"release outcome unknown", fakeLock{releaseErr: errors.New("timeout")}, history.OK, history.Info, "c1.1"},
+		{"granted and released", fakeLock{token: &seven}, history.OK, history.OK, "c1", nil},
+		{"lost attempt", fakeLock{acquireErr: errors.Join(ErrNotAcquired, errors.New("2 of 5"))}, history.Fail, "", "c1", nil},
+		{"lost attempt that left its key", fakeLock{acquireErr: &RefusedError{Remain: []string{"n4"}, Err: errors.New("rollback unanswered")}},
+			history.Fail, "", "c1", []string{"n4"}},
+		{"unknown attempt", fakeLock{acquireErr: errors.New("connection reset")}, history.Info, "", "c1.1", nil},
+		{"lease lost before release", fakeLock{releaseErr: errors.Join(ErrNotHeld, errors.New("1 of 5"))}, history.OK, history.Fail, "c1", nil},
+		{"release outcome unknown", fakeLock{releaseErr: errors.New("timeout")}, history.OK, history.Info, "c1.1", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -96,8 +100,13 @@ func TestClientRecordsOutcomes(t *testing.T) {
 				if tc.lock.token != nil && (ok.Token == nil || *ok.Token != 7) {
 					t.Errorf("token not recorded: %+v", ok)
 				}
-			} else if ok.Err == "" {
-				t.Errorf("failed acquire recorded without its error: %+v", ok)
+			} else {
+				if ok.Err == "" {
+					t.Errorf("failed acquire recorded without its error: %+v", ok)
+				}
+				if !slices.Equal(ok.Nodes, tc.wantRemain) {
+					t.Errorf("refusal names nodes %v, want %v", ok.Nodes, tc.wantRemain)
+				}
 			}
 			if c.process != tc.wantProcess {
 				t.Errorf("process %q after the run, want %q", c.process, tc.wantProcess)

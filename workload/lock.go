@@ -61,3 +61,19 @@ var (
 	// is skipped (nothing recorded), not a mistake of the caller.
 	ErrLeaseLost = errors.New("the lock told the client it lost its lease")
 )
+
+// RefusedError is a refused acquire (it matches ErrNotAcquired) that may
+// have left its key behind: it was set on some nodes and the attempt's
+// rollback got no answer there (a node too slow for the lock's timeout,
+// a client starved of CPU), so it may keep others out there until it
+// expires. The history records the nodes on the refusal, and the
+// liveness checker counts the key they may hold.
+type RefusedError struct {
+	// Remain names the nodes where the key may remain.
+	Remain []string
+	Err    error
+}
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+
+func (e *RefusedError) Unwrap() []error { return []error{ErrNotAcquired, e.Err} }

@@ -53,7 +53,7 @@ func checkIntervals(cfg search.Config, keys []paired.KeyInfo, clients []string, 
 	if reuse != nil {
 		c.outcome = reuse.outcome
 	} else {
-		c.outcome, _ = cfg.Run(MutexModel(), c.ops, cfg.Timeout)
+		c.outcome, _ = cfg.Run(MutexModel(), searched(c.ops), cfg.Timeout)
 	}
 	all, count := overlaps(keys, faults, cs)
 	c.res.ViolationCount = count

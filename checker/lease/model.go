@@ -112,6 +112,96 @@ func partitionMutex(ops []porcupine.Operation) [][]porcupine.Operation {
 	return out
 }
 
+// searched is what porcupine has to search of ops: the pieces (of one key,
+// between quiescent points) that do not linearize in the order a lock that
+// kept its promise gives them (linearizes). Most pieces of a long history
+// do: porcupine is spared building and searching them, which was most of
+// the check's time and garbage, and searches the rest as it would have.
+// Ops is sorted in place by key and call.
+func searched(ops []porcupine.Operation) []porcupine.Operation {
+	var out, scratch []porcupine.Operation
+	for _, group := range byKey(ops) {
+		cuts := quiescentCuts(group)
+		for i, c := range cuts {
+			end := len(group)
+			if i+1 < len(cuts) {
+				end = cuts[i+1]
+			}
+			var ok bool
+			if ok, scratch = linearizes(group[c:end], scratch); !ok {
+				out = append(out, group[c:end]...)
+			}
+		}
+	}
+	return out
+}
+
+// linearizes reports whether a piece, which starts from the free lock,
+// linearizes with each acquire at its return and each expire at its
+// instant: the order of a lock that kept its promise. Success is a
+// linearization, so porcupine would find one too. At one instant, the
+// holder's expire comes first, then each acquire whose expire is at that
+// instant too, followed by it, then at most one acquire that holds on.
+// scratch is reused from call to call.
+func linearizes(piece, scratch []porcupine.Operation) (bool, []porcupine.Operation) {
+	point := func(op porcupine.Operation) int64 {
+		if opOf(op) == OpAcquire {
+			return op.Return
+		}
+		return op.Call
+	}
+	ops := append(scratch[:0], piece...)
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(point(a), point(b)) })
+	holder := ""
+	for i := 0; i < len(ops); {
+		j := i + 1
+		for j < len(ops) && point(ops[j]) == point(ops[i]) {
+			j++
+		}
+		group := ops[i:j]
+		if len(group) > 64 {
+			return false, ops
+		}
+		var used uint64
+		find := func(op MutexOp, client string) int {
+			for k := range group {
+				if used&(1<<k) == 0 && opOf(group[k]) == op && (client == "" || inputOf(group[k]).Client == client) {
+					return k
+				}
+			}
+			return -1
+		}
+		for n := 0; n < len(group); n++ {
+			if holder != "" {
+				k := find(OpExpire, holder)
+				if k < 0 {
+					return false, ops
+				}
+				used |= 1 << k
+				holder = ""
+				continue
+			}
+			k := -1
+			for a := range group {
+				if used&(1<<a) == 0 && opOf(group[a]) == OpAcquire && find(OpExpire, inputOf(group[a]).Client) >= 0 {
+					k = a
+					break
+				}
+			}
+			if k < 0 {
+				k = find(OpAcquire, "")
+			}
+			if k < 0 {
+				return false, ops // an expire of no holder
+			}
+			used |= 1 << k
+			holder = inputOf(group[k]).Client
+		}
+		i = j
+	}
+	return true, ops
+}
+
 // mutexPieces splits by key, then at quiescent points.
 func mutexPieces(ops []porcupine.Operation) [][]porcupine.Operation {
 	var out [][]porcupine.Operation

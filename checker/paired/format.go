@@ -28,6 +28,9 @@ func FaultLabel(f history.Fault) string {
 		}
 		parts = append(parts, d)
 	}
+	if f.Rate != 0 {
+		parts = append(parts, "×"+strconv.FormatFloat(f.Rate, 'g', -1, 64))
+	}
 	return strings.Join(parts, " ")
 }
 

@@ -1,9 +1,9 @@
 package docker
 
-// This file is the only one that imports the Docker client. Everything else
-// in the package talks to the engine through Engine's unexported methods, in
-// the package's own vocabulary, so a move to github.com/moby/moby/client
-// changes this file and nothing else.
+// This file and engine_swarm.go are the only ones that import the Docker
+// client. Everything else in the package talks to the engine through
+// Engine's unexported methods, in the package's own vocabulary, so a move
+// to github.com/moby/moby/client changes these two files and nothing else.
 
 import (
 	"bytes"

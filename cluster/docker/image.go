@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -88,18 +89,29 @@ func (e *Engine) BuildImage(ctx context.Context, cfg ImageConfig) (Image, error)
 		return Image{}, err
 	}
 	tag := imageRepo(cfg.kind()) + ":" + rfs.hash[:16]
-	if have, ok, err := e.imageByRef(ctx, tag); err != nil {
-		return Image{}, err
-	} else if ok && have.Labels[labelImageHash] == rfs.hash {
-		return Image{Tag: tag, ID: have.ID, Hash: rfs.hash, Binary: rfs.binary}, nil
-	}
-	changes := append(rfs.changes[:len(rfs.changes):len(rfs.changes)],
-		"LABEL "+labelApp+"=1 "+labelImageHash+"="+rfs.hash)
 	// Streamed, not held: a JRE makes the rootfs of ZooKeeper's image
 	// some 200 MB.
+	im, err := e.ensureImage(ctx, tag, rfs.hash, rfs.changes, func(w io.Writer) error { return writeRootfs(w, rfs.files) })
+	if err != nil {
+		return Image{}, err
+	}
+	im.Binary = rfs.binary
+	return im, nil
+}
+
+// ensureImage makes sure the engine has image tag of content hash: kept
+// when there, else imported from the rootfs tar write writes, with the
+// changes and the labels splitbrain=1 and the hash.
+func (e *Engine) ensureImage(ctx context.Context, tag, hash string, changes []string, write func(io.Writer) error) (Image, error) {
+	if have, ok, err := e.imageByRef(ctx, tag); err != nil {
+		return Image{}, err
+	} else if ok && have.Labels[labelImageHash] == hash {
+		return Image{Tag: tag, ID: have.ID, Hash: hash}, nil
+	}
+	changes = append(changes[:len(changes):len(changes)], "LABEL "+labelApp+"=1 "+labelImageHash+"="+hash)
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeRootfs(pw, rfs.files)) }()
-	err = e.importImage(ctx, pr, tag, changes)
+	go func() { pw.CloseWithError(write(pw)) }()
+	err := e.importImage(ctx, pr, tag, changes)
 	_ = pr.CloseWithError(errors.New("import ended"))
 	if err != nil {
 		return Image{}, err
@@ -110,11 +122,11 @@ func (e *Engine) BuildImage(ctx context.Context, cfg ImageConfig) (Image, error)
 		return Image{}, err
 	case !ok:
 		return Image{}, fmt.Errorf("docker: image %s not found right after importing it", tag)
-	case have.Labels[labelImageHash] != rfs.hash:
+	case have.Labels[labelImageHash] != hash:
 		return Image{}, fmt.Errorf("docker: image %s carries hash label %q after import, want %q",
-			tag, have.Labels[labelImageHash], rfs.hash)
+			tag, have.Labels[labelImageHash], hash)
 	}
-	return Image{Tag: tag, ID: have.ID, Hash: rfs.hash, Binary: rfs.binary, Built: true}, nil
+	return Image{Tag: tag, ID: have.ID, Hash: hash, Built: true}, nil
 }
 
 // Images lists splitbrain's server images in the engine, of every kind.
@@ -202,43 +214,13 @@ type imageContent struct {
 }
 
 func assembleImage(ctx context.Context, cfg ImageConfig) (*imageContent, error) {
-	k := cfg.kind()
-	bin := cfg.Binary
-	if bin == "" {
-		p, err := exec.LookPath(k.Binary)
-		if err != nil {
-			if k.NotFound != nil {
-				return nil, k.NotFound
-			}
-			return nil, fmt.Errorf("docker: %s not found in PATH: install it", k.Binary)
-		}
-		bin = p
-	}
-	cacheDir := cfg.CacheDir
-	if cacheDir == "" {
-		var err error
-		if cacheDir, err = cluster.DefaultCacheDir(); err != nil {
-			return nil, err
-		}
-	}
-	shim, err := cluster.BuildShim(ctx, cacheDir)
+	shim, err := imageShimBuilt(ctx, cfg.CacheDir)
 	if err != nil {
-		return nil, fmt.Errorf("docker: image: %w", err)
+		return nil, err
 	}
-	dest := imageBinary(k)
-	var extra []string
-	if k == cluster.ZooKeeper {
-		// A JVM finds its runtime from its own path: it keeps the host's.
-		if dest, err = filepath.EvalSymlinks(bin); err != nil {
-			return nil, fmt.Errorf("docker: image: %w", err)
-		}
-		if extra, err = zooKeeperFiles(dest); err != nil {
-			return nil, fmt.Errorf("docker: image: %w", err)
-		}
-	}
-	files, err := rootfsFiles(ctx, bin, dest, shim, extra...)
+	files, dest, err := programFiles(ctx, cfg.kind(), cfg.Binary, shim)
 	if err != nil {
-		return nil, fmt.Errorf("docker: image: %w", err)
+		return nil, err
 	}
 	changes := []string{
 		`ENTRYPOINT ["` + dest + `"]`,
@@ -251,6 +233,55 @@ func assembleImage(ctx context.Context, cfg ImageConfig) (*imageContent, error) 
 		return nil, fmt.Errorf("docker: image: %w", err)
 	}
 	return &imageContent{files: files, changes: changes, hash: hex.EncodeToString(h.Sum(nil)), binary: dest}, nil
+}
+
+// imageShimBuilt is the clock shim, built into cacheDir (empty: the
+// default) if it is not there yet.
+func imageShimBuilt(ctx context.Context, cacheDir string) (string, error) {
+	if cacheDir == "" {
+		var err error
+		if cacheDir, err = cluster.DefaultCacheDir(); err != nil {
+			return "", err
+		}
+	}
+	shim, err := cluster.BuildShim(ctx, cacheDir)
+	if err != nil {
+		return "", fmt.Errorf("docker: image: %w", err)
+	}
+	return shim, nil
+}
+
+// programFiles lists what kind k's program needs in an image: the program
+// bin (empty: the kind's in PATH) at dest, its path there; the libraries
+// ldd lists for it and the loader; the clock shim; for ZooKeeper the JVM's
+// runtime and the server's jars.
+func programFiles(ctx context.Context, k *cluster.Kind, bin, shim string) (files []rootfsFile, dest string, err error) {
+	if bin == "" {
+		p, err := exec.LookPath(k.Binary)
+		if err != nil {
+			if k.NotFound != nil {
+				return nil, "", k.NotFound
+			}
+			return nil, "", fmt.Errorf("docker: %s not found in PATH: install it", k.Binary)
+		}
+		bin = p
+	}
+	dest = imageBinary(k)
+	var extra []string
+	if k == cluster.ZooKeeper {
+		// A JVM finds its runtime from its own path: it keeps the host's.
+		if dest, err = filepath.EvalSymlinks(bin); err != nil {
+			return nil, "", fmt.Errorf("docker: image: %w", err)
+		}
+		if extra, err = zooKeeperFiles(dest); err != nil {
+			return nil, "", fmt.Errorf("docker: image: %w", err)
+		}
+	}
+	files, err = rootfsFiles(ctx, bin, dest, shim, extra...)
+	if err != nil {
+		return nil, "", fmt.Errorf("docker: image: %w", err)
+	}
+	return files, dest, nil
 }
 
 // zooKeeperFiles are what ZooKeeper's image holds besides java and the
@@ -281,8 +312,16 @@ func zooKeeperFiles(java string) ([]string, error) {
 			return nil, fmt.Errorf("java runtime %s: %w", home, err)
 		}
 	}
+	jars, err := jarClosure(cluster.ZooKeeperClassPath())
+	return append(out, jars...), err
+}
+
+// jarClosure is a class path with the jars its jars' manifests name, and
+// theirs, each once.
+func jarClosure(jars []string) ([]string, error) {
+	var out []string
 	seen := map[string]bool{}
-	queue := cluster.ZooKeeperClassPath()
+	queue := slices.Clone(jars)
 	for len(queue) > 0 {
 		jar := queue[0]
 		queue = queue[1:]

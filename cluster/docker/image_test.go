@@ -113,6 +113,7 @@ func TestRootfsHoldsRedisItsLibrariesLoaderAndShim(t *testing.T) {
 }
 
 func TestRootfsTarIsDeterministic(t *testing.T) {
+	t.Parallel()
 	files := hostRootfs(t)
 	var a, b bytes.Buffer
 	if err := writeRootfs(&a, files); err != nil {

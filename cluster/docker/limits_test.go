@@ -15,6 +15,7 @@ import (
 // Every node's container runs under the memory (no swap) and pid limits,
 // replicas included and also after an amnesia restart recreates it.
 func TestContainersAreLimited(t *testing.T) {
+	t.Parallel()
 	c := startTestCluster(t, cluster.Config{Nodes: 1, Persistence: cluster.PersistAOFAlways})
 	ctx := testCtx(t)
 	addReplica(t, c, cluster.ReplicaSpec{Name: "r1", Of: "n1"})
@@ -37,6 +38,7 @@ func TestContainersAreLimited(t *testing.T) {
 // the run's folder), which Close removes; the logs Close writes to the run's
 // folder hold none either.
 func TestRunFolderHoldsNoPassword(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := startTestCluster(t, cluster.Config{Nodes: 2, Dir: dir})
 	ctx := testCtx(t)

@@ -15,6 +15,7 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/fault"
+	"splitbrain/internal/private"
 )
 
 const (
@@ -195,6 +196,13 @@ func (n *Container) writeConfig(replicaOf string) error {
 	if err := os.WriteFile(filepath.Join(dir, k.ConfigFile), []byte(conf), 0o600); err != nil {
 		return fmt.Errorf("docker: node %s: %w", n.Name(), err)
 	}
+	if k.Secrets != nil {
+		for name, body := range k.Secrets(n.serverConfig(replicaOf)) {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+				return fmt.Errorf("docker: node %s: %w", n.Name(), err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -227,7 +235,11 @@ func (n *Container) writeFiles() error {
 	if k.Files == nil || n.dataDir == "" {
 		return nil
 	}
-	for name, body := range k.Files(n.serverConfig("")) {
+	files, err := k.Files(n.serverConfig(""))
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.Name(), err)
+	}
+	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(n.dataDir, name), []byte(body), 0o600); err != nil {
 			return fmt.Errorf("node %s: %w", n.Name(), err)
 		}
@@ -598,7 +610,7 @@ func (n *Container) saveLogLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}
-	f, err := os.OpenFile(n.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := private.Append(n.logPath)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}

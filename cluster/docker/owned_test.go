@@ -10,6 +10,7 @@ import (
 // OwnObjects finds a live cluster's container, volume and network by this
 // process's owner labels, and none of them once the cluster is closed.
 func TestOwnObjects(t *testing.T) {
+	t.Parallel()
 	c := startTestCluster(t, cluster.Config{Nodes: 1, Persistence: "aof-always"})
 	ctx := testCtx(t)
 	ofRun := func() []string {

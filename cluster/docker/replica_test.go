@@ -105,6 +105,7 @@ func addReplica(t *testing.T, c *Cluster, spec cluster.ReplicaSpec) *Container {
 // master across a restart, and follows again, dropping its own writes.
 // Closing the cluster removes its container and closes the relay.
 func TestReplicaFollowsAndIsPromoted(t *testing.T) {
+	t.Parallel()
 	c := startTestCluster(t, cluster.Config{Nodes: 1})
 	ctx := testCtx(t)
 	n1 := c.nodes[0]
@@ -176,6 +177,7 @@ func TestReplicaFollowsAndIsPromoted(t *testing.T) {
 // The relay serves its replica only: another process on this host that
 // dials the gateway address is cut off before anything is forwarded.
 func TestRelayServesItsReplicaOnly(t *testing.T) {
+	t.Parallel()
 	c := startTestCluster(t, cluster.Config{Nodes: 1})
 	ctx := testCtx(t)
 	proxy := newLoopbackProxy(t, c.nodes[0].Addr())
@@ -202,6 +204,7 @@ func TestRelayServesItsReplicaOnly(t *testing.T) {
 // what n1 (none, a tmpfs) held and keeps what n2 (AOF always, a volume)
 // held.
 func TestMixedPersistence(t *testing.T) {
+	t.Parallel()
 	c := startTestCluster(t, cluster.Config{Nodes: 2, NodePersistence: map[string]cluster.Persistence{"n2": cluster.PersistAOFAlways}})
 	ctx := testCtx(t)
 	n1, n2 := c.nodes[0], c.nodes[1]
@@ -234,6 +237,7 @@ func TestMixedPersistence(t *testing.T) {
 // AddReplica refuses bad specs before touching the engine, and any spec
 // once the cluster is closed.
 func TestAddReplicaRejects(t *testing.T) {
+	t.Parallel()
 	c := startTestCluster(t, cluster.Config{Nodes: 1})
 	ctx := testCtx(t)
 	for _, tt := range []struct {

@@ -14,6 +14,7 @@ import (
 // a stopped one: with AOF the volume is replaced, without persistence the
 // tmpfs was emptied by the stop already.
 func TestWipeData(t *testing.T) {
+	t.Parallel()
 	for _, p := range []cluster.Persistence{cluster.PersistAOFAlways, cluster.PersistNone} {
 		t.Run(string(p), func(t *testing.T) {
 			c := startTestCluster(t, cluster.Config{Nodes: 1, Persistence: p})

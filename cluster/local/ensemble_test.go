@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"testing"
@@ -151,17 +152,37 @@ var etcdOps = ensembleOps{
 		}
 		return nil, errors.New("no member says it leads")
 	},
+	// A stranger has no certificate of the run's authority: it tries
+	// without TLS, then with a certificate of another authority. Issue 33,
+	// hardening 2: etcd 3.4 answers LeaseLeases and LeaseKeepAlive without
+	// authentication, and another user kept a run's leases alive; without
+	// the run's certificate it gets no answer at all.
 	stranger: func(ctx context.Context, cl *local.Cluster) error {
-		c, err := clientv3.New(clientv3.Config{Endpoints: addrs(cl), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		other, err := cluster.EtcdTLS("not the run's password")
 		if err != nil {
-			return fmt.Errorf("connect: %v", err)
+			return err
 		}
-		defer c.Close()
-		if _, err := c.Put(ctx, "planted", "x"); err == nil {
-			return nil
+		var errs []error
+		for _, conf := range []*tls.Config{nil, other} {
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			c, err := clientv3.New(clientv3.Config{Endpoints: addrs(cl), TLS: conf, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+			if err != nil {
+				cancel()
+				errs = append(errs, fmt.Errorf("connect: %v", err))
+				continue
+			}
+			_, perr := c.Put(sctx, "planted", "x")
+			_, lerr := c.Leases(sctx)
+			_, kerr := c.KeepAliveOnce(sctx, 1)
+			_, gerr := c.Get(sctx, "k")
+			c.Close()
+			cancel()
+			if perr == nil || lerr == nil || kerr == nil || gerr == nil {
+				return nil
+			}
+			errs = append(errs, fmt.Errorf("put: %v; leases: %v; keep-alive: %v; get: %v", perr, lerr, kerr, gerr))
 		}
-		_, err = c.Get(ctx, "k")
-		return err
+		return errors.Join(errs...)
 	},
 }
 

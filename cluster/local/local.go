@@ -21,6 +21,7 @@ import (
 
 	"splitbrain/cluster"
 	"splitbrain/fault"
+	"splitbrain/internal/private"
 )
 
 // Cluster is the local backend: each node is a child process of the harness
@@ -403,14 +404,25 @@ func (n *Process) spawn(ctx context.Context) error {
 	if err := os.WriteFile(conf, []byte(n.config()), 0o600); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}
-	logf, err := os.OpenFile(n.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if k.Secrets != nil {
+		for name, body := range k.Secrets(n.serverConfig()) {
+			if err := os.WriteFile(filepath.Join(n.stateDir, name), []byte(body), 0o600); err != nil {
+				return fmt.Errorf("node %s: %w", n.Name(), err)
+			}
+		}
+	}
+	logf, err := private.Append(n.logPath)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.Name(), err)
 	}
 	defer logf.Close()
 	logStart, _ := logf.Seek(0, 2)
 	if k.Files != nil {
-		for name, body := range k.Files(n.serverConfig()) {
+		files, err := k.Files(n.serverConfig())
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Name(), err)
+		}
+		for name, body := range files {
 			if err := os.WriteFile(filepath.Join(n.dataDir, name), []byte(body), 0o600); err != nil {
 				return fmt.Errorf("node %s: %w", n.Name(), err)
 			}
@@ -425,10 +437,16 @@ func (n *Process) spawn(ctx context.Context) error {
 	cmd := exec.Command(n.binary, append(args, k.Args(conf)...)...)
 	cmd.Dir = n.dataDir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(c.live.MarkedEnv(os.Environ(), "LD_PRELOAD", cluster.ClockEnv, cluster.RouteEnv),
+	cmd.Env = append(c.live.MarkedEnv(os.Environ(), "LD_PRELOAD", cluster.ClockEnv, cluster.RouteEnv, cluster.SyncEnv),
 		"LD_PRELOAD="+c.shim,
 		cluster.ClockEnv+"="+n.ClockPath(),
 		cluster.RouteEnv+"="+n.routeFile())
+	if k.Refuse(n.Name(), fault.Power) == nil {
+		if err := cluster.ResetSyncLog(n.syncLog(), n.dataDir); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name(), err)
+		}
+		cmd.Env = append(cmd.Env, cluster.SyncEnv+"="+n.syncLog())
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Own process group: a Ctrl-C in the terminal reaches the harness
 		// only, which then stops the nodes in order and writes the report.

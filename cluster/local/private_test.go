@@ -107,3 +107,77 @@ func TestStartRefusesPlantedRegistryLink(t *testing.T) {
 		t.Errorf("wrote %v where the link points", entries)
 	}
 }
+
+// A node's log is opened again at every start; a link swapped in for it
+// while the node was down (issue 33, hardening 3: root appended 37 KB of
+// node logs to a file of another user's choosing) stops the restart, and
+// the file it points to is left as it was.
+func TestRestartRefusesLogSwappedForLink(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	cl, err := local.Start(ctx, cluster.Config{Nodes: 1, Dir: dir, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close(testCtx(t))
+	n, _ := cl.Process("n1")
+	if err := n.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("before\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "logs", "n1.log")
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, log); err != nil {
+		t.Fatal(err)
+	}
+	err = n.Start(ctx)
+	if err == nil {
+		t.Fatal("the node restarted with its log swapped for a link")
+	}
+	t.Logf("refused: %v", err)
+	if b, _ := os.ReadFile(victim); string(b) != "before\n" {
+		t.Errorf("the link's target now holds %q", b)
+	}
+	if n.Running() {
+		t.Errorf("n1 runs")
+	}
+}
+
+// Issue 33, hardening 10: etcd's served logs held the first 8 hex digits
+// of the run's password. The run folder of an ensemble of each consensus
+// kind, once it has served a write, holds no 8 digits of it in a row.
+func TestConsensusLogsHoldNoPartOfThePassword(t *testing.T) {
+	for _, ops := range []ensembleOps{zooKeeperOps, etcdOps} {
+		t.Run(ops.kind.Name, func(t *testing.T) {
+			if ops.kind.Requires != nil {
+				if err := ops.kind.Requires(); err != nil {
+					t.Skip(err)
+				}
+			}
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			dir := t.TempDir()
+			cl, err := local.Start(ctx, cluster.Config{Kind: ops.kind, Nodes: 3, Dir: dir, CacheDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close(testCtx(t))
+			if err := ops.put(ctx, cl, "k", "v"); err != nil {
+				t.Fatal(err)
+			}
+			pw := cl.Password()
+			for i := 0; i+8 <= len(pw); i++ {
+				if found := filesHolding(t, dir, pw[i:i+8]); len(found) > 0 {
+					t.Errorf("%v hold %q of the password", found, pw[i:i+8])
+				}
+			}
+		})
+	}
+}

@@ -24,17 +24,19 @@ import (
 	"splitbrain/runstore"
 )
 
-const usage = `Usage: histgen [--ops N] [--clients N] [--seed N] [--violation] RUN_DIR
+const usage = `Usage: histgen [--ops N] [--clients N] [--keys N] [--seed N] [--violation] RUN_DIR
 
 Writes RUN_DIR/history.jsonl, a synthetic lease-lock history without Redis
-(clients contend for one lock; acquires and extends are granted, refused or
+(clients contend for one lock or several; acquires and extends are granted, refused or
 of unknown outcome; releases; network cuts come and go), and RUN_DIR/result.json
 describing it, for 'splitbrain check RUN_DIR'. The same flags write the same
 bytes. RUN_DIR is created; an existing history in it is not overwritten.
 
 Flags:
   --ops N        operations (an invoke and its completion), default 100000
-  --clients N    clients contending for the lock, default 8
+  --clients N    clients contending for the locks, default 8
+  --keys N       locks (keys lock-1 … lock-N; one is named lock), each
+                 acquire draws one at random, default 1
   --seed N       seed of the simulation, default 1
   --violation    grant one acquire while another client holds the lock,
                  after 95 % of the operations: one overlap the check must find
@@ -49,6 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	flags.SetOutput(io.Discard)
 	ops := flags.Int("ops", 100_000, "")
 	clients := flags.Int("clients", 8, "")
+	keys := flags.Int("keys", 1, "")
 	seed := flags.Uint64("seed", 1, "")
 	violation := flags.Bool("violation", false, "")
 	help := flags.Bool("help", false, "")
@@ -70,8 +73,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case *clients < 1 || *clients > 64:
 		fmt.Fprintf(stderr, "histgen: --clients %d: want a number from 1 to 64, as a scenario allows\n", *clients)
 		return 254
+	case *keys < 1 || *keys > 64:
+		fmt.Fprintf(stderr, "histgen: --keys %d: want a number from 1 to 64, as a scenario's workload.keys allows\n", *keys)
+		return 254
 	}
-	m := histgen.Mutex{Clients: *clients, Ops: *ops, Seed: *seed}
+	m := histgen.Mutex{Clients: *clients, Keys: *keys, Ops: *ops, Seed: *seed}
 	if *violation {
 		m.ViolateAt = max(1, *ops/100*95)
 	}
@@ -106,8 +112,8 @@ func write(dir string, m histgen.Mutex, command string) (err error) {
 	rec := runstore.Record{
 		Meta: runstore.Meta{
 			Scenario: "histgen-mutex",
-			Description: fmt.Sprintf("A synthetic history of %d operations by %d clients on one lock, written by histgen without Redis (seed %d).",
-				m.Ops, m.Clients, m.Seed),
+			Description: fmt.Sprintf("A synthetic history of %d operations by %d clients on %d lock(s), written by histgen without Redis (seed %d).",
+				m.Ops, m.Clients, len(m.KeyNames()), m.Seed),
 			Lock: "synthetic", Seed: int64(m.Seed), Nodes: histgen.Nodes, Clients: cl,
 			TTL: time.Duration(histgen.TTL), Expect: expect, Command: command,
 		},

@@ -118,6 +118,15 @@ func (d *server) serve(naive bool, fence redlock.Fencing) error {
 	if !ok {
 		return nil
 	}
+	ready := driver.Message{Op: driver.OpReady, Name: "redlock (splitbrain's, as a driver)",
+		Points:  []string{"after-replies", "after-acquire", "before-release"},
+		Servers: []string{driver.ServerRedis}, Deployments: []string{driver.DeployMasters},
+		Fenced: fence != redlock.FenceNone, Library: "splitbrain redlock"}
+	if hello.Op == driver.OpHello && hello.Describe {
+		// What it claims, and nothing to connect to.
+		d.send(ready)
+		return nil
+	}
 	if hello.Op != driver.OpHello || len(hello.Nodes) == 0 {
 		return fmt.Errorf("first request %q with %d nodes; want hello with the nodes", hello.Op, len(hello.Nodes))
 	}
@@ -150,8 +159,7 @@ func (d *server) serve(naive bool, fence redlock.Fencing) error {
 		return err
 	}
 	d.locker = l
-	d.send(driver.Message{Op: driver.OpReady, Name: "redlock (splitbrain's, as a driver)",
-		Points: []string{"after-replies", "after-acquire", "before-release"}})
+	d.send(ready)
 	for r := range d.reqs {
 		d.cur = r.ID
 		d.send(d.handle(ctx, r, hello.Retries > 1))

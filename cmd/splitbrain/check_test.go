@@ -2,8 +2,12 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -255,5 +259,42 @@ func TestResultFileThatIsNoFileIsRefused(t *testing.T) {
 				t.Errorf("the refusal does not say result.json is a named pipe:\n%s%s", res.stdout, res.stderr)
 			}
 		})
+	}
+}
+
+// A history whose second line never ends (issue 33, hardening 8: a 2 GiB
+// file without a newline took 5 GB to refuse) is read up to the bound of a
+// line and no further: the event before it is checked, the verdict is
+// unknown, the message names the line and the bound. The file is sparse:
+// its size costs no disk.
+func TestCheckStopsAtAnEndlessLine(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dir := storeRun(t, []byte(`{"i":0,"p":"c1","type":"invoke","f":"acquire","key":"lock","t":1}`+"\n"))
+	if err := os.Truncate(filepath.Join(dir, "history.jsonl"), history.MaxFileSize); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := e.command(ctx, "check", dir)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil && !errors.As(err, new(*exec.ExitError)) {
+		t.Fatal(err)
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	t.Logf("exit %d, peak RSS %d MiB\nstdout:\n%s\nstderr:\n%s", cmd.ProcessState.ExitCode(), rss>>20, stdout.String(), stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != 2 {
+		t.Errorf("exit %d, want 2 (unknown)", code)
+	}
+	for _, w := range []string{"history.jsonl:2 is not read to its end", fmt.Sprintf("more than %d bytes", history.MaxLine), "the 1 event(s) before it were checked"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr lacks %q", w)
+		}
+	}
+	// The bound and the reader's buffers, where reading the line whole
+	// took 5 GB: a memory figure, not a time.
+	if rss > 1<<30 {
+		t.Errorf("peak RSS %d MiB refusing the line, want well under 1 GiB", rss>>20)
 	}
 }

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"splitbrain/cluster"
 	"splitbrain/cluster/docker"
 	"splitbrain/driver"
+	"splitbrain/internal/netns"
 )
 
 // check is one line of doctor's report.
@@ -56,8 +59,8 @@ func cmdDoctor(args []string, stdout io.Writer) (int, error) {
 	return exitValid, nil
 }
 
-// localChecks are what the local backend cannot run without: redis-server
-// and the clock shim. The Docker image is built from the same two.
+// localChecks are what the local backend cannot run without: redis-server,
+// the clock shim and a private network. The Docker image is built from the same two.
 func localChecks(ctx context.Context) []check {
 	var out []check
 	if path, err := exec.LookPath("redis-server"); err != nil {
@@ -74,7 +77,27 @@ func localChecks(ctx context.Context) []check {
 			out = append(out, check{"ok", "redis-server", detail + ", " + strings.TrimSpace(string(v))})
 		}
 	}
-	return append(out, shimCheck(ctx))
+	return append(out, shimCheck(ctx), networkCheck(ctx))
+}
+
+// networkCheck starts a child in a network namespace of its own, as the
+// supervisor starts the worker of a local play (network.go): the local
+// backend refuses to start without one, unless told to play unprotected.
+func networkCheck(ctx context.Context) check {
+	if os.Getenv(ownNetworkEnv) == "1" {
+		return check{"ok", "network ns", ownNetworkEnv + "=1: this network namespace is the harness's alone (a container made for it)"}
+	}
+	cmd := exec.CommandContext(ctx, selfPath(), "help")
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	netns.Isolate(cmd.SysProcAttr)
+	err := cmd.Run()
+	switch {
+	case err == nil:
+		return check{"ok", "network ns", "the local plays run in a network namespace of their own, out of other users' reach"}
+	case os.Getenv(sharedLoopbackEnv) == "1":
+		return check{"ok", "network ns", "none (" + netns.Explain(err) + "); " + sharedLoopbackEnv + "=1 plays on the shared loopback, NOT protected from other users"}
+	}
+	return check{"MISSING", "network ns", netns.Explain(err) + "; or set " + sharedLoopbackEnv + "=1 to play unprotected"}
 }
 
 // shimCheck compiles the clock shim (once; later runs reuse it), which proves

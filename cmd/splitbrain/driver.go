@@ -9,19 +9,26 @@ import (
 	"time"
 
 	"splitbrain/driver"
+	"splitbrain/locks"
 )
 
 const driverUsage = `Usage: splitbrain driver check [--nodes N] [--ttl 1s] [--reply-timeout 10s] [--keep] [--dir DIR] COMMAND [ARGS...]
        splitbrain driver check [flags] redis-py
 
-Runs a short conformance suite against a lock driver (docs/driver-protocol.md)
-on real redis-server nodes: start-up, acquire, refusal, extend, release, the
-release of a lost lease, the points it announces, an unknown outcome (every
-node stopped), a kill in the middle of a request, and its exit when stdin
-closes. Each check prints ok, FAIL (and what is wrong) or is skipped once the
-driver is unusable. Flags go before the command; everything after it is the
-command's. The drivers' transcripts stay in a folder printed at the end when
-a check failed (always with --keep; --dir puts them in DIR).
+Runs a short conformance suite against a lock driver (docs/driver-protocol.md).
+It asks the driver what it claims (a describe hello), then, for every lock it
+claims, on real servers of that kind (redis-server nodes, one node through a
+sentinel, a ZooKeeper ensemble, an etcd cluster): start-up, acquire, refusal,
+extend, release, the release of a lease lost while its holder was stopped, the
+points it announces, an unknown outcome (every server stopped), a kill in the
+middle of a request, and its exit when stdin closes. Each check prints ok,
+FAIL (and what is wrong), or "cannot tell" where the lock does not report what
+the check asks (its ready's unreported); the rest are skipped once the driver
+is unusable. A built-in driver's ready must also agree with its lock kind's
+data. --nodes is the number of masters of a lock over every node. Flags go
+before the command; everything after it is the command's. The drivers'
+transcripts stay in a folder printed at the end when a check failed (always
+with --keep; --dir puts them in DIR).
 
 Exits 0 when every check passed, 1 when one failed, 254 on bad arguments.
 
@@ -57,6 +64,9 @@ func cmdDriver(args []string, stdout, stderr io.Writer) (int, error) {
 	case *reply < 100*time.Millisecond || *reply > 10*time.Minute:
 		return exitUsage, &usageError{fmt.Sprintf("--reply-timeout %v: want a duration from 100ms to 10m such as 10s", *reply)}
 	}
+	if err := localNetworkReady(); err != nil {
+		return exitInternal, err
+	}
 	dir := *into
 	var err error
 	if dir == "" {
@@ -70,7 +80,9 @@ func cmdDriver(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 	name := strings.Join(command, " ")
+	var kind *locks.Kind
 	if len(command) == 1 && driver.IsBuiltin(command[0]) {
+		kind = locks.ByName(command[0])
 		if command, err = driver.Builtin(command[0], dir); err != nil {
 			_ = os.RemoveAll(dir)
 			return exitInternal, err
@@ -79,21 +91,28 @@ func cmdDriver(args []string, stdout, stderr io.Writer) (int, error) {
 	ctx, out, _, stop := stopContext(stdout, stderr)
 	defer stop()
 	findings, err := driver.Check(ctx, driver.CheckConfig{Command: command, Name: name, Nodes: *nodes,
-		TTL: *ttl, ReplyTimeout: *reply, Dir: dir}, out)
+		TTL: *ttl, ReplyTimeout: *reply, Dir: dir, Kind: kind}, out)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return exitInternal, err
 	}
-	failed := 0
+	failed, cannot := 0, 0
 	for _, f := range findings {
-		if f.Status == "FAIL" {
+		switch f.Status {
+		case driver.StatusFail:
 			failed++
+		case driver.StatusCannotTell:
+			cannot++
 		}
 	}
+	tell := ""
+	if cannot > 0 {
+		tell = fmt.Sprintf("; %d the lock does not report (cannot tell)", cannot)
+	}
 	if failed == 0 {
-		fmt.Fprintf(out, "every check passed (%d)\n", len(findings))
+		fmt.Fprintf(out, "every check passed (%d)%s\n", len(findings)-cannot, tell)
 	} else {
-		fmt.Fprintf(out, "%d of %d checks failed\n", failed, len(findings))
+		fmt.Fprintf(out, "%d of %d checks failed%s\n", failed, len(findings), tell)
 	}
 	if failed > 0 || *keep {
 		// Kept for the user to read: a failure's details are in them.

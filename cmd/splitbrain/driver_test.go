@@ -33,11 +33,14 @@ func TestDriverCheck(t *testing.T) {
 		want []string
 	}{
 		{name: "redis-py conforms", args: []string{"redis-py"}, code: 0,
-			want: []string{"ok    acquire: granted", "ok    refusal", "ok    points: reached [after-replies after-acquire before-release]",
-				"ok    unknown outcome", "ok    kill in the middle", "every check passed (10)"}},
+			want: []string{"ok    describe: claims redis, one master with replicas (or through Sentinel); redis-py ",
+				"ok    kind redis-py: its ready agrees with package locks", "ok    acquire: granted", "ok    refusal",
+				"ok    points: reached [after-replies after-acquire before-release]", "ok    release of a lost lease: c1 stopped",
+				"on one redis-server node through a sentinel", "ok    route: reached the master through the route hello gave",
+				"ok    unknown outcome", "ok    kill in the middle", "every check passed (23)"}},
 		{name: "redlock-driver conforms", args: []string{"--", reference}, code: 0,
 			want: []string{"ok    acquire: granted", "ok    points: reached [after-replies after-acquire before-release]",
-				"ok    unknown outcome: every node stopped: fail", "every check passed (10)"}},
+				"ok    unknown outcome: every server stopped: fail", "every check passed (11)"}},
 		{name: "garbage output", args: []string{"sh", "-c", fakeReady + `read req; echo 'OK granted'; sleep 60`}, code: 1,
 			want: []string{"FAIL  acquire", "printed a line that is not the protocol", `"OK granted"`}},
 		{name: "wrong ids", args: []string{"sh", "-c", fakeReady + `read req; echo '{"op":"reply","id":99,"result":"ok","value":"v"}'; sleep 60`}, code: 1,
@@ -48,7 +51,18 @@ func TestDriverCheck(t *testing.T) {
 			want: []string{"FAIL  acquire", "acquire #1: no answer in time (1s)"}},
 		{name: "grants everything", args: []string{"sh", "-c", fakeReady +
 			`while read req; do id=$(echo "$req" | sed 's/.*"id":\([0-9]*\).*/\1/'); echo "{\"op\":\"reply\",\"id\":$id,\"result\":\"ok\",\"value\":\"v$id\",\"validity_ms\":900}"; done`}, code: 1,
-			want: []string{"FAIL  refusal: c2 was granted the key c1 holds: the lock is not exclusive", "FAIL  release of a lost lease", "FAIL  unknown outcome: granted while every node was stopped"}},
+			want: []string{"FAIL  refusal: c2 was granted the key c1 holds: the lock is not exclusive", "FAIL  release of a lost lease", "FAIL  unknown outcome: granted while every server was stopped"}},
+		// A point announced twice in one request of one attempt: the
+		// driver would hold its client at the wrong moment.
+		{name: "point announced twice", args: []string{"sh", "-c", fakeReady +
+			`read req; p='{"op":"point","id":1,"point":"after-replies"}'; echo "$p"; read go; echo "$p"; read go; sleep 60`}, code: 1,
+			want: []string{"FAIL  acquire", "announced point after-replies 2 times in acquire #1, which makes 1 attempt(s)"}},
+		// A lock whose release does not report a lease already gone says
+		// so in its ready: the check cannot tell, and does not fail it.
+		{name: "release unreported", args: []string{"sh", "-c", `read hello; echo '{"op":"ready","name":"quiet","servers":["redis"],"deployments":["masters"],"unreported":["release"]}'; ` +
+			grantWith(900)}, code: 1,
+			want: []string{"ok    describe: claims redis, independent masters", "cannot tell release of a lost lease: c1 stopped",
+				"FAIL  refusal", "; 1 the lock does not report (cannot tell)"}},
 		// Both sides of the validity bound (the TTL, 1s, and a tenth for
 		// the drivers' clocks): a driver's own figure decides, not how
 		// long its reply waited to be read.
@@ -78,6 +92,49 @@ func TestDriverCheck(t *testing.T) {
 	}
 }
 
+// The built-in drivers of the locks people run conform, each on real
+// servers of the kind it claims (kazoo and Curator on a ZooKeeper
+// ensemble, Symfony and Laravel on redis-server nodes): one check each,
+// one after another (a ZooKeeper ensemble and three JVMs are a lot for
+// two cores).
+func TestBuiltinDriversCheck(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"kazoo", []string{"ok    describe: claims zookeeper; kazoo 2.", "on a 3-member ZooKeeper ensemble",
+			"ok    acquire: granted", "no validity_ms: the belief lasts until the release, token ", "ok    release: released; c2 took the key after it, token ",
+			"cannot tell release of a lost lease", "ok    unknown outcome: every server stopped: unknown after",
+			"every check passed (11); 1 the lock does not report (cannot tell)"}},
+		{"curator", []string{"ok    describe: claims zookeeper; curator 5.", ", zookeeper 3.", "ok    release: released; c2 took the key after it, token ",
+			"cannot tell release of a lost lease", "every check passed (11); 1 the lock does not report (cannot tell)"}},
+		{"symfony-redis", []string{"ok    describe: claims redis, one master with replicas; symfony/lock 5.", ", phpredis ",
+			"ok    points: reached [after-replies after-acquire before-release], as announced",
+			"cannot tell release of a lost lease", "every check passed (11); 1 the lock does not report (cannot tell)"}},
+		{"symfony-redlock", []string{"ok    describe: claims redis, independent masters; symfony/lock 5.", "on 3 redis-server nodes (independent masters)",
+			"cannot tell release of a lost lease", "every check passed (11); 1 the lock does not report (cannot tell)"}},
+		{"laravel", []string{"ok    describe: claims redis, one master with replicas; illuminate/cache ",
+			"ok    extend: the lock has no extension (its ready: unsupported extend)", "ok    release of a lost lease: c1 stopped",
+			"every check passed (12)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := e.runFor(5*time.Minute, "driver", "check", "--dir", t.TempDir(), tc.name)
+			if res.code != 0 {
+				t.Errorf("exit %d, want 0\n%s%s", res.code, res.stdout, res.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, res.stdout)
+				}
+			}
+			t.Logf("%s", res.stdout)
+			e.checkClean()
+		})
+	}
+}
+
 // grantWith is a shell driver that grants every request with the validity
 // given, in milliseconds.
 func grantWith(validityMS int) string {
@@ -92,7 +149,7 @@ func TestDriverCheckUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"driver"}, "driver wants a subcommand: check"},
-		{[]string{"driver", "check"}, "driver check wants the driver's command (or a built-in driver: redis-py)"},
+		{[]string{"driver", "check"}, "driver check wants the driver's command (or a built-in driver: redis-py, kazoo, curator, symfony-redis, symfony-redlock, laravel)"},
 		{[]string{"driver", "check", "--nodes", "0", "x"}, "--nodes 0: want a whole number from 1 to 9"},
 	} {
 		res := e.run(tc.args...)

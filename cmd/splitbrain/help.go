@@ -47,7 +47,7 @@ Flags:
 Examples:
   splitbrain run clock-jump                    Kleppmann's clock jump, a fresh seed
   splitbrain run clock-jump --seed 7           replay the run of seed 7 exactly
-  splitbrain run random-all-counter --seed 5   Jepsen's combined nemesis, against redlock, then redsync
+  splitbrain run random-all-counter --seed 5   Jepsen's combined nemesis: redlock, redsync, single, zookeeper
   splitbrain run random-all-counter --lock redsync --time 30s
   splitbrain run my-scenario.yaml --backend docker
   splitbrain run clock-jump --json             one JSON object; several plays: a JSON array of them
@@ -65,10 +65,12 @@ built-in) against every lock kind it fits — a cell per story and lock,
 n/a with the reason where the story cannot fit the lock — each cell --runs
 times on seeds derived from --seed, --parallel plays side by side, and
 writes the safety matrix: STORE/matrix.html and STORE/matrix.json, rows
-grouped by fault family, a column per lock, each cell k/N plays invalid
-with the lock's promise (P1) and the resource apart, a 95 % Wilson
+grouped by fault family, a column per lock, each cell k/N plays that broke
+the lock's promise (P1), the resource and liveness, a 95 % Wilson
 interval (in matrix.json) and a link to the first failing play's report.
-Prints the matrix as a table. --time changes only the scenarios with a
+Prints the matrix as a table, then each lock's promises (under how many
+rows it kept safety, the resource, deadlock freedom, fault tolerance, and
+which rows broke them) and its price in availability. --time changes only the scenarios with a
 generated workload. Ctrl-C stops every play in flight, heals and cleans up
 each, writes their reports and a matrix marked partial.
 
@@ -83,13 +85,22 @@ Flags:
                   than 94 % busy (one per core starts whatever the load),
                   so that a busy machine does not stretch the stories'
                   timing
+  --plan          print the plays the suite would make (place in the plan,
+                  run, story, lock, seed, backend, the command that plays
+                  it alone) and the n/a cells, and play none
+  --shard I/N     play only the I-th of N disjoint shares of the plays (I
+                  from 0): N workers given the same arguments and --seed
+                  play every play once; the share's runs go to
+                  STORE/shard-I-of-N, and splitbrain matrix STORE gathers
+                  them. --shard env reads I/N from $SPLITBRAIN_SHARD
 ` + runFlagsHelp + `
 Examples:
   splitbrain suite --store nightly                   the built-in suite and its matrix
   splitbrain suite --all --seed 5                    the same, reproducibly
   splitbrain suite random-pause-counter --runs 20    how often each lock breaks under pauses
   splitbrain suite clock-jump failover --lock redsync
-  splitbrain suite a.yaml b.yaml --json              matrix path and every cell as JSON
+  splitbrain suite a.yaml b.yaml --json              matrix path, every cell and each lock's summary as JSON
+  splitbrain suite --seed 5 --runs 3 --shard 1/4     the second of four shares (docs/fanout.md)
 
 Exit codes: 0 when every play met its expectation and no cell is flaky
 (a story that expects a verdict must be 0/N or N/N invalid; expect any
@@ -104,7 +115,8 @@ result.json under each DIR (run folders, or stores of them, perhaps made on
 several machines) is a play; its scenario, lock, seed, expectation and
 answers come from its result.json, its story's fault family and the locks
 it does not fit from the scenario.yaml beside it. Writes matrix.html and
-matrix.json into --out (default: the first DIR) and prints the matrix.
+matrix.json into --out (default: the first DIR) and prints the matrix and
+each lock's promises and price, as suite does.
 
 Flags:
   --out DIR   where matrix.html and matrix.json go (default: the first DIR)
@@ -157,7 +169,9 @@ var commandUsage = map[string]string{
 	"list":   listUsage,
 	"run":    runUsage,
 	"suite":  suiteUsage,
+	"sweep":  sweepUsage,
 	"matrix": matrixUsage,
+	"fanout": fanoutUsage,
 	"check":  checkUsage,
 	"shrink": shrinkUsage,
 	"doctor": doctorUsage,
@@ -183,7 +197,7 @@ func printHelp(w io.Writer, command string) error {
 	}
 	u, ok := commandUsage[command]
 	if !ok {
-		return &usageError{fmt.Sprintf("help %q: no such command; want list, run, suite, matrix, check, shrink, serve, doctor or driver", command)}
+		return &usageError{fmt.Sprintf("help %q: no such command; want list, run, suite, sweep, matrix, fanout, check, shrink, serve, doctor or driver", command)}
 	}
 	fmt.Fprint(w, u)
 	return nil

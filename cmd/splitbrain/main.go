@@ -51,7 +51,12 @@ Usage:
                                         run scenarios (default: every built-in), write
                                         the safety matrix (STORE/matrix.html); exit 0
                                         only if each verdict meets its expectation
+  splitbrain sweep STORY [flags]        play a story across the values of one parameter
+                                        and plot how often each lock broke (STORE/sweep-STORY.html)
   splitbrain matrix DIR... [--out DIR]  assemble the safety matrix from run folders alone
+  splitbrain fanout swarm|kubernetes|gather|image [SCENARIOS...|--all] [flags]
+                                        play a suite in N tasks on a Docker swarm or a
+                                        Kubernetes Indexed Job (docs/fanout.md)
   splitbrain check RUN_DIR [--json]     re-check a stored run (also one cut short by a crash)
   splitbrain shrink RUN_DIR [--budget 5m]
                                         shrink an invalid run of a generated workload to
@@ -117,6 +122,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdRun(args[1:], stdout, stderr)
 	case "suite":
 		code, err = cmdSuite(args[1:], stdout, stderr)
+	case "sweep":
+		code, err = cmdSweep(args[1:], stdout, stderr)
 	case "check":
 		code, err = cmdCheck(args[1:], stdout, stderr)
 	case "shrink":
@@ -124,6 +131,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		code, err = cmdShrink(args[1:], stdout, stderr)
 	case "matrix":
 		code, err = cmdMatrix(args[1:], stdout)
+	case "fanout":
+		code, err = cmdFanout(args[1:], stdout, stderr)
 	case "doctor":
 		code, err = cmdDoctor(args[1:], stdout)
 	case "serve":
@@ -137,7 +146,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		err = printHelp(stdout, strings.Join(args[1:], ""))
 	default:
-		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, matrix, check, shrink, serve, doctor or driver", args[0])}
+		err = &usageError{fmt.Sprintf("unknown command %q; want list, run, suite, sweep, matrix, fanout, check, shrink, serve, doctor or driver", args[0])}
 	}
 	var ue *usageError
 	switch {
@@ -198,11 +207,17 @@ type runFlags struct {
 	backend   string
 	json      bool
 	all       bool
-	runs      int           // suite: plays per cell
-	parallel  int           // suite: plays side by side
+	runs      int           // suite, sweep: plays per cell
+	parallel  int           // suite, sweep: plays side by side
+	plan      bool          // suite: print the plays, play none
+	shard     string        // suite: play one share (I/N, or env)
+	param     string        // sweep: the parameter swept
+	values    string        // sweep: its values, comma-separated
 	shrink    bool          // run: shrink an invalid play
 	budget    time.Duration // run --shrink: the shrink's budget
 	overrides spec.Overrides
+	// lockDrivers are --lock-driver's values: the user's lock drivers.
+	lockDrivers lockDriverFlag
 	// set are the override flags given, in order, for the rerun command.
 	set []string
 }
@@ -220,20 +235,30 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 	fs.BoolVar(&f.json, "json", false, "no value (or =true, =false)")
 	if name == "suite" {
 		fs.BoolVar(&f.all, "all", false, "no value (or =true, =false)")
+		fs.BoolVar(&f.plan, "plan", false, "no value (or =true, =false)")
+		fs.StringVar(&f.shard, "shard", "", "I/N, the I-th of N shares from 0 (such as 0/4), or env for $"+suite.ShardEnv+"'s")
+	}
+	if name == "suite" || name == "sweep" {
 		fs.IntVar(&f.runs, "runs", 1, "a whole number from 1 to 1000")
 		fs.IntVar(&f.parallel, "parallel", suite.DefaultParallel(), "a whole number from 1 to 64")
+	}
+	if name == "sweep" {
+		fs.StringVar(&f.param, "param", "", "a parameter such as rate, ttl or cpu")
+		fs.StringVar(&f.values, "values", "", "values separated by commas, such as +0.5%,+1%,+2%")
 	}
 	if name == "run" {
 		fs.BoolVar(&f.shrink, "shrink", false, "no value (or =true, =false)")
 		fs.DurationVar(&f.budget, "budget", 5*time.Minute, "a duration such as 5m (0: no bound)")
 	}
-	fs.StringVar(&f.overrides.Lock, "lock", "", "one of "+strings.Join(locks.Matrix(), ", "))
+	fs.StringVar(&f.overrides.Lock, "lock", "", "one of "+strings.Join(locks.Matrix(), ", ")+", or a --lock-driver's name")
+	fs.Var(&f.lockDrivers, "lock-driver", "NAME=COMMAND, a lock driver of yours (docs/driver-protocol.md)")
 	fs.IntVar(&f.overrides.Clients, "clients", 0, fmt.Sprintf("a whole number from 1 to %d", spec.MaxClients))
 	fs.DurationVar(&f.overrides.Duration, "time", 0, "a duration such as 10s or 1m30s")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return f, nil, 0, err
 	}
+	f.overrides.Drivers = f.lockDrivers.names()
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) {
 		given[fl.Name] = true
@@ -274,15 +299,24 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
-	if err := sc.Override(f.overrides); err != nil {
-		return exitUsage, &usageError{err.Error()}
-	}
 	if err := checkStore(f.store, sc.Name); err != nil {
 		return exitUsage, err
 	}
 	ctx, stdout, stderr, stop := stopContext(stdout, stderr)
 	defer stop()
+	progress := stdout
+	if f.json {
+		progress = stderr
+	}
+	if err := withDrivers(ctx, []*spec.Scenario{sc}, f, progress, true); err != nil {
+		return exitUsage, err
+	}
 	plays := sc.Plays()
+	for _, play := range plays {
+		if err := refuseUnfit(play); err != nil {
+			return exitUsage, err
+		}
+	}
 	var rows []runSummary
 	var codes []int
 	for i, play := range plays {
@@ -306,7 +340,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		default:
 			codes = append(codes, out.Result.Verdict.ExitCode())
 		}
-		rows = append(rows, summarize(play, seed, out))
+		row := summarize(play, seed, out)
+		if err != nil {
+			row.Error = err.Error()
+		}
+		rows = append(rows, row)
 		if f.shrink {
 			shrinkPlay(ctx, out, play, f, stdout, stderr)
 		}
@@ -369,10 +407,28 @@ func runOne(ctx context.Context, sc *spec.Scenario, seed int64, f runFlags, mult
 		fmt.Fprintf(stderr, "splitbrain: %v\n", err)
 	}
 	if out != nil && !f.json {
-		printVerdict(stdout, sc, out)
-		fmt.Fprintf(stdout, "report: %s\n", filepath.Join(out.Dir, "report.html"))
+		if err != nil && out.Result.Verdict != checker.Invalid {
+			// A run whose record could not be written (a full disk), or
+			// whose cluster failed, has no verdict to show: what its
+			// history would judge is not what the store holds.
+			fmt.Fprintf(stdout, "verdict: none, the run FAILED (exit 255): %s\n", firstLineOf(err))
+		} else {
+			printVerdict(stdout, sc, out)
+		}
+		report := filepath.Join(out.Dir, "report.html")
+		if _, serr := os.Stat(report); serr != nil {
+			fmt.Fprintf(stdout, "no report: %s was not written\n", report)
+		} else {
+			fmt.Fprintf(stdout, "report: %s\n", report)
+		}
 	}
 	return out, err
+}
+
+// firstLineOf is err's first line.
+func firstLineOf(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }
 
 type runSummary struct {
@@ -385,11 +441,14 @@ type runSummary struct {
 	Expect     string          `json:"expect"`
 	AsExpected bool            `json:"as_expected"`
 	Reason     string          `json:"reason"`
+	// Error is why the run failed (exit 255): its verdict, if any, is
+	// not one to go by.
+	Error string `json:"error,omitempty"`
 }
 
 func summarize(sc *spec.Scenario, seed int64, out *runner.Outcome) runSummary {
 	return runSummary{sc.Name, sc.Lock.Kind, seed, out.Dir, filepath.Join(out.Dir, "report.html"),
-		out.Result.Verdict, string(sc.Expect), out.AsExpected, out.Result.Reason}
+		out.Result.Verdict, string(sc.Expect), out.AsExpected, out.Result.Reason, ""}
 }
 
 func writeJSON(w io.Writer, v any) {
@@ -411,6 +470,28 @@ func printVerdict(w io.Writer, sc *spec.Scenario, out *runner.Outcome) {
 	for _, v := range res.Violations {
 		fmt.Fprintf(w, "  %s\n", v.Text)
 	}
+	if line := livenessLine(res); line != "" {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+}
+
+// livenessLine says a play's liveness verdicts and availability in one
+// line: "liveness: deadlock freedom valid, fault tolerance unknown; 33 of
+// 220 attempts granted, longest wait 1.25s (bound 0.70s)".
+func livenessLine(res checker.Result) string {
+	l, a := res.Liveness, res.Availability
+	if l == nil || a == nil {
+		return ""
+	}
+	line := fmt.Sprintf("liveness: deadlock freedom %s, fault tolerance %s; %d of %d attempts granted",
+		l.DeadlockFreedom.Verdict, l.FaultTolerance.Verdict, a.Granted, a.Attempts)
+	if a.Longest != nil {
+		line += ", longest wait " + checker.Seconds(a.Longest.Length())
+		if a.Bound > 0 {
+			line += " (bound " + checker.Seconds(a.Bound) + ")"
+		}
+	}
+	return line
 }
 
 func rerunCommand(sc *spec.Scenario, seed int64, f runFlags, multi bool) string {
@@ -420,6 +501,9 @@ func rerunCommand(sc *spec.Scenario, seed int64, f runFlags, multi bool) string 
 	}
 	parts := []string{"splitbrain", "run", name, "--seed", strconv.FormatInt(seed, 10)}
 	parts = append(parts, f.set...)
+	for _, d := range f.lockDrivers {
+		parts = append(parts, "--lock-driver", d)
+	}
 	if multi && f.overrides.Lock == "" {
 		// This play alone, not every lock the scenario lists.
 		parts = append(parts, "--lock", sc.Lock.Kind)
@@ -434,7 +518,8 @@ func rerunCommand(sc *spec.Scenario, seed int64, f runFlags, multi bool) string 
 }
 
 // backendReady fails before anything of a run is made when the backend
-// cannot work here: for docker, when no engine answers.
+// cannot work here: for docker, when no engine answers or the harness is
+// in its private network; for local, when it is not (localNetworkReady).
 func backendReady(ctx context.Context, backend string) error {
 	// Both backends need it: the local one runs it, the Docker one builds
 	// its image from it (and the storage node runs locally).
@@ -442,7 +527,10 @@ func backendReady(ctx context.Context, backend string) error {
 		return cluster.ErrNoRedisServer
 	}
 	if backend != spec.BackendDocker {
-		return nil
+		return localNetworkReady()
+	}
+	if err := dockerNetworkReady(); err != nil {
+		return err
 	}
 	eng, err := docker.Connect(ctx)
 	if err != nil {

@@ -57,6 +57,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building splitbrain: %v\n", err)
 		return 1
 	}
+	defer removeSeed()
 	return m.Run()
 }
 
@@ -64,10 +65,23 @@ func testMain(m *testing.M) int {
 type env struct {
 	t     testing.TB
 	cache string // XDG_CACHE_HOME of every child
-	work  string // the children's working directory
+	// seeded is what seedEnvCache put into cache/splitbrain, by name.
+	seeded map[string]os.FileInfo
+	work   string   // the children's working directory
+	vars   []string // more of the children's environment
 }
 
 func newEnv(t testing.TB) *env {
+	t.Helper()
+	e := newBareEnv(t)
+	e.seeded = seedEnvCache(t, filepath.Join(e.cache, "splitbrain"))
+	t.Cleanup(func() { adoptEnvCache(filepath.Join(e.cache, "splitbrain")) })
+	return e
+}
+
+// newBareEnv is newEnv with an empty cache: for a test of what a cache
+// without the shim makes the binary do or say.
+func newBareEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, cache: t.TempDir(), work: t.TempDir()}
 	// Whatever happens, leave nothing running that this test started.
@@ -89,7 +103,7 @@ func (e *env) command(ctx context.Context, args ...string) *exec.Cmd {
 			vars = append(vars, kv)
 		}
 	}
-	cmd.Env = append(vars, "XDG_CACHE_HOME="+e.cache)
+	cmd.Env = append(append(vars, "XDG_CACHE_HOME="+e.cache), e.vars...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own group, as a job under a shell: a signal to the group is
 		// what a Ctrl-C in the terminal does.
@@ -318,7 +332,8 @@ func TestRunJSON(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	store := filepath.Join(t.TempDir(), "runs")
-	res := e.run("run", "clock-jump", "--json", "--seed", "11", "--store", store)
+	// One lock, one play: the family plays one lock of each deployment.
+	res := e.run("run", "clock-jump", "--lock", "redlock", "--json", "--seed", "11", "--store", store)
 	if res.code != 1 {
 		t.Errorf("exit code %d, want 1", res.code)
 	}
@@ -427,7 +442,7 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 		want []string
 	}{
 		{"no command", nil, []string{"Usage:", "splitbrain run SCENARIO"}},
-		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "list, run, suite, matrix, check, shrink, serve, doctor or driver", "splitbrain help"}},
+		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "list, run, suite, sweep, matrix, fanout, check, shrink, serve, doctor or driver", "splitbrain help"}},
 		{"run without scenario", []string{"run"}, []string{"run takes one scenario", "built-ins:", "clock-jump", "clock-jump-control"}},
 		{"run with two scenarios", []string{"run", "clock-jump", "clock-jump-control"}, []string{"run takes one scenario", "got 2"}},
 		{"unknown scenario", []string{"run", "no-such-scenario"},
@@ -436,7 +451,7 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 		{"seed without value", []string{"run", "clock-jump", "--seed"}, []string{"seed", "--seed wants a whole number"}},
 		{"unknown backend", []string{"run", "clock-jump", "--backend", "kubernetes"}, []string{`--backend "kubernetes"`, "want one of local, docker"}},
 		{"empty store", []string{"run", "clock-jump", "--store", ""}, []string{"--store is empty"}},
-		{"unknown flag", []string{"run", "clock-jump", "--sede", "3"}, []string{"-sede", "flags of run: --backend, --budget, --clients, --json, --lock, --seed, --shrink, --store, --time"}},
+		{"unknown flag", []string{"run", "clock-jump", "--sede", "3"}, []string{"-sede", "flags of run: --backend, --budget, --clients, --json, --lock, --lock-driver, --seed, --shrink, --store, --time"}},
 		{"scenario file with bad values", []string{"run", badValues},
 			[]string{badValues + ":6: lock.ttl", `"fast" is not valid`, badValues + ":10: steps[0].acquire.client", `unknown client "c9"`}},
 		{"scenario file with an unknown field", []string{"run", unknownField},
@@ -451,8 +466,8 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 		{"suite with a bad file", []string{"suite", "clock-jump", unknownField}, []string{unknownField + ":5: colour"}},
 		{"unknown lock", []string{"run", "clock-jump", "--lock", "chubby"}, []string{`--lock "chubby"`, "redlock, single, naive, fenced-simple, fenced-two-round, redsync"}},
 		// (A suite plays it as an n/a cell: see TestSuiteWritesTheMatrix.)
-		{"lock without tokens on a fenced scenario", []string{"run", "pause-critical-section-fenced", "--lock", "redlock"},
-			[]string{"pause-critical-section-fenced", "--lock redlock", "needs a lock with tokens"}},
+		{"lock without tokens on a fenced scenario", []string{"run", unfencedInList, "--lock", "redlock"},
+			[]string{"unfenced-in-list", "--lock redlock", "needs a lock with tokens"}},
 		{"empty lock list", []string{"run", emptyList}, []string{emptyList + ":4: lock.kind: empty list", "redlock, single, naive"}},
 		{"unknown lock in a list", []string{"suite", unknownInList}, []string{unknownInList + `:4: lock.kind[1]: "chubby" is not valid`, "fenced-two-round, redsync"}},
 		{"lock listed twice", []string{"run", twiceInList}, []string{twiceInList + ":4: lock.kind[2]: redsync is listed twice"}},
@@ -491,7 +506,7 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 			}
 		})
 	}
-	if entries, _ := os.ReadDir(filepath.Join(e.cache, "splitbrain")); len(entries) > 0 {
+	if entries := e.cacheTouched(); len(entries) > 0 {
 		t.Errorf("bad arguments touched the cache: %v", entries)
 	}
 }

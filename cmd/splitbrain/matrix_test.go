@@ -122,6 +122,22 @@ func TestSuiteRunsReplayAloneAndMatrixFromFolders(t *testing.T) {
 	if !strings.Contains(mres.stdout, "3 run folders") {
 		t.Errorf("matrix does not count the folders")
 	}
+	// Each lock's promises and price, as suite prints them and matrix.html
+	// shows them on top: redlock's line counts the one row it played.
+	for _, sum := range back.Summary() {
+		if sum.Played == 0 {
+			if !strings.Contains(mres.stdout, "  nothing played against ") || !strings.Contains(mres.stdout, sum.Lock+",") && !strings.Contains(mres.stdout, sum.Lock+"\n") {
+				t.Errorf("matrix does not list %s as played against nothing:\n%s", sum.Lock, mres.stdout)
+			}
+			continue
+		}
+		if !strings.Contains(mres.stdout, "  "+sum.String()+"\n") {
+			t.Errorf("matrix does not print %s's summary %q:\n%s", sum.Lock, sum.String(), mres.stdout)
+		}
+		if sum.Lock == "redlock" && (sum.Played != 1 || sum.Safety.Rows != 1) {
+			t.Errorf("redlock's summary %+v, want the one row it played", sum)
+		}
+	}
 	e.checkClean()
 }
 
@@ -176,8 +192,8 @@ func TestInterruptParallelSuite(t *testing.T) {
 			}
 		}
 	}
-	if len(folders) == 0 || len(folders) != plays || plays >= (6+5)*3 {
-		t.Errorf("%d run folders, %d plays in the matrix; want every started play, and not all 33", len(folders), plays)
+	if len(folders) == 0 || len(folders) != plays || plays >= (13+16)*3 {
+		t.Errorf("%d run folders, %d plays in the matrix; want every started play, and not all 87", len(folders), plays)
 	}
 	for _, f := range folders {
 		for _, name := range []string{runstore.ResultFile, runstore.ReportFile} {

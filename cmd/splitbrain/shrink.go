@@ -81,17 +81,7 @@ type shrinkFlags struct {
 }
 
 func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
-	var f shrinkFlags
-	fs := flag.NewFlagSet("shrink", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.DurationVar(&f.budget, "budget", 5*time.Minute, "a duration such as 5m (0: no bound)")
-	fs.IntVar(&f.replays, "replays", 3, "a whole number from 1 to 100")
-	fs.IntVar(&f.confirm, "confirm", 10, "a whole number from 1 to 1000")
-	fs.Float64Var(&f.minRate, "min-rate", 0.9, "a share such as 0.9, more than 0 and at most 1")
-	fs.IntVar(&f.parallel, "parallel", defaultShrinkParallel(), "a whole number from 1 to 64")
-	fs.StringVar(&f.backend, "backend", "", "local or docker")
-	fs.BoolVar(&f.json, "json", false, "no value (or =true, =false)")
-	pos, err := parseInterleaved(fs, args)
+	f, pos, err := parseShrinkFlags(args)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -117,6 +107,23 @@ func cmdShrink(args []string, stdout, stderr io.Writer) (int, error) {
 		printShrink(stdout, res)
 	}
 	return code, nil
+}
+
+// parseShrinkFlags parses shrink's flags and returns the positional
+// arguments.
+func parseShrinkFlags(args []string) (shrinkFlags, []string, error) {
+	var f shrinkFlags
+	fs := flag.NewFlagSet("shrink", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.DurationVar(&f.budget, "budget", 5*time.Minute, "a duration such as 5m (0: no bound)")
+	fs.IntVar(&f.replays, "replays", 3, "a whole number from 1 to 100")
+	fs.IntVar(&f.confirm, "confirm", 10, "a whole number from 1 to 1000")
+	fs.Float64Var(&f.minRate, "min-rate", 0.9, "a share such as 0.9, more than 0 and at most 1")
+	fs.IntVar(&f.parallel, "parallel", defaultShrinkParallel(), "a whole number from 1 to 64")
+	fs.StringVar(&f.backend, "backend", "", "local or docker")
+	fs.BoolVar(&f.json, "json", false, "no value (or =true, =false)")
+	pos, err := parseInterleaved(fs, args)
+	return f, pos, err
 }
 
 func (f shrinkFlags) check() error {

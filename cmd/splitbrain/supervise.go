@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"syscall"
 	"time"
+
+	"splitbrain/internal/netns"
 )
 
 // The harness runs as two processes: a supervisor, the one started, and
@@ -47,6 +49,7 @@ func becomeWorker() bool {
 		return false
 	}
 	os.Unsetenv(workerEnv)
+	enterNetwork()
 	// Before any exec: a redis-server holding the pipe open would keep
 	// the supervisor waiting for its end.
 	syscall.CloseOnExec(crashFD)
@@ -67,18 +70,24 @@ func supervise(args []string) (code int, ok bool) {
 		return 0, false
 	}
 	defer r.Close()
-	cmd := exec.Command(selfPath(), args...)
-	cmd.Args[0] = os.Args[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{w} // fd 3 = crashFD
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", workerEnv, crashFD))
-	// Killed outright (SIGKILL), the supervisor takes the worker along,
-	// as a killed harness always did: Pdeathsig follows the thread that
-	// started the worker, so this goroutine keeps its thread.
+	worker := func(net string, isolate bool) *exec.Cmd {
+		cmd := exec.Command(selfPath(), args...)
+		cmd.Args[0] = os.Args[0]
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		cmd.ExtraFiles = []*os.File{w} // fd 3 = crashFD
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", workerEnv, crashFD), networkEnv+"="+net)
+		// Killed outright (SIGKILL), the supervisor takes the worker
+		// along, as a killed harness always did.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if isolate {
+			netns.Isolate(cmd.SysProcAttr)
+		}
+		return cmd
+	}
+	// Pdeathsig follows the thread that started the worker, so this
+	// goroutine keeps its thread.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-
 	// The worker handles the signals; the supervisor must not die of
 	// them. A terminal's signals reach both (one process group); one sent
 	// to the supervisor alone (kill PID, timeout) is passed on. SIGPIPE
@@ -86,9 +95,25 @@ func supervise(args []string) (code int, ok bool) {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
-		w.Close()
-		return 0, false
+	var cmd *exec.Cmd
+	switch {
+	case os.Getenv(ownNetworkEnv) == "1":
+		cmd = worker(netOwn, false)
+	case wantsPrivateNetwork(args):
+		cmd = worker(netPrivate, true)
+		if err := cmd.Start(); err != nil {
+			// The worker says so, and refuses the local backend, unless
+			// told to run on the shared loopback.
+			cmd = worker(netShared+": "+netns.Explain(err), false)
+		}
+	default:
+		cmd = worker(netShared+": this command plays on the Docker backend", false)
+	}
+	if cmd.Process == nil {
+		if err := cmd.Start(); err != nil {
+			w.Close()
+			return 0, false
+		}
 	}
 	w.Close()
 	crash := make(chan []byte, 1)

@@ -17,8 +17,9 @@ import (
 	"splitbrain/history"
 )
 
-// Mutex describes a history of Clients contending for one lock: each client
-// loops over acquire (granted when the key is free, refused otherwise, and
+// Mutex describes a history of Clients contending for Keys locks: each
+// client loops over acquire of a key drawn at random, as the workload
+// draws it (granted when the key is free, refused otherwise, and
 // now and then of unknown outcome), a hold in which it may extend its lease
 // (extends too can fail or be unknown), and a release. A client whose
 // operation had an unknown outcome continues under a new process id
@@ -26,16 +27,32 @@ import (
 // Ops counts operations (an invoke and its completion, as in Jepsen).
 type Mutex struct {
 	Clients int
-	Ops     int
-	Seed    uint64
+	// Keys is the number of locks; 0 or 1 is one, named Key, and more
+	// are named Key-1 … Key-N, as a scenario's workload.keys names them.
+	Keys int
+	Ops  int
+	Seed uint64
 	// ViolateAt > 0 grants the first acquire completing after operation
 	// ViolateAt while another client holds the lock: one overlap of two
 	// beliefs, which the checker must find.
 	ViolateAt int
 }
 
-// Key is the lock the generated clients contend for.
+// Key is the lock the generated clients contend for (the prefix of the
+// keys' names when there are several).
 const Key = "lock"
+
+// KeyNames names the keys of a history of Keys locks.
+func (m Mutex) KeyNames() []string {
+	if m.Keys <= 1 {
+		return []string{Key}
+	}
+	out := make([]string, m.Keys)
+	for i := range out {
+		out[i] = Key + "-" + strconv.Itoa(i+1)
+	}
+	return out
+}
 
 // TTL is the lease time of the generated acquires and extends.
 const TTL = 200 * ms
@@ -63,6 +80,7 @@ type client struct {
 	restart int
 	next    int64 // when the client acts next
 	idx     int
+	key     string // the key of the acquire in flight or the hold
 
 	// state
 	pending  history.Func // the operation in flight, "" when none
@@ -116,7 +134,8 @@ type gen struct {
 	err   error
 	buf   []byte
 
-	holders  map[string]int64 // value → deadline of every lease the lock granted and nobody released
+	keys     []string
+	holders  map[string]lease // value → every lease the lock granted and nobody released
 	faultID  int
 	faultEnd int64 // when the open cut heals; 0 when none is open
 	injected bool
@@ -140,10 +159,15 @@ func (g *gen) emit(e history.Event) {
 	}
 }
 
-// held reports whether a lease other than value is valid at t.
-func (g *gen) held(t int64) bool {
-	for _, d := range g.holders {
-		if d > t {
+type lease struct {
+	key      string
+	deadline int64
+}
+
+// held reports whether a lease on key is valid at t.
+func (g *gen) held(key string, t int64) bool {
+	for _, l := range g.holders {
+		if l.key == key && l.deadline > t {
 			return true
 		}
 	}
@@ -162,7 +186,8 @@ func (g *gen) fault(at int64, phase string) {
 }
 
 func (g *gen) run() {
-	g.holders = map[string]int64{}
+	g.holders = map[string]lease{}
+	g.keys = g.m.KeyNames()
 	var h clients
 	for i := range g.m.Clients {
 		name := "c" + strconv.Itoa(i+1)
@@ -185,19 +210,25 @@ func (g *gen) run() {
 		switch {
 		case c.pending == "" && !c.holding:
 			c.pending, c.invoked = history.Acquire, now
-			g.emit(history.Event{Process: c.process, Type: history.Invoke, F: history.Acquire, Key: Key, Time: now, TTL: TTL})
+			c.key = g.keys[0]
+			if len(g.keys) > 1 {
+				// One key draws nothing: its histories stay those of
+				// the one-lock generator, byte for byte.
+				c.key = g.keys[g.r.IntN(len(g.keys))]
+			}
+			g.emit(history.Event{Process: c.process, Type: history.Invoke, F: history.Acquire, Key: c.key, Time: now, TTL: TTL})
 			c.next = now + ms + g.r.Int64N(2*ms)
 		case c.pending == history.Acquire:
 			ops++
 			acquires++
-			inject := !g.injected && g.m.ViolateAt > 0 && ops >= g.m.ViolateAt && g.held(now)
+			inject := !g.injected && g.m.ViolateAt > 0 && ops >= g.m.ViolateAt && g.held(c.key, now)
 			switch {
 			case !inject && g.r.IntN(1000) < unknownPerMille:
-				g.emit(history.Event{Process: c.process, Type: history.Info, F: history.Acquire, Key: Key, Time: now,
+				g.emit(history.Event{Process: c.process, Type: history.Info, F: history.Acquire, Key: c.key, Time: now,
 					Err: "context deadline exceeded: no reply from 3 of 5 nodes"})
 				g.restart(c)
 				c.next = now + 5*ms + g.r.Int64N(20*ms)
-			case inject || !g.held(c.invoked) && !g.held(now):
+			case inject || !g.held(c.key, c.invoked) && !g.held(c.key, now):
 				g.injected = g.injected || inject
 				c.value = c.name + "-" + strconv.Itoa(acquires)
 				c.deadline = c.invoked + TTL - drift
@@ -205,13 +236,13 @@ func (g *gen) run() {
 				if g.r.IntN(1000) < extendPerMille {
 					c.extends = 1 + g.r.IntN(3)
 				}
-				g.holders[c.value] = c.deadline
+				g.holders[c.value] = lease{c.key, c.deadline}
 				d := c.deadline
-				g.emit(history.Event{Process: c.process, Type: history.OK, F: history.Acquire, Key: Key, Time: now,
+				g.emit(history.Event{Process: c.process, Type: history.OK, F: history.Acquire, Key: c.key, Time: now,
 					Value: history.MustValue(c.value), Deadline: &d, Nodes: Nodes[:3+g.r.IntN(3)]})
 				c.next = now + 5*ms + g.r.Int64N(40*ms)
 			default:
-				g.emit(history.Event{Process: c.process, Type: history.Fail, F: history.Acquire, Key: Key, Time: now,
+				g.emit(history.Event{Process: c.process, Type: history.Fail, F: history.Acquire, Key: c.key, Time: now,
 					Err: "not acquired: quorum not reached"})
 				c.next = now + 5*ms + g.r.Int64N(20*ms)
 			}
@@ -219,7 +250,7 @@ func (g *gen) run() {
 		case c.holding && c.pending == "" && c.extends > 0:
 			c.extends--
 			c.pending, c.invoked = history.Extend, now
-			g.emit(history.Event{Process: c.process, Type: history.Invoke, F: history.Extend, Key: Key, Time: now,
+			g.emit(history.Event{Process: c.process, Type: history.Invoke, F: history.Extend, Key: c.key, Time: now,
 				Value: history.MustValue(c.value), TTL: TTL})
 			c.next = now + ms + g.r.Int64N(2*ms)
 		case c.pending == history.Extend:
@@ -228,17 +259,17 @@ func (g *gen) run() {
 			case g.r.IntN(1000) < unknownPerMille:
 				// The client keeps relying on its lease until the old
 				// deadline, under a new process id.
-				g.emit(history.Event{Process: c.process, Type: history.Info, F: history.Extend, Key: Key, Time: now,
+				g.emit(history.Event{Process: c.process, Type: history.Info, F: history.Extend, Key: c.key, Time: now,
 					Value: history.MustValue(c.value), Err: "i/o timeout"})
 				g.restart(c)
 			case now < c.deadline:
 				c.deadline = c.invoked + TTL - drift
-				g.holders[c.value] = c.deadline
+				g.holders[c.value] = lease{c.key, c.deadline}
 				d := c.deadline
-				g.emit(history.Event{Process: c.process, Type: history.OK, F: history.Extend, Key: Key, Time: now,
+				g.emit(history.Event{Process: c.process, Type: history.OK, F: history.Extend, Key: c.key, Time: now,
 					Value: history.MustValue(c.value), Deadline: &d, Nodes: Nodes[:3]})
 			default:
-				g.emit(history.Event{Process: c.process, Type: history.Fail, F: history.Extend, Key: Key, Time: now,
+				g.emit(history.Event{Process: c.process, Type: history.Fail, F: history.Extend, Key: c.key, Time: now,
 					Value: history.MustValue(c.value), Err: "not extended: the lease was lost"})
 			}
 			c.pending = ""
@@ -246,7 +277,7 @@ func (g *gen) run() {
 		case c.holding && c.pending == "":
 			c.pending = history.Release
 			delete(g.holders, c.value)
-			g.emit(history.Event{Process: c.process, Type: history.Invoke, F: history.Release, Key: Key, Time: now,
+			g.emit(history.Event{Process: c.process, Type: history.Invoke, F: history.Release, Key: c.key, Time: now,
 				Value: history.MustValue(c.value)})
 			c.next = now + ms/2 + g.r.Int64N(ms)
 		case c.pending == history.Release:
@@ -255,7 +286,7 @@ func (g *gen) run() {
 			if now > c.deadline {
 				typ, msg = history.Fail, "not released: the lease was lost"
 			}
-			g.emit(history.Event{Process: c.process, Type: typ, F: history.Release, Key: Key, Time: now,
+			g.emit(history.Event{Process: c.process, Type: typ, F: history.Release, Key: c.key, Time: now,
 				Value: history.MustValue(c.value), Err: msg})
 			c.pending, c.holding = "", false
 			c.next = now + g.r.Int64N(2*ms)

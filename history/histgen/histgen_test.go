@@ -30,6 +30,8 @@ func TestMutex(t *testing.T) {
 	}{
 		{"valid", histgen.Mutex{Clients: 8, Ops: 50_000, Seed: 7}, checker.Valid, 0},
 		{"violation", histgen.Mutex{Clients: 8, Ops: 50_000, Seed: 7, ViolateAt: 47_500}, checker.Invalid, 1},
+		{"4 keys, 32 clients", histgen.Mutex{Clients: 32, Keys: 4, Ops: 50_000, Seed: 7}, checker.Valid, 0},
+		{"16 keys, violation", histgen.Mutex{Clients: 8, Keys: 16, Ops: 50_000, Seed: 7, ViolateAt: 47_500}, checker.Invalid, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := gen(tc.m)
@@ -44,7 +46,11 @@ func TestMutex(t *testing.T) {
 				t.Errorf("unfinished: %s", u)
 			}
 			seen := map[string]int{}
+			keys := map[string]bool{}
 			for _, e := range events {
+				if e.Key != "" {
+					keys[e.Key] = true
+				}
 				switch {
 				case e.Type == history.Info && e.F == history.Acquire:
 					seen["unknown acquire"]++
@@ -61,6 +67,15 @@ func TestMutex(t *testing.T) {
 			for _, k := range []string{"unknown acquire", "unknown extend", "extend", "fault", "continuation"} {
 				if seen[k] == 0 {
 					t.Errorf("no %s in %d events", k, len(events))
+				}
+			}
+			want := tc.m.KeyNames()
+			if len(keys) != len(want) {
+				t.Errorf("%d keys in the history, want %d (%v)", len(keys), len(want), want)
+			}
+			for _, k := range want {
+				if !keys[k] {
+					t.Errorf("no operation on key %q", k)
 				}
 			}
 			res := checker.Check(events)

@@ -81,3 +81,9 @@ func Cut(id int, phase, client string, nodes ...string) history.Fault {
 func ClockJump(id int, phase, node string, offset time.Duration) history.Fault {
 	return history.Fault{ID: id, Kind: "clock-jump", Phase: phase, Nodes: []string{node}, Offset: int64(offset)}
 }
+
+// Setup appends the harness's account of the lock under test at time at.
+func (b *Builder) Setup(at float64, s history.LockSetup) *Builder {
+	return b.Add(history.ProcessHarness, history.Info, history.Setup, "", at,
+		func(e *history.Event) { e.Value = history.MustValue(s) })
+}

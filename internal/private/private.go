@@ -7,11 +7,14 @@
 package private
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -149,4 +152,123 @@ func LsMode(m fs.FileMode) string {
 		b[9] = map[byte]byte{'x': 't', '-': 'T'}[b[9]]
 	}
 	return string(b)
+}
+
+// maxLinks bounds the links CheckAbove follows, as the kernel's 40.
+const maxLinks = 40
+
+// CheckAbove says why a folder above path (its parent, and every folder
+// up to the root) could be changed by another user, who could then swap
+// path, or a folder on the way to it, for a link of their own at any time
+// after path itself was checked: an *Error naming the folder. A folder
+// above is safe when it is this user's or root's and no other user may
+// write in it, or when it is sticky (/tmp: others may add entries but not
+// rename or remove this user's). A link on the way must be this user's or
+// root's; it is followed and where it points checked the same way. The
+// folders above that do not exist yet are not checked: they are this
+// user's to make, in a folder checked.
+func CheckAbove(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	links := 0
+	_, err = checkChain(filepath.Dir(abs), &links)
+	return err
+}
+
+// checkChain checks the folder dir and every one above it, following
+// trusted links, and returns where dir really is.
+func checkChain(dir string, links *int) (string, error) {
+	cur := "/"
+	if err := checkAbove(cur); err != nil {
+		return "", err
+	}
+	for _, name := range strings.Split(strings.TrimPrefix(filepath.Clean(dir), "/"), "/") {
+		if name == "" {
+			continue
+		}
+		next := filepath.Join(cur, name)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			// The rest is to be made, by this user.
+			return cur, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if uid, _ := owner(fi); !trusted(uid) {
+				return "", &Error{Path: next, Problem: LinkOfOther, UID: uid}
+			}
+			if *links++; *links > maxLinks {
+				return "", &Error{Path: next, Problem: Link}
+			}
+			target, err := os.Readlink(next)
+			if err != nil {
+				return "", err
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(cur, target)
+			}
+			if cur, err = checkChain(target, links); err != nil {
+				return "", err
+			}
+			continue
+		}
+		if err := checkAbove(next); err != nil {
+			return "", err
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// checkAbove checks one folder above the one that matters.
+func checkAbove(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &Error{Path: dir, Problem: NotFolder}
+	}
+	uid, gid := owner(fi)
+	if !trusted(uid) {
+		return &Error{Path: dir, Problem: Owner, UID: uid, GID: gid}
+	}
+	if fi.Mode()&fs.ModeSticky != 0 {
+		return nil
+	}
+	if perm := fi.Mode().Perm(); perm&0o002 != 0 || perm&0o020 != 0 && !ownGroup(gid) {
+		return &Error{Path: dir, Problem: Writable, UID: uid, GID: gid, Mode: fi.Mode()}
+	}
+	return nil
+}
+
+// Append opens the file at path for appending, making it if need be, and
+// never through a symbolic link: a link there (planted, or swapped in for
+// the file) is refused with ELOOP, not written through.
+func Append(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
+	return f, linkRefused(path, err)
+}
+
+// linkRefused words O_NOFOLLOW's refusal.
+func linkRefused(path string, err error) error {
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("%s is a symbolic link, which the harness never writes through (someone may have put it there to choose where it writes): %w", path, err)
+	}
+	return err
+}
+
+// WriteFile is os.WriteFile that never writes through a symbolic link at
+// path.
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		return linkRefused(path, err)
+	}
+	_, err = f.Write(data)
+	return errors.Join(err, f.Close())
 }

@@ -66,6 +66,11 @@ type Env struct {
 	Command []string
 	// Gate holds the client at the hook points (client pauses).
 	Gate *nemesis.ClientGate
+	// Blackholed, when set, says whether a node's address is cut
+	// (nemesis.Net.Blackholed): a dialer that asks fails its connect
+	// there as on a partitioned network instead of handshaking into a
+	// proxy that drops every byte.
+	Blackholed func(addr string) bool
 	// Hooks are our lock's hooks, which pass the Gate.
 	Hooks redlock.Hooks
 	// Sentinel is how the clients find the master when the story runs
@@ -91,6 +96,9 @@ type Sentinel struct {
 	// sentinel's, or a master's as announced), which the client dials
 	// instead.
 	Route func(addr string) (string, error)
+	// Servers are the addresses of the Redis servers the sentinels may
+	// hand out (n1 and its replicas), which a driver is given routes for.
+	Servers []string
 }
 
 // Rig is what the runner does for a builder: the connections and

@@ -101,8 +101,16 @@ func isScriptRun(cmd redis.Cmder, err error) bool {
 // them with everything else. Held at the gate, they send nothing and read
 // nothing; the kernel keeps what arrives meanwhile, as it would for a
 // stopped process, and the session times out on the servers.
-func gatedDialer(g *nemesis.ClientGate) zk.Dialer {
+func gatedDialer(g *nemesis.ClientGate, blackholed func(addr string) bool) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		if blackholed != nil && blackholed(address) {
+			// A connect into a partition: no answer, and a SYN sent
+			// again comes after the usual connect timeout (1 s) too.
+			// Through the proxy the connect would succeed and the
+			// session handshake wait ten receive timeouts instead.
+			time.Sleep(timeout)
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errConnectDropped}
+		}
 		c, err := net.DialTimeout(network, address, timeout)
 		if err != nil {
 			return nil, err
@@ -110,6 +118,15 @@ func gatedDialer(g *nemesis.ClientGate) zk.Dialer {
 		return gatedConn{Conn: c, gate: g}, nil
 	}
 }
+
+// errConnectDropped is a connect that a cut dropped: a timeout.
+var errConnectDropped = connectDropped{}
+
+type connectDropped struct{}
+
+func (connectDropped) Error() string   { return "i/o timeout (the link is cut: the connect was dropped)" }
+func (connectDropped) Timeout() bool   { return true }
+func (connectDropped) Temporary() bool { return true }
 
 type gatedConn struct {
 	net.Conn

@@ -29,6 +29,13 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (*
 	}
 	l, err := try(ctx, key, ttl)
 	if err != nil {
+		// An attempt whose rollback went unanswered somewhere did not
+		// take the lock, yet its key may keep others out until it
+		// expires there: the history says where.
+		var ae *redlock.AcquireError
+		if errors.As(err, &ae) && len(ae.Stranded) > 0 {
+			return nil, &workload.RefusedError{Remain: r.names(ae.Stranded), Err: err}
+		}
 		if errors.Is(err, redlock.ErrNotAcquired) {
 			return nil, errors.Join(workload.ErrNotAcquired, err)
 		}

@@ -2,11 +2,14 @@ package adapter
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -50,6 +53,10 @@ type ZooKeeperLock struct {
 	// zero means one attempt: not the lowest, the znode is deleted and
 	// the lock refused.
 	Wait time.Duration
+
+	mu      sync.Mutex
+	id      string          // the protected-mode GUID (guid)
+	ensured map[string]bool // the lock directories made (ensure)
 }
 
 type zkLease struct {
@@ -62,11 +69,17 @@ const zkLockRoot = "/locks"
 func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration) (*workload.Lease, error) {
 	dir := zkLockRoot + "/" + key
 	if err := z.ensure(dir); err != nil {
-		return nil, err
+		// No lock znode was asked for: whatever became of the parent's
+		// create, nothing holds the lock for this attempt. Recorded as
+		// unknown, it would stand as a claim for as long as the session
+		// lives, and the lock would never be free again in the history.
+		return nil, errors.Join(workload.ErrNotAcquired, err)
 	}
-	// Protected: a create whose reply was lost is found again by its GUID
-	// on reconnect, not left behind as a ghost waiter.
-	me, err := z.Conn.CreateProtectedEphemeralSequential(dir+"/lock-", nil, z.ACL)
+	me, err := z.create(dir)
+	if errors.Is(err, zk.ErrSessionExpired) {
+		// An ephemeral znode of an expired session is gone with it.
+		return nil, errors.Join(workload.ErrNotAcquired, fmt.Errorf("zookeeper lock %q: create: %w", key, err))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper lock %q: create: %w", key, err)
 	}
@@ -79,6 +92,7 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration
 		if err != nil {
 			return nil, z.giveUp(me, fmt.Errorf("zookeeper lock %q: list: %w", key, err))
 		}
+		children = z.dropStrays(dir, children, path.Base(me))
 		pred, mine := predecessor(children, path.Base(me))
 		if !mine {
 			// Our znode is gone: the session expired under us.
@@ -122,6 +136,88 @@ func (z *ZooKeeperLock) Acquire(ctx context.Context, key string, _ time.Duration
 	}
 }
 
+// The recipe's protected mode (Curator's, kazoo's): a lock znode's name
+// starts with _c_<guid>- so that its creator can find it by name when a
+// create's reply is lost. A create whose outcome is unknown may have made
+// the znode; left there it stays as long as the session does, and as the
+// lowest it holds the lock for no one — every later attempt of every
+// client, its own included, sees it before theirs. Curator looks for the
+// node again until it finds and deletes it; kazoo finds it by its lock's
+// GUID at the next attempt. This lock does the latter: one GUID for all
+// its znodes, so that whatever znode of ours the list shows beside the one
+// an attempt works with is a stray of an earlier attempt, and is deleted.
+//
+// go-zookeeper's CreateProtectedEphemeralSequential, which this lock used
+// before, looks for its node only once, right after the connection closed
+// under the create: when that list fails too (zk: could not connect to a
+// server, while the client is still reconnecting), it returns the error
+// and its GUID with it, and the znode is nobody's to delete until the
+// session ends. Its zk.Lock is built on it.
+const zkProtectedPrefix = "_c_"
+
+// guid is this lock's protected-mode GUID, made at its first create.
+func (z *ZooKeeperLock) guid() (string, error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.id == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", fmt.Errorf("protected-mode GUID: %w", err)
+		}
+		z.id = hex.EncodeToString(b[:])
+	}
+	return z.id, nil
+}
+
+// create makes a lock znode under dir in protected mode and returns its
+// path. When the connection closed under the create, the znode is looked
+// for by the GUID; when it cannot be found now, the error stands, and the
+// next attempt's list deletes it if it was made after all (dropStrays).
+func (z *ZooKeeperLock) create(dir string) (string, error) {
+	id, err := z.guid()
+	if err != nil {
+		return "", err
+	}
+	prefix := zkProtectedPrefix + id + "-"
+	me, err := z.Conn.Create(dir+"/"+prefix+"lock-", nil, zk.FlagEphemeral|zk.FlagSequence, z.ACL)
+	if err == nil {
+		return me, nil
+	}
+	if !errors.Is(err, zk.ErrConnectionClosed) {
+		return "", err
+	}
+	children, _, lerr := z.Conn.Children(dir)
+	if lerr != nil {
+		return "", fmt.Errorf("%w; and looking for our znode failed: %v", err, lerr)
+	}
+	for _, c := range children {
+		if strings.HasPrefix(c, prefix) {
+			return dir + "/" + c, nil
+		}
+	}
+	return "", err
+}
+
+// dropStrays deletes, best effort, the znodes of ours among children other
+// than mine — left by attempts whose create or delete had no answer — and
+// returns children without those it deleted.
+func (z *ZooKeeperLock) dropStrays(dir string, children []string, mine string) []string {
+	z.mu.Lock()
+	prefix := zkProtectedPrefix + z.id + "-"
+	z.mu.Unlock()
+	out := children[:0:0]
+	for _, c := range children {
+		if c != mine && strings.HasPrefix(c, prefix) {
+			err := z.Conn.Delete(dir+"/"+c, -1)
+			if err == nil || errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // giveUp deletes our znode after a failed attempt. The attempt's error
 // stands: when the delete fails too, the znode may still be there and
 // make us the holder later, so a refusal becomes unknown.
@@ -135,13 +231,27 @@ func (z *ZooKeeperLock) giveUp(me string, cause error) error {
 	return cause
 }
 
-// ensure creates dir and its parent (persistent, with the run's ACL).
+// ensure creates dir and its parent (persistent, with the run's ACL), once
+// per lock: nothing deletes them, and a create less is a request less
+// that a cut can leave without an answer.
 func (z *ZooKeeperLock) ensure(dir string) error {
+	z.mu.Lock()
+	done := z.ensured[dir]
+	z.mu.Unlock()
+	if done {
+		return nil
+	}
 	for _, p := range []string{zkLockRoot, dir} {
 		if _, err := z.Conn.Create(p, nil, 0, z.ACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("zookeeper lock: create %s: %w", p, err)
 		}
 	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.ensured == nil {
+		z.ensured = map[string]bool{}
+	}
+	z.ensured[dir] = true
 	return nil
 }
 
@@ -224,7 +334,7 @@ func buildZooKeeper(ctx context.Context, _ *locks.Kind, env Env) (workload.Lock,
 		if e.Type == zk.EventSession && (e.State == zk.StateExpired || e.State == zk.StateDisconnected) {
 			env.Logf("%s: ZooKeeper session event: %s", env.Client, e.State)
 		}
-	}, gatedDialer(env.Gate))
+	}, gatedDialer(env.Gate, env.Blackholed))
 	if err != nil {
 		return nil, fmt.Errorf("client %s: %w", env.Client, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"splitbrain/cluster"
 	"splitbrain/fault"
@@ -34,12 +35,29 @@ import (
 // rules read the kind's data (package locks): its shape, its fencing, its
 // process, its Sentinel client, the hook points it lacks.
 func Lock(sc *spec.Scenario, name string) (bool, string) {
-	k := locks.ByName(name)
+	k := sc.KindOf(name)
 	if k == nil {
 		return false, fmt.Sprintf("%q is not a lock kind (%s)", name, strings.Join(locks.Matrix(), ", "))
 	}
+	if sc.Shapes != nil {
+		// A fault family: the lock plays the variant of its deployment.
+		v := sc.ForLock(name)
+		if v == nil {
+			return false, fmt.Sprintf("the family is written for %s, and %s runs on %s", sc.ShapesText(), name, k.Shape)
+		}
+		sc = v
+	}
 	if k.Command && len(sc.Lock.Command) == 0 {
 		return false, "a driver needs the program lock.command names, and the story names none"
+	}
+	if ok, why := fitUser(sc, k); !ok {
+		return false, why
+	}
+	if k.WholeSeconds && sc.Lock.TTL%time.Second != 0 {
+		return false, fmt.Sprintf("%s counts a lock's life in whole seconds, and the story's TTL is %v", name, sc.Lock.TTL)
+	}
+	if slices.Contains(k.Unsupported, "extend") && extends(sc) {
+		return false, fmt.Sprintf("the story extends leases, and %s has no extension", name)
 	}
 	if k.Shape == locks.Ensemble {
 		return fitEnsemble(sc, k)
@@ -56,8 +74,11 @@ func Lock(sc *spec.Scenario, name string) (bool, string) {
 	if !k.Driver && slices.ContainsFunc(sc.Steps, func(st spec.Step) bool { return st.Signal }) {
 		return false, fmt.Sprintf("the story stops a client's process with SIGSTOP (pause … signal: true), and %s runs inside the harness: only a lock driver has a process of its own", name)
 	}
-	if sc.Sentinel != nil && k.Driver {
-		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, and a driver (%s) is given the nodes' addresses only", name)
+	if !k.Driver && slices.ContainsFunc(sc.Steps, func(st spec.Step) bool { return st.Kind == spec.StepStarve && st.Client != "" }) {
+		return false, fmt.Sprintf("the story starves a client's process of CPU, and %s runs inside the harness: only a lock driver has a process of its own", name)
+	}
+	if sc.Sentinel != nil && k.Driver && !k.Sentinel {
+		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, and the driver %s does not claim sentinel in its ready: it is given the nodes' addresses only", name)
 	}
 	for _, st := range sc.Steps {
 		if why, ok := k.Unhooked[fault.Point(st.Point)]; ok {
@@ -85,7 +106,7 @@ func Lock(sc *spec.Scenario, name string) (bool, string) {
 // all — the faults its steps need must be ones the kind's server supports.
 func fitEnsemble(sc *spec.Scenario, lk *locks.Kind) (bool, string) {
 	k := lk.Name
-	kind := ServerKind(k)
+	kind := ServerOf(lk)
 	switch {
 	case sc.Sentinel != nil || len(sc.Replicas) > 0:
 		return false, fmt.Sprintf("a Redis replication story: %s replicates through its own consensus, there is no asynchronous replica to cut off or promote", kind.Name)
@@ -109,8 +130,51 @@ func fitEnsemble(sc *spec.Scenario, lk *locks.Kind) (bool, string) {
 			}
 		}
 	}
-	if _, named := sc.Expects[k]; !named {
+	if _, ok := sc.ExpectFor(k); !ok {
+		return false, fmt.Sprintf("the story states no expectation for %s", k)
+	}
+	// A family's ensemble shape is written for the consensus locks, its
+	// default among them.
+	if _, named := sc.Expects[k]; !named && !lk.User && sc.Shapes == nil {
 		return false, fmt.Sprintf("the story states no expectation for %s: its expect speaks of Redis locks (a consensus lock's cell needs a claim made for it)", k)
+	}
+	return true, ""
+}
+
+// extends says whether a story extends a lease: a generated workload's
+// lock.extend, or an extend step.
+func extends(sc *spec.Scenario) bool {
+	return sc.Lock.Extend || slices.ContainsFunc(sc.Steps, func(st spec.Step) bool { return st.Kind == spec.StepExtend })
+}
+
+// fitUser says whether a story fits a user's lock driver (locks.Kind.User)
+// as it fits the built-in locks on the same kind of server: the story
+// expects "any" of a lock it has never seen (spec.ExpectFor), but a story
+// written for Redis locks is no story for a lock on an ensemble, and the
+// other way round. A file written for the driver (its lock.kind driver)
+// is its own story.
+func fitUser(sc *spec.Scenario, k *locks.Kind) (bool, string) {
+	if !k.User || k.Name == locks.Driver.Name {
+		return true, ""
+	}
+	var ensemble, redis []string
+	for name := range sc.Expects {
+		switch lk := sc.KindOf(name); {
+		case name == spec.ExpectDefault:
+			redis = append(redis, name)
+		case lk == nil || lk.User:
+		case lk.Shape == locks.Ensemble:
+			ensemble = append(ensemble, name)
+		default:
+			redis = append(redis, name)
+		}
+	}
+	slices.Sort(ensemble)
+	switch {
+	case k.Shape == locks.Ensemble && len(redis) > 0 && len(ensemble) == 0:
+		return false, fmt.Sprintf("a story of Redis locks (its expect names no lock on an ensemble), and %s runs on a %s ensemble", k.Name, k.Server)
+	case k.Shape != locks.Ensemble && len(ensemble) > 0 && len(redis) == 0:
+		return false, fmt.Sprintf("a story of the locks on consensus ensembles (its expect names %s), and %s is a Redis lock", strings.Join(ensemble, ", "), k.Name)
 	}
 	return true, ""
 }
@@ -120,8 +184,12 @@ var serverKinds = []*cluster.Kind{cluster.Redis, cluster.ZooKeeper, cluster.Etcd
 
 // ServerKind is the kind of server lock kind k runs on: Redis unless the
 // kind names another.
-func ServerKind(k string) *cluster.Kind {
-	if lk := locks.ByName(k); lk != nil {
+func ServerKind(k string) *cluster.Kind { return ServerOf(locks.ByName(k)) }
+
+// ServerOf is the kind of server lock kind lk runs on: Redis unless it
+// names another (nil: Redis).
+func ServerOf(lk *locks.Kind) *cluster.Kind {
+	if lk != nil {
 		for _, sk := range serverKinds {
 			if sk.Name == lk.Server {
 				return sk
@@ -169,7 +237,7 @@ func singledOut(sc *spec.Scenario) []string {
 		switch st.Kind {
 		case spec.StepCut, spec.StepNet, spec.StepPartition:
 			nodes = st.Nodes
-		case spec.StepClock, spec.StepStrobe, spec.StepPause, spec.StepResume, spec.StepKill, spec.StepStop, spec.StepRestart, spec.StepPromote, spec.StepReplication, spec.StepWait:
+		case spec.StepClock, spec.StepStrobe, spec.StepPause, spec.StepResume, spec.StepKill, spec.StepStop, spec.StepRestart, spec.StepPromote, spec.StepReplication, spec.StepWait, spec.StepStarve:
 			nodes = []string{st.Node}
 		}
 		var lockNodes []string

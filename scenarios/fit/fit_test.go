@@ -17,25 +17,36 @@ func TestFit(t *testing.T) {
 	}{
 		{"clock-jump", locks.Redlock.Name, ""},
 		{"clock-jump", locks.Redsync.Name, ""},
-		{"clock-jump", locks.Single.Name, "act on part of its 5 nodes (n4+n5, n3, n1+n2)"},
-		{"restart-amnesia", locks.Single.Name, "quorum story"},
+		// A family: single plays the one-master variant.
+		{"clock-jump", locks.Single.Name, ""},
+		{"clock-jump", locks.Etcd.Name, "etcd is a Go binary"},
+		{"clock-jump", locks.Kazoo.Name, ""},
+		{"clock-rate-drift", locks.Single.Name, ""}, // a family: its one-master variant
+		// restart-amnesia is a family: single plays its one master, and
+		// etcd cannot lose a disk (a wiped member cannot rejoin as itself).
+		{"restart-amnesia", locks.Single.Name, ""},
+		{"restart-amnesia", locks.ZooKeeper.Name, ""},
+		{"restart-amnesia", locks.Etcd.Name, "needs wipe"},
+		// An ensemble shape without the family's fault: written for the others.
+		{"liveness-delayed-restart", locks.Etcd.Name, "written for independent masters, one master"},
 		{"failover", locks.Single.Name, ""}, // one node: nothing singled out
 		{"failover", locks.Redsync.Name, ""},
 		{"pause-critical-section", locks.Single.Name, ""}, // c2 cut from every node
 		{"delayed-write", locks.Single.Name, ""},          // the storage is not a lock node
-		{"pause-critical-section-fenced", locks.FencedSimple.Name, ""},
-		{"pause-critical-section-fenced", locks.FencedTwoRound.Name, ""},
-		{"pause-critical-section-fenced", locks.Redlock.Name, "hands out none"},
-		{"delayed-write-fenced", locks.Redsync.Name, "workload.fencing on"},
+		// fencing: auto fences wherever the lock hands out tokens.
+		{"pause-critical-section", locks.FencedSimple.Name, ""},
+		{"pause-critical-section", locks.Redlock.Name, ""},
 		{"random-all-counter", locks.Single.Name, ""}, // drawn targets single out none in advance
 		{"random-pause-set", locks.Naive.Name, ""},
+		// The random families' ensemble shapes: etcd takes kills, not clock jumps.
+		{"random-kill-set", locks.Etcd.Name, ""},
+		{"random-clock-set", locks.Etcd.Name, "etcd is a Go binary"},
+		{"random-clock-set", locks.ZooKeeper.Name, ""},
 		{"clock-jump", "chubby", "not a lock kind"},
 		// A lock of one deployment is single's case.
-		{"clock-jump", locks.Redislock.Name, "quorum story: its steps act on part of its 5 nodes (n4+n5, n3, n1+n2), and redislock locks n1 alone"},
-		{"restart-delayed", locks.Redislock.Name, "quorum story"},
+		{"restart-delayed", locks.Redislock.Name, ""},
 		{"failover", locks.Redislock.Name, ""},
 		{"pause-during-acquire", locks.Redislock.Name, ""},
-		{"delayed-write-fenced", locks.Redislock.Name, "hands out none"},
 		{"random-clock-set", locks.Redislock.Name, ""},
 		{"failover-wait", locks.WaitReplicas.Name, ""},
 		// A Sentinel story: the locks of one deployment, no quorum lock.
@@ -46,16 +57,27 @@ func TestFit(t *testing.T) {
 		// rueidislock under Sentinel: rueidis' own Sentinel client.
 		{"sentinel-failover", locks.Rueidislock.Name, ""},
 		{"sentinel-partition", locks.Rueidislock.Name, ""},
-		{"sentinel-partition", locks.RedisPy.Name, "a driver"},
-		// partition-holder names only the locks of one deployment.
+		// redis-py's driver finds the master through redis-py's Sentinel
+		// client (its ready claims sentinel); sentinel-partition claims
+		// nothing of it (its na).
+		{"sentinel-failover", locks.RedisPy.Name, ""},
+		{"sentinel-partition", locks.RedisPy.Name, "makes no claim about redis-py"},
+		// Laravel has no extension (its whole seconds: below).
+		// The random families give their one master a TTL of 1 s.
+		{"random-pause-counter", locks.Laravel.Name, ""},
+		{"pause-during-acquire", locks.Laravel.Name, ""},
+		// kazoo and Curator on the ensemble stories, not on Redis ones.
+		{"pause-critical-section", locks.Kazoo.Name, ""},
+		{"partition-holder", locks.Curator.Name, ""},
+		{"consensus-lease-expires-waiting", locks.Kazoo.Name, ""},
+		// A family without an ensemble shape.
+		{"sentinel-failover", locks.Kazoo.Name, "a Redis replication story"},
 		{"partition-holder", locks.Rueidislock.Name, ""},
-		{"partition-holder", locks.Redlock.Name, "no expectation for redlock"},
+		{"partition-holder", locks.Redlock.Name, ""},
 		// server-clock-ahead's default fits every Redis lock on its one node.
 		{"server-clock-ahead", locks.Redsync.Name, ""},
 		{"server-clock-ahead", locks.Rueidislock.Name, ""},
 		{"failover-wait", locks.Redsync.Name, ""},
-		{"restart-amnesia", locks.WaitReplicas.Name, "wait-replicas locks n1 alone"},
-		{"pause-critical-section-fenced", locks.WaitReplicas.Name, "hands out none"},
 	} {
 		sc, err := spec.Load(tc.story)
 		if err != nil {
@@ -81,6 +103,14 @@ func TestFit(t *testing.T) {
 	if ok, _ := Lock(sc, locks.Redsync.Name); !ok {
 		t.Error("redsync, which the story names, does not fit")
 	}
+	// Laravel counts a lock's life in whole seconds.
+	sc, err = spec.Parse([]byte("name: f\nexpect: safe\ncluster: {nodes: 1}\nlock: {kind: laravel, ttl: 600ms}\nworkload: {clients: 2}\nsteps:\n  - acquire: {client: c1}\n"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := Lock(sc, locks.Laravel.Name); ok || !strings.Contains(why, "whole seconds, and the story's TTL is 600ms") {
+		t.Errorf("laravel at 600ms: fit %v %q, want whole seconds", ok, why)
+	}
 }
 
 // Every built-in that scripts its acquires says what each must do against
@@ -104,7 +134,67 @@ func TestBuiltinScriptedAcquiresExpect(t *testing.T) {
 }
 
 // fitStory is a three-node story with the given expect.
+// A story of five masters that singles out some of them (no shapes):
+// the locks of one deployment do not fit it, nor those on an ensemble.
+func TestFitQuorumStory(t *testing.T) {
+	t.Parallel()
+	const quorum = "name: q\nexpect: violation\ncluster: {nodes: 5}\nlock: {kind: redlock, ttl: 2s}\nworkload: {clients: 2}\n" +
+		"steps:\n  - clock: {node: n3, jump: 3s}\n  - cut: {client: c1, nodes: [n4, n5]}\n  - acquire: {client: c1}\n"
+	sc, err := spec.Parse([]byte(quorum), "q.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ lock, why string }{
+		{locks.Redlock.Name, ""},
+		{locks.Redislock.Name, "quorum story: its steps act on part of its 5 nodes (n3, n4+n5), and redislock locks n1 alone"},
+		{locks.WaitReplicas.Name, "wait-replicas locks n1 alone"},
+		{locks.Kazoo.Name, "5 independent Redis masters"},
+	} {
+		ok, why := Lock(sc, tc.lock)
+		if ok != (tc.why == "") || !strings.Contains(why, tc.why) {
+			t.Errorf("against %s: fit %v %q, want %q", tc.lock, ok, why, tc.why)
+		}
+	}
+}
+
 func fitStory(expect string) string {
 	return "name: t\nexpect: " + expect + "\ncluster: {nodes: 3}\nlock: {kind: [redlock, fenced-simple, redsync], ttl: 1s}\n" +
 		"workload: {clients: 2}\nsteps:\n  - acquire: {client: c1}\n"
+}
+
+// A user's driver (--lock-driver) fits the stories the built-in locks on
+// its server fit, with "any" expected of it where the story names it not.
+func TestFitUserDriver(t *testing.T) {
+	t.Parallel()
+	redisOne := &locks.Kind{Name: "mine", Server: "redis", Shape: locks.OneDeployment, Driver: true, User: true, Adapter: "driver"}
+	zk := &locks.Kind{Name: "minezk", Server: "zookeeper", Shape: locks.Ensemble, Driver: true, User: true, Adapter: "driver"}
+	for _, tc := range []struct {
+		story string
+		kind  *locks.Kind
+		why   string
+	}{
+		{"pause-critical-section", redisOne, ""},
+		{"clock-rate-drift", redisOne, ""}, // a family: its one-master variant
+		{"clock-jump", redisOne, ""},       // a family: its one-master variant
+		{"consensus-lease-expires-waiting", redisOne, "a story of the locks on consensus ensembles"},
+		{"consensus-lease-expires-waiting", zk, ""},
+		{"restart-amnesia", zk, "a story of Redis locks"},
+		{"pause-critical-section", zk, ""}, // a family: its ensemble variant
+		{"sentinel-failover", redisOne, "does not claim sentinel"},
+	} {
+		sc, err := spec.Load(tc.story)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Drivers = []*locks.Kind{tc.kind}
+		ok, why := Lock(sc, tc.kind.Name)
+		if ok != (tc.why == "") || !strings.Contains(why, tc.why) {
+			t.Errorf("%s against %s: fit %v %q, want %q", tc.story, tc.kind.Name, ok, why, tc.why)
+		}
+		if ok {
+			if e, _ := sc.ExpectFor(tc.kind.Name); e != spec.ExpectAny {
+				t.Errorf("%s against %s: expects %q, want any", tc.story, tc.kind.Name, e)
+			}
+		}
+	}
 }

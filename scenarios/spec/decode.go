@@ -26,6 +26,11 @@ type fileSpec struct {
 	Lock        lockSpec     `yaml:"lock"`
 	Workload    workloadSpec `yaml:"workload"`
 	Steps       []yaml.Node  `yaml:"steps"`
+	Sweep       yaml.Node    `yaml:"sweep"`
+	// Shapes are a fault family's deployments (shapes.go); ShapesNode
+	// is the same section as written, for its order and lines.
+	Shapes     map[string]shapeSpec `yaml:"shapes"`
+	ShapesNode yaml.Node            `yaml:"-"`
 }
 
 type clusterSpec struct {
@@ -39,11 +44,13 @@ type clusterSpec struct {
 type lockSpec struct {
 	Kind        yaml.Node `yaml:"kind"`
 	TTL         yaml.Node `yaml:"ttl"`
-	Key         string    `yaml:"key"`
+	Key         yaml.Node `yaml:"key"`
 	NodeTimeout yaml.Node `yaml:"node_timeout"`
 	Retries     yaml.Node `yaml:"retries"`
 	Extend      yaml.Node `yaml:"extend"`
 	Command     yaml.Node `yaml:"command"`
+	Server      yaml.Node `yaml:"server"`
+	Deployment  yaml.Node `yaml:"deployment"`
 }
 
 type workloadSpec struct {
@@ -58,9 +65,10 @@ type workloadSpec struct {
 
 // sections lists the fields of each mapping, for "unknown field" errors.
 var sections = map[string]struct{ name, fields string }{
-	"fileSpec":     {"the top level", "name, description, expect, cluster, lock, workload, steps"},
+	"fileSpec":     {"the top level", "name, description, expect, cluster, lock, workload, steps, sweep, shapes"},
+	"shapeSpec":    {"a shape", "cluster, lock, workload, steps, expect"},
 	"clusterSpec":  {"cluster", "nodes, persistence, replicas, backend, sentinel"},
-	"lockSpec":     {"lock", "kind, ttl, key, node_timeout, retries, extend, command"},
+	"lockSpec":     {"lock", "kind, ttl, key, node_timeout, retries, extend, command, server, deployment"},
 	"workloadSpec": {"workload", "clients, kind, keys, duration, think, backoff, fencing"},
 }
 
@@ -79,13 +87,36 @@ func Parse(data []byte, file string) (*Scenario, error) {
 		return nil, yamlError(file, err)
 	}
 	p := &parser{file: file}
-	sc := p.scenario(&spec)
+	var sc *Scenario
+	if spec.Shapes != nil {
+		spec.ShapesNode = shapesNode(data)
+		if vs := p.variants(&spec); len(p.errs) == 0 {
+			sc = family(vs)
+		}
+	} else {
+		sc = p.scenario(&spec)
+	}
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}
 	sc.File = file
 	sc.Source = data
 	return sc, nil
+}
+
+// shapesNode is the shapes: section of a file that decoded already.
+func shapesNode(data []byte) yaml.Node {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+		return yaml.Node{}
+	}
+	root := doc.Content[0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "shapes" {
+			return *root.Content[i+1]
+		}
+	}
+	return yaml.Node{}
 }
 
 func yamlError(file string, err error) error {
@@ -187,7 +218,8 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 		p.fail(&s.Lock.NodeTimeout, "lock.node_timeout", "%v must be shorter than lock.ttl %v", sc.Lock.NodeTimeout, sc.Lock.TTL)
 	}
 	sc.Lock.Command = p.driverCommand(&s.Lock.Command, sc.Locks)
-	sc.Lock.Key = s.Lock.Key
+	sc.Lock.Server, sc.Lock.Deployment, sc.Lock.ServerLine = p.driverServer(&s.Lock, sc.Locks)
+	sc.Lock.Key = p.lockKey(&s.Lock.Key, "lock.key")
 	if sc.Lock.Key == "" {
 		sc.Lock.Key = "lock"
 	}
@@ -218,6 +250,9 @@ func (p *parser) scenario(s *fileSpec) *Scenario {
 					"the steps up to here take up to %v, more than the %s a run may take; want shorter waits and schedules", scripted, maxDurationText)
 			}
 		}
+	}
+	if sc.Sweep = p.parseSweep(&s.Sweep); sc.Sweep != nil && !sc.hasSweepParam(sc.Sweep.Param) {
+		p.fail(&s.Sweep, "sweep.param", "a sweep of %s needs %s in the story, and it has none", sc.Sweep.Param, sweepWhere[sc.Sweep.Param])
 	}
 	return sc
 }
@@ -294,6 +329,43 @@ func (p *parser) driverCommand(n *yaml.Node, kinds []string) []string {
 	return out
 }
 
+// driverServer parses lock.server and lock.deployment, which choose the
+// lock a driver of kind driver plays among those its ready claims.
+func (p *parser) driverServer(l *lockSpec, kinds []string) (server, deployment string, line int) {
+	wants := slices.Contains(kinds, locks.Driver.Name)
+	for _, f := range []struct {
+		n    *yaml.Node
+		name string
+	}{{&l.Server, "lock.server"}, {&l.Deployment, "lock.deployment"}} {
+		if f.n.Kind != 0 && !wants {
+			p.fail(f.n, f.name, "only lock.kind driver chooses its server; %s runs on its own", strings.Join(kinds, ", "))
+			return "", "", 0
+		}
+	}
+	if l.Server.Kind != 0 {
+		server = p.enum(&l.Server, "lock.server", "", DriverServers...)
+		line = l.Server.Line
+	}
+	if l.Deployment.Kind != 0 {
+		deployment = p.enum(&l.Deployment, "lock.deployment", "", DriverDeployments...)
+		if server != "" && server != "redis" {
+			p.fail(&l.Deployment, "lock.deployment", "a deployment is of Redis nodes; lock.server is %s, whose lock runs on its ensemble", server)
+		}
+		if line == 0 {
+			line = l.Deployment.Line
+		}
+	}
+	return server, deployment, line
+}
+
+// DriverServers and DriverDeployments are what lock.server and
+// lock.deployment take (package driver's Servers, less sentinel, which a
+// lock of one deployment uses in the Sentinel stories, and Deployments).
+var (
+	DriverServers     = []string{"redis", "zookeeper", "etcd"}
+	DriverDeployments = []string{"masters", "one"}
+)
+
 func (p *parser) enum(n *yaml.Node, field, def string, valid ...string) string {
 	if n.Kind == 0 {
 		if def == "" {
@@ -308,6 +380,21 @@ func (p *parser) enum(n *yaml.Node, field, def string, valid ...string) string {
 	}
 	p.fail(n, field, "%q is not valid; want one of %s", n.Value, strings.Join(valid, ", "))
 	return def
+}
+
+// lockKey reads a lock key: text of at most MaxKey bytes ("" when absent).
+func (p *parser) lockKey(n *yaml.Node, field string) string {
+	switch {
+	case n.Kind == 0, n.Tag == "!!null":
+		return ""
+	case n.Kind != yaml.ScalarNode:
+		p.fail(n, field, "want a key name such as lock")
+		return ""
+	case len(n.Value) > MaxKey:
+		p.fail(n, field, "%d bytes, more than the %d a lock key may have", len(n.Value), MaxKey)
+		return ""
+	}
+	return n.Value
 }
 
 func (p *parser) count(n *yaml.Node, field string, def, min, max int) int {

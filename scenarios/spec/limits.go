@@ -26,6 +26,10 @@ const (
 	MaxDescription = 4 << 10
 	// MaxName bounds the name, which names the run folders.
 	MaxName = 64
+	// MaxKey bounds a lock key, which every line of the history, every
+	// command to the nodes and the report repeat: a key of 250 KB made
+	// 850 MB of files in a 2 s run.
+	MaxKey = 128
 	// MaxDuration bounds every duration a scenario or --time gives (a
 	// wait, a fault's for, a clock jump, a workload's duration, a TTL):
 	// a day is longer than any run is meant to be.

@@ -27,6 +27,15 @@ func TestParseLimits(t *testing.T) {
 			"x.yaml:7: steps[2]: the steps up to here take up to 24h0m0.001s, more than the 24h a run may take"},
 		{"waits and a schedule longer than a day", head + "workload: {kind: counter, clients: 1}\nsteps:\n  - wait: 12h\n  - random: {faults: [kill], interval: 1h, duration: 1s, for: 13h}\n",
 			"steps[1]: the steps up to here take up to 25h0m0s"},
+		// Issue 33, hardening 8: a lock key of 250 KB made 850 MB of
+		// files in a 2 s run.
+		{"a long lock key", head + "lock: {key: " + strings.Repeat("k", 250_000) + "}\nsteps:\n  - wait: 1ms\n",
+			"x.yaml:4: lock.key: 250000 bytes, more than the 128 a lock key may have"},
+		{"a long key on a step", head + "steps:\n  - acquire: {client: c1, key: " + strings.Repeat("k", MaxKey+1) + "}\n",
+			"x.yaml:5: steps[0].acquire.key: 129 bytes, more than the 128"},
+		{"a long key on a wait", head + "steps:\n  - wait: {until: expired, client: c1, key: " + strings.Repeat("k", MaxKey+1) + "}\n",
+			"x.yaml:5: steps[0].wait.key: 129 bytes, more than the 128"},
+		{"a lock key not text", head + "lock: {key: [a, b]}\nsteps:\n  - wait: 1ms\n", "x.yaml:4: lock.key: want a key name"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.data), "x.yaml")
@@ -36,7 +45,8 @@ func TestParseLimits(t *testing.T) {
 		})
 	}
 	// The longest of each is still a scenario.
-	ok := head + "description: " + strings.Repeat("x", MaxDescription) + "\nsteps:\n  - wait: 24h\n  - clock: {node: n1, jump: -24h}\n  - kill: {node: n1, for: 24h}\n"
+	key := strings.Repeat("k", MaxKey)
+	ok := head + "description: " + strings.Repeat("x", MaxDescription) + "\nlock: {key: " + key + "}\nsteps:\n  - acquire: {client: c1, key: " + key + "}\n  - wait: 24h\n  - clock: {node: n1, jump: -24h}\n  - kill: {node: n1, for: 24h}\n"
 	if _, err := Parse([]byte(ok), "x.yaml"); err != nil {
 		t.Errorf("a scenario at the limits: %v", err)
 	}

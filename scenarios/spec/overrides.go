@@ -16,6 +16,10 @@ type Overrides struct {
 	Lock     string        // a lock kind (locks.Matrix()), in place of the file's list
 	Clients  int           // number of clients, c1..cN
 	Duration time.Duration // a generated workload's duration
+	// Drivers are the names of the user's lock drivers (--lock-driver),
+	// which Lock may name too: the name, or name-SUFFIX for one of a
+	// driver's several columns (checked once the driver is described).
+	Drivers []string
 }
 
 // MaxClients bounds --clients.
@@ -28,8 +32,8 @@ const MaxClients = 64
 // before any scenario is read, Override calls it again.
 func (o Overrides) Check(given func(flag string) bool) error {
 	switch {
-	case given("lock") && !slices.Contains(locks.Matrix(), o.Lock):
-		return fmt.Errorf("--lock %q: want one of %s", o.Lock, strings.Join(locks.Matrix(), ", "))
+	case given("lock") && !slices.Contains(locks.Matrix(), o.Lock) && !o.driverLock():
+		return fmt.Errorf("--lock %q: want one of %s", o.Lock, strings.Join(append(locks.Matrix(), o.Drivers...), ", "))
 	case given("clients") && (o.Clients < 1 || o.Clients > MaxClients):
 		return fmt.Errorf("--clients %d: want a whole number from 1 to %d", o.Clients, MaxClients)
 	case given("time") && o.Duration < time.Millisecond:
@@ -40,6 +44,11 @@ func (o Overrides) Check(given func(flag string) bool) error {
 		}
 	}
 	return nil
+}
+
+// driverLock says whether Lock names one of the user's drivers.
+func (o Overrides) driverLock() bool {
+	return slices.ContainsFunc(o.Drivers, func(d string) bool { return o.Lock == d || strings.HasPrefix(o.Lock, d+"-") })
 }
 
 // nonZero is Check's given for overrides set in code: a zero field is unset.
@@ -62,14 +71,17 @@ func (sc *Scenario) Override(o Overrides) error {
 		return err
 	}
 	if o.Lock != "" {
-		sc.Lock.Kind = o.Lock
-		sc.Locks = []string{o.Lock}
-		sc.Expect, _ = sc.ExpectFor(o.Lock)
+		if sc.Shapes != nil {
+			if err := sc.checkShape(o.Lock); err != nil {
+				return fmt.Errorf("--lock %s: %w", o.Lock, err)
+			}
+		}
+		*sc = *sc.PlayAgainst(o.Lock)
 	}
 	// Every play must be able to fence: a lock without tokens cannot
 	// write to a fenced storage at all.
 	for _, k := range sc.Locks {
-		if sc.Workload.Fencing && !locks.FencedKind(k) {
+		if kind := sc.KindOf(k); sc.Workload.Fencing && (kind == nil || !kind.Fenced) {
 			flag := "--lock " + k
 			if o.Lock == "" {
 				flag = fmt.Sprintf("%s: lock.kind %s", sc.File, k)

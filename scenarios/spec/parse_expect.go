@@ -25,6 +25,12 @@ import (
 //
 // A lock kind with no entry and no default has no expectation: the story
 // makes no claim about it, and a suite shows it as n/a with that reason.
+//
+// Beside lock and resource, a mapping can name the lock's liveness
+// promises, each ok, violation or any: liveness (both), or
+// deadlock-freedom and fault-tolerance apart — {lock: safe, liveness: ok}.
+// A promise a play expects decides its verdict; one it does not is
+// reported and decides nothing.
 
 // ExpectDefault is the key of the per-lock map that applies to every lock
 // kind not listed.
@@ -33,13 +39,19 @@ const ExpectDefault = "default"
 // expectWords are the valid one-word expectations.
 var expectWords = []string{string(ExpectViolation), string(ExpectSafe), string(ExpectAny)}
 
+// expectParts are the keys of an expectation's mapping.
+var expectParts = []string{checker.PartLock, checker.PartResource, checker.PartLiveness, checker.PartDeadlockFreedom, checker.PartFaultTolerance}
+
+// expectForms names the valid forms of an expectation, for messages.
+const expectForms = "{lock: W, resource: W, liveness: ok|violation|any}"
+
 // expectation parses the expect field into sc.Expects and sc.NotFor.
 func (p *parser) expectation(n *yaml.Node) (map[string]Expect, map[string]string) {
 	const field = "expect"
 	switch {
 	case n.Kind == 0:
-		p.fail(nil, field, "missing; want one of %s, {lock: W, resource: W}, or a map from lock kind (and default) to one of those",
-			strings.Join(expectWords, ", "))
+		p.fail(nil, field, "missing; want one of %s, %s, or a map from lock kind (and default) to one of those",
+			strings.Join(expectWords, ", "), expectForms)
 		return nil, nil
 	case n.Kind == yaml.ScalarNode:
 		if e, ok := p.oneExpect(n, field); ok {
@@ -47,12 +59,12 @@ func (p *parser) expectation(n *yaml.Node) (map[string]Expect, map[string]string
 		}
 		return nil, nil
 	case n.Kind != yaml.MappingNode || len(n.Content) == 0:
-		p.fail(n, field, "want one of %s, {lock: W, resource: W}, or a map from lock kind (and default) to one of those",
-			strings.Join(expectWords, ", "))
+		p.fail(n, field, "want one of %s, %s, or a map from lock kind (and default) to one of those",
+			strings.Join(expectWords, ", "), expectForms)
 		return nil, nil
 	}
-	if k := n.Content[0].Value; k == "lock" || k == "resource" {
-		// The two answers, for every lock.
+	if slices.Contains(expectParts, n.Content[0].Value) {
+		// The answers apart, for every lock.
 		if e, ok := p.oneExpect(n, field); ok {
 			return map[string]Expect{ExpectDefault: e}, nil
 		}
@@ -64,11 +76,12 @@ func (p *parser) expectation(n *yaml.Node) (map[string]Expect, map[string]string
 		k, v := n.Content[i], n.Content[i+1]
 		f := field + "." + k.Value
 		switch {
-		case k.Value == "lock" || k.Value == "resource":
-			p.fail(k, f, "the two answers go under a lock kind here ({lock: W, resource: W}), or make the whole expect such a mapping")
+		case slices.Contains(expectParts, k.Value):
+			p.fail(k, f, "the answers go under a lock kind here (%s), or make the whole expect such a mapping", expectForms)
 			continue
 		case k.Value != ExpectDefault && !slices.Contains(fileLockKinds, k.Value):
-			p.fail(k, f, "unknown lock kind %q; want %s, one of %s, or lock and resource alone", k.Value, ExpectDefault, strings.Join(locks.Matrix(), ", "))
+			p.fail(k, f, "unknown lock kind %q; want %s, one of %s, or %s alone", k.Value, ExpectDefault, strings.Join(locks.Matrix(), ", "),
+				strings.Join(expectParts, ", "))
 			continue
 		case out[k.Value] != "" || notFor[k.Value] != "":
 			p.fail(k, f, "listed twice")
@@ -95,21 +108,18 @@ func (p *parser) expectation(n *yaml.Node) (map[string]Expect, map[string]string
 	return out, notFor
 }
 
-// oneExpect parses one expectation: a word, or {lock: W, resource: W}.
+// oneExpect parses one expectation: a word, or a mapping of its parts
+// ({lock: W, resource: W, liveness: W}).
 func (p *parser) oneExpect(n *yaml.Node, field string) (Expect, bool) {
-	word := func(n *yaml.Node, field string) string {
-		if n.Kind == yaml.ScalarNode && slices.Contains(expectWords, n.Value) {
-			return n.Value
+	if n.Kind == yaml.ScalarNode {
+		if slices.Contains(expectWords, n.Value) {
+			return Expect(n.Value), true
 		}
 		p.fail(n, field, "%q is not valid; want one of %s", n.Value, strings.Join(expectWords, ", "))
-		return ""
-	}
-	if n.Kind == yaml.ScalarNode {
-		w := word(n, field)
-		return Expect(w), w != ""
+		return "", false
 	}
 	if n.Kind != yaml.MappingNode || len(n.Content) == 0 {
-		p.fail(n, field, "want one of %s, or {lock: W, resource: W}", strings.Join(expectWords, ", "))
+		p.fail(n, field, "want one of %s, or %s", strings.Join(expectWords, ", "), expectForms)
 		return "", false
 	}
 	var e checker.Expectation
@@ -117,18 +127,17 @@ func (p *parser) oneExpect(n *yaml.Node, field string) (Expect, bool) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		f := field + "." + k.Value
-		switch {
-		case k.Value == "lock" && e.Lock == "":
-			e.Lock = word(v, f)
-			ok = ok && e.Lock != ""
-		case k.Value == "resource" && e.Resource == "":
-			e.Resource = word(v, f)
-			ok = ok && e.Resource != ""
-		case k.Value == "lock" || k.Value == "resource":
-			p.fail(k, f, "listed twice")
+		at := v
+		if !slices.Contains(expectParts, k.Value) {
+			at = k
+		}
+		if v.Kind != yaml.ScalarNode {
+			p.fail(v, f, "want a word: %s", expectForms)
 			ok = false
-		default:
-			p.fail(k, f, "unknown field; want lock (P1: did two clients believe they held it at once?) and resource (was harm done at the storage?)")
+			continue
+		}
+		if err := e.Set(k.Value, v.Value); err != nil {
+			p.fail(at, f, "%v", err)
 			ok = false
 		}
 	}
@@ -137,12 +146,21 @@ func (p *parser) oneExpect(n *yaml.Node, field string) (Expect, bool) {
 
 // ExpectFor returns what the scenario expects of a play against lock kind
 // k, and false when it states nothing for k.
+//
+// A user's lock driver of the command line (KindOf(k).User, not the
+// file's own lock.kind driver, whose expectation is the file's) is
+// expected what the file says of it by name; any other story states
+// nothing about a lock it has never seen, and expects "any" of it: what
+// the play shows is a finding, with its rate.
 func (sc *Scenario) ExpectFor(k string) (Expect, bool) {
 	if _, na := sc.NotFor[k]; na {
 		return "", false
 	}
 	if e, ok := sc.Expects[k]; ok {
 		return e, true
+	}
+	if kind := sc.KindOf(k); kind != nil && kind.User && k != locks.Driver.Name {
+		return ExpectAny, true
 	}
 	if e, ok := sc.Expects[ExpectDefault]; ok {
 		return e, true

@@ -30,6 +30,9 @@ func TestPerLockExpectations(t *testing.T) {
 		{"per lock with default", "{default: violation, fenced-simple: {lock: violation, resource: safe}, redsync: any}",
 			map[string]Expect{"redlock": "violation", "fenced-simple": "lock violation, resource safe", "redsync": "any", "naive": "violation"}},
 		{"resource alone", "{default: safe, fenced-simple: {resource: safe}}", map[string]Expect{"fenced-simple": "resource safe", "redlock": "safe"}},
+		{"liveness beside the lock", "{lock: violation, liveness: ok}", map[string]Expect{"redlock": "lock violation, liveness ok", "single": "lock violation, liveness ok"}},
+		{"the promises apart, per lock", "{default: safe, redsync: {lock: safe, deadlock-freedom: ok, fault-tolerance: violation}, fenced-simple: {fault-tolerance: any}}",
+			map[string]Expect{"redsync": "lock safe, deadlock-freedom ok, fault-tolerance violation", "fenced-simple": "fault-tolerance any", "redlock": "safe"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, err := Parse([]byte(withExpect(tc.expect)), "f.yaml")
@@ -94,6 +97,13 @@ func TestExpectParseErrorsNameLineAndField(t *testing.T) {
 		{"n/a without a reason", `{default: safe, naive: {na: ""}}`, []string{"f.yaml:2", "expect.naive.na", "the reason"}},
 		{"n/a for a lock the file plays", `{default: safe, redsync: {na: "a race"}}`, []string{"f.yaml:2", "nothing for lock.kind redsync"}},
 		{"n/a and an expectation", `{default: safe, naive: safe, naive: {na: "a race"}}`, []string{"f.yaml:2", "expect.naive", "listed twice"}},
+		{"a liveness word of safety", "{lock: violation, liveness: safe}", []string{"f.yaml:2", "expect.liveness", `"safe" is not valid for liveness`, "ok, violation, any"}},
+		{"a safety word of liveness", "{lock: ok}", []string{"f.yaml:2", "expect.lock", `"ok" is not valid for lock`, "violation, safe, any"}},
+		{"a bad word of one promise", "{default: safe, redsync: {deadlock-freedom: fine}}", []string{"f.yaml:2", "expect.redsync.deadlock-freedom", `"fine"`, "ok, violation, any"}},
+		{"liveness and a promise", "{liveness: ok, fault-tolerance: ok}", []string{"f.yaml:2", "expect.fault-tolerance", "given twice", "liveness stands for"}},
+		{"a misspelt promise", "{lock: safe, deadlock: ok}", []string{"f.yaml:2", "expect.deadlock", "unknown part", "deadlock-freedom", "fault-tolerance"}},
+		{"liveness beside lock kinds", "{default: safe, liveness: ok}", []string{"f.yaml:2", "expect.liveness", "under a lock kind"}},
+		{"a list for a promise", "{lock: safe, liveness: [ok]}", []string{"f.yaml:2", "expect.liveness", "want a word"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(withExpect(tc.expect)), "f.yaml")
@@ -111,6 +121,10 @@ func TestExpectParseErrorsNameLineAndField(t *testing.T) {
 	_, err := Parse([]byte(withExpect("\n  default: safe\n  redlok: violation")), "f.yaml")
 	if err == nil || !strings.Contains(err.Error(), "f.yaml:4: expect.redlok") {
 		t.Errorf("error %v, want it at f.yaml:4, field expect.redlok", err)
+	}
+	_, err = Parse([]byte(withExpect("\n  default: safe\n  redsync:\n    lock: safe\n    liveness: maybe")), "f.yaml")
+	if err == nil || !strings.Contains(err.Error(), "f.yaml:6: expect.redsync.liveness") {
+		t.Errorf("error %v, want it at f.yaml:6, field expect.redsync.liveness", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -142,7 +143,7 @@ func (sc *Scenario) ReplicasOf(node string) []string {
 }
 
 var (
-	linkFaults = []string{"drop", "reset", "refuse", "delay"}
+	linkFaults = []string{"drop", "reset", "refuse", "delay", "lose-reply"}
 	directions = []string{string(fault.Both), string(fault.ToNode), string(fault.ToClient)}
 	shapes     = []string{fault.ShapeIsolate, fault.ShapeClient, fault.ShapeHalves, fault.ShapeBridge, fault.ShapeRandom, ShapeSides}
 )
@@ -187,6 +188,12 @@ func (p *parser) parseNodeDown(st *Step, in *stepIn) {
 	if v := in.seen["amnesia"]; v != nil {
 		st.Amnesia = p.boolean(v, in.field+".amnesia")
 	}
+	if v := in.seen["power"]; v != nil {
+		st.Power = p.boolean(v, in.field+".power")
+		if st.Power && st.Amnesia {
+			p.fail(v, in.field+".power", "a power loss loses what was not fsynced, amnesia everything: want one of them")
+		}
+	}
 }
 
 func (p *parser) parseLinkFault(st *Step, in *stepIn) {
@@ -199,6 +206,9 @@ func (p *parser) parseLinkFault(st *Step, in *stepIn) {
 		st.Direction = p.enum(v, field+".direction", string(fault.Both), directions...)
 		if st.Fault == "refuse" && st.Direction != string(fault.Both) {
 			p.fail(v, field+".direction", "refuse turns connections away, which has no direction; leave direction out")
+		}
+		if st.Fault == "lose-reply" {
+			p.fail(v, field+".direction", "lose-reply loses a reply, on its way to the client; leave direction out")
 		}
 	}
 	v := seen["delay"]
@@ -316,7 +326,11 @@ func (p *parser) pauseTarget(st *Step, in *stepIn) {
 		st.Within = p.duration(v, field+".within", 0, time.Millisecond)
 	}
 	if v := seen["signal"]; v != nil {
-		st.Signal = p.boolean(v, field+".signal")
+		if v.Kind == yaml.ScalarNode && v.Value == "auto" {
+			st.SignalAuto = true
+		} else if v.Kind != yaml.ScalarNode || v.Decode(&st.Signal) != nil {
+			p.fail(v, field+".signal", "%q is not valid; want true (stop the driver's process), false (hold the client at its point) or auto (the process where the lock has one, the client otherwise)", v.Value)
+		}
 	}
 }
 
@@ -357,6 +371,9 @@ func (p *parser) parseRandom(st *Step, in *stepIn) {
 	}
 	s.Total = p.durationOf(need("for"), field+".for")
 	s.MaxClock = p.durationOf(seen["max_clock"], field+".max_clock")
+	if v := seen["max_rate"]; v != nil {
+		s.MaxRate = p.rateError(v, field+".max_rate")
+	}
 	if len(p.errs) == before {
 		if err := s.Validate(); err != nil {
 			for _, e := range joined(err) {
@@ -457,4 +474,51 @@ func (p *parser) boolean(n *yaml.Node, field string) bool {
 		p.fail(n, field, "%q is not valid; want true or false", n.Value)
 	}
 	return b
+}
+
+// rateError parses a clock rate's largest error, in percent or ppm (5%,
+// 500ppm): how far from real time a random schedule's clock rates go.
+func (p *parser) rateError(n *yaml.Node, field string) float64 {
+	v := strings.TrimSpace(n.Value)
+	r, err := ParseRate(v)
+	if err != nil || n.Kind != yaml.ScalarNode || !(strings.HasSuffix(v, "%") || strings.HasSuffix(v, "ppm")) || r <= 1 {
+		p.fail(n, field, "%q: want the largest error of a clock's rate, in percent or ppm, such as 5%% or 500ppm", n.Value)
+		return 0
+	}
+	return r - 1
+}
+
+// parseStarve reads a starve step: a node or a client, and the share of
+// one CPU it keeps, as a fraction or in percent (0.05, 5%).
+func (p *parser) parseStarve(st *Step, in *stepIn) {
+	node, client := in.seen["node"], in.seen["client"]
+	if (node == nil) == (client == nil) {
+		p.fail(in.val, in.field, "want exactly one of node (starve the server) or client (starve its lock driver's process)")
+		return
+	}
+	if node != nil {
+		st.Node = p.parseNode(node, in.field+".node")
+	} else {
+		st.Client = p.client(client, in.field+".client")
+	}
+	if v := in.need(p, "cpu"); v != nil {
+		st.Share = p.cpuShare(v, in.field+".cpu")
+	}
+}
+
+// cpuShare parses a share of one CPU: 0.05 or 5%.
+func (p *parser) cpuShare(n *yaml.Node, field string) float64 {
+	v := strings.TrimSpace(n.Value)
+	scale := 1.0
+	if num, ok := strings.CutSuffix(v, "%"); ok {
+		v, scale = strings.TrimSpace(num), 0.01
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	share := f * scale
+	if n.Kind != yaml.ScalarNode || err != nil || !(share >= fault.MinCPUShare && share <= fault.MaxCPUShare) {
+		p.fail(n, field, "%q: want the share of one CPU it keeps, from %v%% to %v%%, such as 5%% or 0.05",
+			n.Value, fault.MinCPUShare*100, fault.MaxCPUShare*100)
+		return 0
+	}
+	return share
 }

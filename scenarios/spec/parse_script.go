@@ -29,6 +29,7 @@ const (
 	UntilDown    = "down"    // the node does not answer (killed, stopped or paused)
 	UntilPaused  = "paused"  // the client is stopped at a client pause's point
 	UntilWrote   = "wrote"   // the client's next write to the storage completed
+	UntilGone    = "gone"    // the lock key is gone from the node (expired or deleted)
 )
 
 // DefaultWaitTimeout bounds a wait for a condition that gives no timeout;
@@ -132,7 +133,7 @@ func (p *parser) parseWaitUntil(st *Step, in *stepIn) bool {
 	if v == nil {
 		return false
 	}
-	st.Until = p.enum(v, field+".until", "", UntilExpired, UntilUp, UntilDown, UntilPaused, UntilWrote, UntilPromoted)
+	st.Until = p.enum(v, field+".until", "", UntilExpired, UntilUp, UntilDown, UntilPaused, UntilWrote, UntilPromoted, UntilGone)
 	only := func(name, why string) {
 		if n := seen[name]; n != nil {
 			p.fail(n, field+"."+name, "not used by until %s: %s", st.Until, why)
@@ -145,7 +146,7 @@ func (p *parser) parseWaitUntil(st *Step, in *stepIn) bool {
 		}
 		st.Client = p.client(seen["client"], field+".client")
 		if k := seen["key"]; k != nil {
-			st.Key = k.Value
+			st.Key = p.lockKey(k, field+".key")
 		}
 		only("node", "it waits for a client's lease, given as client")
 	case UntilPaused, UntilWrote:
@@ -165,6 +166,18 @@ func (p *parser) parseWaitUntil(st *Step, in *stepIn) bool {
 		st.Node = p.parseNode(seen["node"], field+".node")
 		only("client", "it waits for a node, given as node")
 		only("key", "it waits for a node, given as node")
+	case UntilGone:
+		// The first instant another client can take the node's grant: a
+		// clock that runs fast expires the key before its holder's
+		// validity ends, or not.
+		if seen["node"] == nil {
+			p.fail(val, field+".node", "missing: until gone waits for the lock key to be gone from this node")
+		}
+		st.Node = p.parseNode(seen["node"], field+".node")
+		if k := seen["key"]; k != nil {
+			st.Key = k.Value
+		}
+		only("client", "it waits for a node's key, given as node")
 	}
 	if n := seen["timeout"]; n != nil {
 		st.Timeout = p.duration(n, field+".timeout", 0, time.Millisecond)

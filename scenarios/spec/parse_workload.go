@@ -31,6 +31,10 @@ type Workload struct {
 	Backoff *Span
 	// Fencing makes the storage reject writes with stale tokens.
 	Fencing bool
+	// FencingAuto (fencing: auto) fences the storage wherever the lock
+	// played hands out tokens (PlayAgainst sets Fencing): a family's
+	// resource as each lock would best protect it.
+	FencingAuto bool
 }
 
 // Generated reports whether a generator drives the clients.
@@ -80,11 +84,13 @@ func (p *parser) workload(s *workloadSpec, hasSteps bool) Workload {
 		switch strings.ToLower(s.Fencing.Value) {
 		case "on", "true":
 			w.Fencing = true
+		case "auto":
+			w.FencingAuto = true
 		case "off", "false":
 		default:
-			p.fail(&s.Fencing, "workload.fencing", "%q is not valid; want on or off", s.Fencing.Value)
+			p.fail(&s.Fencing, "workload.fencing", "%q is not valid; want on, off or auto (on wherever the lock hands out tokens)", s.Fencing.Value)
 		}
-		if w.Fencing && !w.HasResource() {
+		if (w.Fencing || w.FencingAuto) && !w.HasResource() {
 			p.fail(&s.Fencing, "workload.fencing", "fencing guards the storage, which the %s workload does not write; use counter, bank or set", w.Kind)
 		}
 	}

@@ -63,7 +63,34 @@ type Scenario struct {
 	// Source is the file as parsed, which each play keeps in its run
 	// folder (ScenarioFile) so that the folder alone says what was played.
 	Source []byte
+	// Drivers are the user's lock drivers the scenario may be played
+	// against, as lock kinds made from their ready (driver.UserKinds): the
+	// file's lock.kind driver once described, and --lock-driver's. Set by
+	// the command line; KindOf finds them before the built-in kinds.
+	Drivers []*locks.Kind
+	// Sweep, when set, is the parameter the story is swept across
+	// (sweep.go); a plain play of the story plays it as written.
+	Sweep *Sweep
+	// Shapes, for a fault family written for several deployments
+	// (shapes.go), are the story as each deployment plays it; nil for a
+	// story of one deployment. Shape is the deployment of this variant.
+	Shapes map[locks.Shape]*Scenario
+	Shape  locks.Shape
 }
+
+// KindOf is lock kind name as the scenario knows it: one of its Drivers,
+// else the built-in kind (package locks); nil when neither.
+func (sc *Scenario) KindOf(name string) *locks.Kind {
+	for _, k := range sc.Drivers {
+		if k.Name == name {
+			return k
+		}
+	}
+	return locks.ByName(name)
+}
+
+// LockKind is the kind of the lock the scenario plays (Lock.Kind).
+func (sc *Scenario) LockKind() *locks.Kind { return sc.KindOf(sc.Lock.Kind) }
 
 // fileLockKinds are the kinds a scenario file may name: every kind
 // (locks.Names), the driver among them.
@@ -104,15 +131,30 @@ type Lock struct {
 	Extend bool
 	// Command is the driver program and its arguments of kind driver.
 	Command []string
+	// Server and Deployment choose, for kind driver, which of the locks
+	// its ready claims the file plays (lock.server: redis, zookeeper or
+	// etcd; lock.deployment, on redis: masters or one); empty: the first
+	// it claims. Line is lock.server's line, for errors.
+	Server     string
+	Deployment string
+	ServerLine int
 }
 
 // PlayAgainst returns a copy of the scenario played against lock kind k
 // alone, with k's expectation.
 func (sc *Scenario) PlayAgainst(k string) *Scenario {
-	c := *sc
+	base := sc
+	if v := sc.ForLock(k); v != nil {
+		base = v
+	}
+	c := *base
 	c.Lock.Kind = k
 	c.Locks = []string{k}
-	c.Expect, _ = sc.ExpectFor(k)
+	c.Expect, _ = base.ExpectFor(k)
+	if c.Workload.FencingAuto {
+		lk := c.KindOf(k)
+		c.Workload.Fencing = lk != nil && lk.Fenced
+	}
 	return &c
 }
 

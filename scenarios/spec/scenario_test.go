@@ -27,7 +27,7 @@ func TestBuiltinScenariosParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Nodes != 5 || len(sc.Clients) != 2 || sc.Lock.TTL != 5*time.Second || sc.Expect != ExpectViolation {
+	if sc.Nodes != 5 || len(sc.Clients) != 2 || sc.Lock.TTL != 10*time.Second || sc.Expect != ExpectViolation {
 		t.Errorf("clock-jump parsed as %+v", sc)
 	}
 	var jump *Step

@@ -2,9 +2,11 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +43,7 @@ const (
 	StepRestart     StepKind = "restart"
 	StepPromote     StepKind = fault.KindPromote
 	StepRandom      StepKind = "random"
+	StepStarve      StepKind = fault.KindStarve
 )
 
 // Step is one scripted action. Which fields are set depends on Kind: who
@@ -66,6 +69,9 @@ type Step struct {
 	// Span is the clock jump (clock), the strobe's delta (strobe) or the
 	// pause (wait); a range is drawn from the run's seed.
 	Span Span
+	// Rate, set instead of a jump, makes a clock step's node's clock run
+	// at this factor of real time (1.05: 5 % fast) until healed.
+	Rate float64
 	// Heal is what a heal step heals: "links", "clocks", "nodes",
 	// "clients", "failover" or "all".
 	Heal string
@@ -76,8 +82,14 @@ type Step struct {
 	HasFor bool
 	// Amnesia: kill, stop restart the node with its data lost.
 	Amnesia bool
+	// Power: a kill is a power loss, the node's files cut back to what
+	// it had fsynced.
+	Power bool
 	// Period is a strobe's.
 	Period time.Duration
+	// Share is the share of one CPU a starve step leaves its node or
+	// client (0.05: 5 %).
+	Share float64
 	Outcome
 	Condition
 	LinkFault
@@ -130,6 +142,11 @@ type ClientPause struct {
 	Point string
 	// Signal stops the client's driver process (SIGSTOP) at Point.
 	Signal bool
+	// SignalAuto (signal: auto) stops the process where the lock runs as
+	// a driver process, as a GC pause stops every thread of it, and holds
+	// an in-process client at its point otherwise: one fault family for
+	// every lock.
+	SignalAuto bool
 	// Within bounds how long the pause stays armed waiting for the client
 	// to reach its point (zero: until the run ends); For counts from when
 	// the client gets there.
@@ -204,7 +221,7 @@ var stepKinds = []stepKind{
 		st.Heal = p.enum(val, field, "", "links", "clocks", "nodes", "clients", "failover", "all")
 		return st.Heal != ""
 	}},
-	{kind: StepClock, fields: "node, jump, for", decode: (*parser).decodeClock, needs: needs(fault.Clock)},
+	{kind: StepClock, fields: "node, jump, rate, for", decode: (*parser).decodeClock, needs: needs(fault.Clock)},
 	{kind: StepAcquire, fields: "client, key, expect", decode: (*parser).decodeLease},
 	{kind: StepRelease, fields: "client, key", decode: (*parser).decodeLease},
 	{kind: StepExtend, fields: "client, key, expect", decode: (*parser).decodeLease},
@@ -225,6 +242,9 @@ var stepKinds = []stepKind{
 		st.Node = p.replicatedNode(in.need(p, "node"), in.field+".node")
 		st.Replica = p.replicaOf(st.Node, in.seen["replica"], in.field+".replica")
 		p.parseLinkFault(st, in)
+		if v := in.seen["fault"]; v != nil && st.Fault == "lose-reply" {
+			p.fail(v, in.field+".fault", "a replication link carries a stream, not replies; lose-reply is for a client's links (net)")
+		}
 	})},
 	{kind: StepPartition, fields: "shape, client, clients, nodes, sides, for", decode: faultStep((*parser).parsePartition)},
 	{kind: StepStrobe, fields: "node, delta, period, for", decode: faultStep((*parser).parseStrobe), needs: needs(fault.Clock)},
@@ -236,7 +256,7 @@ var stepKinds = []stepKind{
 	{kind: StepPause, fields: "node, client, at, for, within, signal", decode: faultStep((*parser).pauseTarget),
 		needs: func(st Step) (fault.Capability, bool) { return fault.Pause, st.Node != "" }},
 	{kind: StepResume, fields: "node, client", decode: faultStep((*parser).pauseTarget)},
-	{kind: StepKill, fields: "node, amnesia, for", decode: faultStep((*parser).parseNodeDown), needs: needsDown(fault.Kill)},
+	{kind: StepKill, fields: "node, amnesia, power, for", decode: faultStep((*parser).parseNodeDown), needs: needsDown(fault.Kill)},
 	{kind: StepStop, fields: "node, amnesia, for", decode: faultStep((*parser).parseNodeDown), needs: needsDown(fault.Stop)},
 	{kind: StepRestart, fields: "node", decode: faultStep(func(p *parser, st *Step, in *stepIn) {
 		st.Node = p.parseNode(in.need(p, "node"), in.field+".node")
@@ -245,16 +265,22 @@ var stepKinds = []stepKind{
 		st.Node = p.replicatedNode(in.need(p, "node"), in.field+".node")
 		st.Replica = p.replicaOf(st.Node, in.seen["replica"], in.field+".replica")
 	})},
-	{kind: StepRandom, fields: "faults, targets, interval, duration, for, max_clock", decode: faultStep((*parser).parseRandom),
+	{kind: StepStarve, fields: "node, client, cpu, for", decode: faultStep((*parser).parseStarve),
+		needs: func(st Step) (fault.Capability, bool) { return fault.CPU, st.Node != "" }},
+	{kind: StepRandom, fields: "faults, targets, interval, duration, for, max_clock, max_rate", decode: faultStep((*parser).parseRandom),
 		needs: func(st Step) (fault.Capability, bool) {
 			// The first of the schedule's kinds that some node kinds
 			// lack; the others every kind takes.
 			for _, f := range st.Schedule.Kinds {
 				switch f {
-				case fault.RandomClock:
+				case fault.RandomClock, fault.RandomClockRate:
 					return fault.Clock, true
 				case fault.RandomAmnesia:
 					return fault.Wipe, true
+				case fault.RandomPower:
+					return fault.Power, true
+				case fault.RandomStarve:
+					return fault.CPU, true
 				}
 			}
 			return "", false
@@ -270,8 +296,11 @@ func needs(c fault.Capability) func(Step) (fault.Capability, bool) {
 // back with its data lost.
 func needsDown(c fault.Capability) func(Step) (fault.Capability, bool) {
 	return func(st Step) (fault.Capability, bool) {
-		if st.Amnesia {
+		switch {
+		case st.Amnesia:
 			return fault.Wipe, true
+		case st.Power:
+			return fault.Power, true
 		}
 		return c, true
 	}
@@ -376,10 +405,19 @@ func (p *parser) decodeCut(st *Step, in *stepIn) bool {
 func (p *parser) decodeClock(st *Step, in *stepIn) bool {
 	st.Node = p.parseNode(in.need(p, "node"), in.field+".node")
 	ok := true
-	if v := in.need(p, "jump"); v != nil {
-		var good bool
-		if st.Span, good = p.span(v, in.field+".jump", true); !good {
-			ok = false
+	jump, rate := in.seen["jump"], in.seen["rate"]
+	switch {
+	case jump != nil && rate != nil:
+		p.fail(rate, in.field+".rate", "want exactly one of jump (the clock steps) or rate (it runs fast or slow), not both")
+		ok = false
+	case rate != nil:
+		st.Rate, ok = p.clockRate(rate, in.field+".rate")
+	default:
+		if v := in.need(p, "jump"); v != nil {
+			var good bool
+			if st.Span, good = p.span(v, in.field+".jump", true); !good {
+				ok = false
+			}
 		}
 	}
 	// A jump with for: sets the clock back on its own, as a random
@@ -397,11 +435,47 @@ func (p *parser) decodeClock(st *Step, in *stepIn) bool {
 	return ok
 }
 
+// clockRate parses a clock rate: a factor of real time (1.05), or its
+// error in percent (+5%, -0.05%) or in ppm (500ppm), as NTP states it.
+func (p *parser) clockRate(n *yaml.Node, field string) (float64, bool) {
+	r, err := ParseRate(n.Value)
+	if err == nil && n.Kind == yaml.ScalarNode {
+		err = fault.CheckRate(r)
+	}
+	if err != nil || n.Kind != yaml.ScalarNode {
+		p.fail(n, field, "%q: want a factor of real time such as 1.05, or an error such as +5%%, -0.05%% or 500ppm (from %v to %v times real time, not 1)",
+			n.Value, fault.MinClockRate, fault.MaxClockRate)
+		return 0, false
+	}
+	return r, true
+}
+
+// ParseRate reads a clock rate as a scenario writes it: a factor of real
+// time (1.05), or its error in percent (+5%, -0.05%) or ppm (500ppm).
+func ParseRate(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	scale, num := 0.0, s
+	switch {
+	case strings.HasSuffix(s, "%"):
+		scale, num = 1e-2, strings.TrimSuffix(s, "%")
+	case strings.HasSuffix(s, "ppm"):
+		scale, num = 1e-6, strings.TrimSuffix(s, "ppm")
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("clock rate %q: want a number such as 1.05, +5%% or 500ppm", s)
+	}
+	if scale == 0 {
+		return v, nil
+	}
+	return 1 + v*scale, nil
+}
+
 // decodeLease reads acquire, release and extend.
 func (p *parser) decodeLease(st *Step, in *stepIn) bool {
 	st.Client = p.client(in.need(p, "client"), in.field+".client")
 	if v := in.seen["key"]; v != nil {
-		st.Key = v.Value
+		st.Key = p.lockKey(v, in.field+".key")
 	}
 	return p.expectOutcome(st, in.seen["expect"], in.field+".expect")
 }

@@ -81,7 +81,7 @@ func (sc *Scenario) Unroll(seed int64) ([]TimedFault, time.Duration, error) {
 			out = append(out, faults...)
 			t = end
 			continue
-		case StepNet, StepReplication, StepPartition, StepStrobe, StepClock, StepPause, StepKill, StepStop:
+		case StepNet, StepReplication, StepPartition, StepStrobe, StepClock, StepPause, StepKill, StepStop, StepStarve:
 		default:
 			return nil, 0, unsupported("only waits for a time, random schedules and faults with for: can")
 		}
@@ -138,6 +138,9 @@ func (sc *Scenario) unrollFault(st Step, nem *rand.Rand) ([]TimedFault, error) {
 		st.Span = fixed(st.Span.Draw(nem))
 		return one(history.Fault{Kind: fault.KindClockStrobe, Nodes: []string{st.Node}, Offset: int64(st.Span.Min)})
 	case StepClock:
+		if st.Rate != 0 {
+			return one(history.Fault{Kind: fault.KindClockRate, Nodes: []string{st.Node}, Rate: st.Rate})
+		}
 		st.Span = fixed(st.Span.Draw(nem))
 		return one(history.Fault{Kind: fault.KindClockJump, Nodes: []string{st.Node}, Offset: int64(st.Span.Min)})
 	case StepPause:
@@ -156,11 +159,13 @@ func (sc *Scenario) unrollFault(st Step, nem *rand.Rand) ([]TimedFault, error) {
 		return one(history.Fault{Kind: fault.KindKill, Nodes: []string{st.Node}})
 	case StepStop:
 		return one(history.Fault{Kind: fault.KindStop, Nodes: []string{st.Node}})
+	case StepStarve:
+		return one(history.Fault{Kind: fault.KindStarve, Nodes: []string{st.Node + st.Client}})
 	}
 	return nil, fmt.Errorf("no explicit form for a %s step", st.Kind)
 }
 
-var linkFaultKinds = map[string]string{"drop": fault.KindCut, "reset": fault.KindReset, "refuse": fault.KindRefuse, "delay": fault.KindDelay}
+var linkFaultKinds = map[string]string{"drop": fault.KindCut, "reset": fault.KindReset, "refuse": fault.KindRefuse, "delay": fault.KindDelay, "lose-reply": fault.KindLostReply}
 
 // partitionLinks are the links a partition step cuts, as partition draws
 // them.
@@ -290,6 +295,10 @@ func opSteps(op fault.Op, within time.Duration, line int) ([]TimedFault, error) 
 		add(Step{Kind: StepPartition, Partition: Partition{Shape: op.Shape, Links: op.Links}},
 			history.Fault{Kind: fault.KindPartition, Links: op.Links})
 		return out, nil
+	case fault.RandomLostReply:
+		add(Step{Kind: StepNet, Client: op.Clients[0], Nodes: op.Nodes, LinkFault: LinkFault{Fault: "lose-reply", Direction: string(fault.Both)}},
+			history.Fault{Kind: fault.KindLostReply, Links: fault.Isolate(op.Clients, op.Nodes)})
+		return out, nil
 	case fault.RandomClientPause:
 		for _, c := range op.Clients {
 			add(Step{Kind: StepPause, Client: c, ClientPause: ClientPause{Point: string(op.Point), Within: within}},
@@ -307,6 +316,9 @@ func opSteps(op fault.Op, within time.Duration, line int) ([]TimedFault, error) 
 				add(Step{Kind: StepClock, Node: n, Span: fixed(op.Offsets[i])},
 					history.Fault{Kind: fault.KindClockJump, Nodes: []string{n}, Offset: int64(op.Offsets[i])})
 			}
+		case fault.RandomClockRate:
+			add(Step{Kind: StepClock, Node: n, Rate: op.Rates[i]},
+				history.Fault{Kind: fault.KindClockRate, Nodes: []string{n}, Rate: op.Rates[i]})
 		case fault.RandomPause:
 			add(Step{Kind: StepPause, Node: n}, history.Fault{Kind: fault.KindPause, Nodes: []string{n}})
 		case fault.RandomKill:
@@ -317,6 +329,10 @@ func opSteps(op fault.Op, within time.Duration, line int) ([]TimedFault, error) 
 			}
 		case fault.RandomAmnesia:
 			add(Step{Kind: StepKill, Node: n, Amnesia: true}, history.Fault{Kind: fault.KindKill, Nodes: []string{n}})
+		case fault.RandomStarve:
+			add(Step{Kind: StepStarve, Node: n, Share: op.Share}, history.Fault{Kind: fault.KindStarve, Nodes: []string{n}})
+		case fault.RandomPower:
+			add(Step{Kind: StepKill, Node: n, Power: true}, history.Fault{Kind: fault.KindKill, Nodes: []string{n}})
 		default:
 			return nil, fmt.Errorf("random schedule: unknown fault kind %q", op.Kind)
 		}
@@ -380,7 +396,11 @@ func StepNode(st Step) (*yaml.Node, error) {
 		field("period", st.Period.String())
 	case StepClock:
 		field("node", st.Node)
-		span("jump", st.Span)
+		if st.Rate != 0 {
+			field("rate", strconv.FormatFloat(st.Rate, 'g', -1, 64))
+		} else {
+			span("jump", st.Span)
+		}
 	case StepPause:
 		if st.Client != "" {
 			field("client", st.Client)
@@ -393,6 +413,16 @@ func StepNode(st Step) (*yaml.Node, error) {
 		if st.Amnesia {
 			field("amnesia", "true")
 		}
+		if st.Power {
+			field("power", "true")
+		}
+	case StepStarve:
+		if st.Node != "" {
+			field("node", st.Node)
+		} else {
+			field("client", st.Client)
+		}
+		field("cpu", strconv.FormatFloat(st.Share*100, 'g', -1, 64)+"%")
 	default:
 		return nil, fmt.Errorf("a %s step has no explicit form", st.Kind)
 	}

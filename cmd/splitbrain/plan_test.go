@@ -1,0 +1,185 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"splitbrain/locks"
+	"splitbrain/runstore"
+	"splitbrain/scenarios/spec"
+	"splitbrain/suite"
+)
+
+type planOut struct {
+	Seed  int64 `json:"seed"`
+	Plays []struct {
+		Play     int    `json:"play"`
+		Scenario string `json:"scenario"`
+		Lock     string `json:"lock"`
+		Seed     int64  `json:"seed"`
+		Backend  string `json:"backend"`
+		Command  string `json:"command"`
+	} `json:"plays"`
+	NA []struct{ Scenario, Lock, Why string } `json:"na"`
+}
+
+// suite --plan prints the plays without playing one, each with its seed,
+// backend and the command that plays it alone; N shares of the plan are
+// disjoint and together the plan. Played as two shares into one store —
+// the second told its share through $SPLITBRAIN_SHARD, as an engine tells
+// its tasks — and gathered with the suite's arguments, the suite is whole;
+// gathered with one share only, or against another seed's plan, the
+// gather says which plays have no run folder, or none of the plan, and
+// exits 255.
+func TestSuitePlanSharesAndGather(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	plan := func(args ...string) planOut {
+		t.Helper()
+		res := e.run(append([]string{"suite", "clock-jump-control", "--seed", "4", "--plan", "--json"}, args...)...)
+		var p planOut
+		if err := json.Unmarshal([]byte(res.stdout), &p); res.code != 0 || err != nil {
+			t.Fatalf("--plan: exit %d, %v", res.code, err)
+		}
+		return p
+	}
+	sc, err := spec.Load("clock-jump-control")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := suite.NewPlan([]*spec.Scenario{sc}, locks.Matrix(), spec.BackendLocal)
+	n, na := cells.Played()
+	share0, share1 := (n+1)/2, n/2
+	whole := plan()
+	if len(whole.Plays) != n || len(whole.NA) != na || n < 2 {
+		t.Fatalf("%d plays and %d n/a cells, want clock-jump-control's %d and %d", len(whole.Plays), len(whole.NA), n, na)
+	}
+	for i, p := range whole.Plays {
+		if p.Play != i || p.Seed != 4 || p.Backend != "local" || p.Command != "splitbrain run clock-jump-control --seed 4 --lock "+p.Lock {
+			t.Errorf("play %d: %+v", i, p)
+		}
+	}
+	seen := map[int]int{}
+	deal := suite.Deal(suite.Jobs(cells.Cells, 1), 2)
+	for _, sh := range []string{"0/2", "1/2"} {
+		for _, p := range plan("--shard", sh).Plays {
+			seen[p.Play]++
+			if deal[p.Play] != int(sh[0]-'0') {
+				t.Errorf("share %s has play %d, which the deal gives share %d", sh, p.Play, deal[p.Play])
+			}
+		}
+	}
+	for i := range whole.Plays {
+		if seen[i] != 1 {
+			t.Errorf("play %d is in %d shares, want 1", i, seen[i])
+		}
+	}
+	if res := e.run("suite", "clock-jump-control", "--shard", "2/2"); res.code != 254 || !strings.Contains(res.stderr, "want 0 to 1") {
+		t.Errorf("--shard 2/2: exit %d, %s", res.code, res.stderr)
+	}
+
+	store := filepath.Join(t.TempDir(), "shares")
+	res := e.runFor(3*time.Minute, "suite", "clock-jump-control", "--seed", "4", "--shard", "0/2", "--store", store)
+	if res.code != 0 || !strings.Contains(res.stdout, fmt.Sprintf("share 0/2: %d of the suite's %d plays", share0, n)) {
+		t.Fatalf("share 0/2: exit %d", res.code)
+	}
+	if runs, err := suite.FindRuns(filepath.Join(store, "shard-0-of-2")); err != nil || len(runs) != share0 {
+		t.Errorf("share 0/2 made %d run folders in its store (%v), want %d", len(runs), err, share0)
+	}
+	gather := func(seed string) result {
+		return e.run("fanout", "gather", store, "clock-jump-control", "--seed", seed)
+	}
+	if res := gather("4"); res.code != 255 || strings.Count(res.stdout, "MISSED THE PLAN: no run folder: clock-jump-control against") != share1 {
+		t.Errorf("gathered with one share: exit %d, want 255 and %d plays without a run folder", res.code, share1)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := e.command(ctx, "suite", "clock-jump-control", "--seed", "4", "--shard", "env", "--store", store)
+	cmd.Env = append(cmd.Env, suite.ShardEnv+"=1/2")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), fmt.Sprintf("share 1/2: %d of the suite's %d plays", share1, n)) {
+		t.Fatalf("share 1/2 from $%s: %v\n%s", suite.ShardEnv, err, out.String())
+	}
+	if res := gather("4"); res.code != 0 || strings.Contains(res.stdout, "MISSED") {
+		t.Fatalf("gathered whole: exit %d", res.code)
+	}
+	m, err := runstore.ReadMatrix(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	played := 0
+	for _, c := range m.Cells {
+		if c.NA == "" && (c.Runs != 1 || c.Met != 1 || c.Plays[0].Seed != 4) {
+			t.Errorf("%s against %s: %d plays, %d met", c.Scenario, c.Lock, c.Runs, c.Met)
+		}
+		played += c.Runs
+	}
+	if played != n || m.Partial != "" || m.Seed != 4 || len(m.Cells) != len(cells.Cells) {
+		t.Errorf("gathered %d plays in %d cells, seed %d, partial %q", played, len(m.Cells), m.Seed, m.Partial)
+	}
+	if res := gather("5"); res.code != 255 || strings.Count(res.stdout, "MISSED THE PLAN: a run folder of no play of the plan") != n {
+		t.Errorf("gathered against another seed's plan: exit %d, want 255 and %d run folders of no play", res.code, n)
+	}
+}
+
+// A task of a job on an engine (--shard env) ends 0 once it has played
+// its share, also when a play missed its expectation: Swarm's replicated
+// job would play a task that exits 1 again, and the gather step judges
+// the plays. Played alone (--shard I/N), the same share exits 1.
+func TestShardTaskEndsZero(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dir := t.TempDir()
+	story := filepath.Join(dir, "wrong-claim.yaml")
+	// A claim the play contradicts: one client alone cannot break the lock.
+	const src = "name: wrong-claim\nexpect: violation\ncluster: {nodes: 1}\nlock: {kind: single, ttl: 2s}\n" +
+		"workload: {clients: 1}\nsteps:\n  - acquire: {client: c1, expect: acquired}\n  - release: {client: c1}\n"
+	if err := os.WriteFile(story, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		shard string
+		env   string
+		code  int
+	}{
+		{"a task", "env", "0/1", 0},
+		{"alone", "0/1", "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cmd := e.command(ctx, "suite", story, "--lock", "single", "--seed", "4", "--shard", tc.shard, "--store", filepath.Join(t.TempDir(), "store"))
+			if tc.env != "" {
+				cmd.Env = append(cmd.Env, suite.ShardEnv+"="+tc.env)
+			}
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err := cmd.Run()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code || !strings.Contains(out.String(), "0 of 1 plays met their expectation") {
+				t.Errorf("exit %d, want %d\n%s", code, tc.code, out.String())
+			}
+			if tc.shard == "env" && !strings.Contains(out.String(), "the task still ends 0") {
+				t.Errorf("a task that ends 0 with a missed play does not say so\n%s", out.String())
+			}
+		})
+	}
+}

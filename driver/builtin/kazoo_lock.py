@@ -1,0 +1,136 @@
+"""A splitbrain lock driver for kazoo's Lock (Debian's python3-kazoo), the
+Python world's ZooKeeper lock recipe: a sequential ephemeral znode under
+/locks/<key>; the lowest holds; the znodes are the client's session's.
+The protocol (docs/driver-protocol.md, version 2) is in sbdriver.py.
+
+Belief: kazoo's acquire() returns True and nothing about time; kazoo's
+documentation asks its user to watch the connection's state (SUSPENDED,
+LOST) and stop trusting the lock then, but Lock itself says nothing, and
+release() returns True whether the znode was still there or not. The
+driver reports no validity (the belief lasts until the release) and says
+in its ready that a release's outcome is not reported.
+
+Fencing token: the lock znode's creation zxid (czxid), read once the lock
+is ours (one more request): ZooKeeper's zxids grow with every write, so a
+later holder's znode, created later, has a larger one — Kleppmann's
+suggestion. kazoo hands out no token itself; a user who fences reads it so.
+"""
+
+import sys
+
+import kazoo
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, LockTimeout, NoNodeError
+from kazoo.recipe.lock import Lock
+from kazoo.security import make_digest_acl
+
+from sbdriver import Protocol
+
+proto = Protocol()
+VERSION = kazoo.__version__
+
+READY = {"op": "ready", "name": "kazoo " + VERSION,
+         "points": ["after-replies", "after-acquire", "before-release"],
+         "servers": ["zookeeper"], "fenced": True, "unreported": ["release"],
+         "library": "kazoo " + VERSION}
+
+
+class PointedLock(Lock):
+    """kazoo's Lock with the after-replies point: the lock's children are
+    read and ours is the lowest, acquire() has not returned yet."""
+
+    def _get_predecessor(self, node):
+        pred = super()._get_predecessor(node)
+        if pred is None:
+            proto.point("after-replies")
+        return pred
+
+
+def main():
+    hello = proto.hello()
+    if hello is None:
+        return
+    if hello.get("describe"):
+        proto.send(READY)
+        return
+    user, password = hello["user"], hello["password"]
+    session = (hello.get("session_timeout_ms") or 10000) / 1000
+    client = KazooClient(hosts=",".join(n["addr"] for n in hello["nodes"]), timeout=session,
+                         auth_data=[("digest", "%s:%s" % (user, password))],
+                         default_acl=[make_digest_acl(user, password, all=True)])
+    client.add_listener(lambda state: print("kazoo: connection state %s" % state, file=sys.stderr, flush=True))
+    client.start(timeout=30)
+    proto.send(READY)
+    ttl = (hello.get("ttl_ms") or 1000) / 1000
+    attempts = max(1, hello.get("retries", 1))
+    held = {}  # lease value (the lock znode's name) -> Lock
+
+    def handle(req):
+        op, key = req.get("op"), req.get("key")
+        try:
+            if op == "acquire":
+                return acquire(req, key)
+            elif op == "release":
+                proto.point("before-release")
+                lock = held.pop(req["value"], None)
+                if lock is None:
+                    proto.reply(req, "fail", detail="no lock of this driver has that znode")
+                elif lock.release():
+                    proto.reply(req, "ok", detail="release() returned True (it does so for a znode already gone)")
+                else:
+                    proto.reply(req, "fail", detail="release() returned False: not acquired")
+            elif op == "extend":
+                # kazoo's lock lasts as long as its session; there is
+                # nothing to extend. The driver shows the znode is there.
+                lock = held.get(req["value"])
+                if lock is None or client.exists(lock.path + "/" + lock.node) is None:
+                    proto.reply(req, "fail", detail="the lock znode is gone")
+                else:
+                    proto.reply(req, "ok", value=req["value"])
+            else:
+                proto.reply(req, "unknown", detail="unknown op %r" % op)
+        except LockTimeout as e:
+            proto.reply(req, "fail", detail="LockTimeout: %s" % e)
+        except KazooException as e:
+            proto.reply(req, "unknown", detail="%s: %s" % (type(e).__name__, e))
+        return None
+
+    def acquire(req, key):
+        lock = PointedLock(client, "/locks/" + key, identifier=hello.get("client"))
+        # One attempt, or wait for the lock as retries attempts would (as
+        # the in-process ZooKeeper lock does); kazoo retries a lost
+        # connection until the timeout, and says False when it ran out.
+        if attempts > 1:
+            got = lock.acquire(blocking=True, timeout=attempts * ttl)
+        else:
+            got = lock.acquire(blocking=False, timeout=ttl)
+        if not got:
+            proto.reply(req, "fail", detail="acquire() returned False: held, or no answer within %gs" % ttl)
+            return None
+        path = lock.path + "/" + lock.node
+        try:
+            stat = client.exists(path)
+        except KazooException as e:
+            lock.release()
+            proto.reply(req, "unknown", detail="acquired, but reading the lock znode's zxid failed: %s: %s" % (type(e).__name__, e))
+            return None
+        if stat is None:
+            proto.reply(req, "fail", detail="acquired, but the lock znode %s is gone (session expired)" % path)
+            return None
+        held[lock.node] = lock
+        proto.point("after-acquire")
+        proto.reply(req, "ok", value=lock.node, token=stat.czxid, detail=path)
+        # Given up (answered unknown) before it was granted: the harness
+        # took the grant for unknown, and nobody will release it.
+        return lambda: held.pop(lock.node, None) and lock.release()
+
+    # kazoo's requests wait, without bound, for a server to answer while
+    # none does (its timeout bounds its retries, not a request): a request
+    # still blocked after twice the session timeout is answered unknown.
+    proto.serve(handle, min(2 * session, 8))
+    client.stop()
+    client.close()
+
+
+if __name__ == "__main__":
+    main()

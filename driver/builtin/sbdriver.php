@@ -1,0 +1,105 @@
+<?php
+// The splitbrain lock driver protocol (docs/driver-protocol.md, version 2)
+// for the PHP drivers shipped with splitbrain: JSON lines on stdin and
+// stdout, one request at a time, points announced and held until the
+// go-ahead. Run with -d display_errors=stderr: PHP prints its warnings to
+// stdout by default, which would break the protocol.
+
+final class Protocol
+{
+    /** @var array<int, array> requests read while waiting at a point */
+    private array $pending = [];
+    private int $current = 0;
+
+    public function send(array $msg): void
+    {
+        fwrite(STDOUT, json_encode($msg, JSON_UNESCAPED_SLASHES | JSON_PRESERVE_ZERO_FRACTION) . "\n");
+        fflush(STDOUT);
+    }
+
+    /** The next message from the harness, or null once stdin closed. */
+    private function read(): ?array
+    {
+        while (($line = fgets(STDIN)) !== false) {
+            $line = trim($line);
+            if ($line !== '') {
+                return json_decode($line, true, 512, JSON_THROW_ON_ERROR);
+            }
+        }
+        return null;
+    }
+
+    /** The next request (hello first); null once stdin closed. */
+    public function next(): ?array
+    {
+        $req = array_shift($this->pending) ?? $this->read();
+        if ($req !== null && isset($req['id'])) {
+            $this->current = $req['id'];
+        }
+        return $req;
+    }
+
+    /** Announce a point of the current request and wait for the go-ahead:
+     *  once per attempt (the harness refuses a point announced twice). */
+    public function point(string $name): void
+    {
+        $this->send(['op' => 'point', 'id' => $this->current, 'point' => $name]);
+        while (($msg = $this->read()) !== null) {
+            if (($msg['op'] ?? '') === 'go') {
+                if (($msg['id'] ?? 0) === $this->current) {
+                    return;
+                }
+                continue; // a go-ahead of a request given up
+            }
+            $this->pending[] = $msg;
+        }
+        exit(0);
+    }
+
+    public function reply(array $req, string $result, array $fields = []): void
+    {
+        $this->send(['op' => 'reply', 'id' => $req['id'], 'result' => $result] + $fields);
+    }
+}
+
+/** host:port as [host, port]. */
+function hostPort(string $addr): array
+{
+    $i = strrpos($addr, ':');
+    return [substr($addr, 0, $i), (int) substr($addr, $i + 1)];
+}
+
+/** A Debian package's version, as dpkg knows it: the version a finding is about. */
+function debianVersion(string $package): string
+{
+    $v = @shell_exec('dpkg-query -W -f=\'${Version}\' ' . escapeshellarg($package) . ' 2>/dev/null');
+    return is_string($v) && $v !== '' ? $v : 'unknown';
+}
+
+/** phpredis connected to addr, authenticated, with hello's timeouts. */
+function connectRedis(array $hello, string $addr): \Redis
+{
+    [$host, $port] = hostPort($addr);
+    $timeout = ($hello['node_timeout_ms'] ?? 1000) / 1000;
+    // A node paused, killed or cut while the driver starts (a random
+    // schedule's first fault) made connect or AUTH throw, and the driver
+    // died before it said ready; an application retries its connection at
+    // boot, and so does the driver, for a few seconds.
+    $deadline = microtime(true) + 5.0;
+    for (;;) {
+        $r = new \Redis();
+        try {
+            // connect(host, port, connect timeout, reserved, retry interval, read timeout)
+            if ($r->connect($host, $port, 1.0, null, 0, $timeout) && $r->auth($hello['password'])) {
+                return $r;
+            }
+            $err = new \RedisException("connect or AUTH to $addr failed");
+        } catch (\RedisException $e) {
+            $err = $e;
+        }
+        if (microtime(true) >= $deadline) {
+            throw $err;
+        }
+        usleep(100000);
+    }
+}

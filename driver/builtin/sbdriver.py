@@ -1,0 +1,147 @@
+"""The splitbrain lock driver protocol (docs/driver-protocol.md, version 2)
+for the Python drivers shipped with splitbrain: JSON lines on stdin and
+stdout, one request at a time, points announced and held until the
+go-ahead. A driver reads hello(), answers with send(ready), then serves
+each request of requests() with reply()."""
+
+import json
+import queue
+import sys
+import threading
+import time
+
+
+class Protocol:
+    def __init__(self):
+        self._out = threading.Lock()
+        self._requests = queue.Queue()
+        # The go-aheads by request id: a request given up (serve's
+        # deadline) may still reach a point while the next one runs.
+        self._gos = {}
+        self._gos_lock = threading.Lock()
+        self._closed = threading.Event()
+        self._local = threading.local()
+        self._replied = set()
+        # Requests waiting at a point: their time there is the harness's.
+        self._at_point = set()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def send(self, msg):
+        with self._out:
+            self._write(msg)
+
+    def _write(self, msg):
+        sys.stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+
+    def _go(self, id):
+        with self._gos_lock:
+            return self._gos.setdefault(id, threading.Event())
+
+    def _read(self):
+        for line in sys.stdin:
+            line = line.strip()
+            if not line:
+                continue
+            msg = json.loads(line)
+            if msg.get("op") == "go":
+                self._go(msg.get("id")).set()
+            else:
+                self._requests.put(msg)
+        self._closed.set()
+        self._requests.put(None)  # stdin closed: exit
+
+    def hello(self):
+        """The hello, or None when stdin closed first."""
+        return self._requests.get()
+
+    def requests(self):
+        """Each request until stdin closes."""
+        while True:
+            req = self._requests.get()
+            if req is None:
+                return
+            self._local.id = req["id"]
+            yield req
+
+    def point(self, name):
+        """Announce a point of the request this thread serves and wait for
+        the go-ahead. Announce each point once per attempt: the harness
+        refuses a point announced twice in one request."""
+        id = self._local.id
+        with self._out:
+            if id in self._replied:
+                return  # answered already (given up): nothing more of it may reach the harness
+            self._write({"op": "point", "id": id, "point": name})
+        go = self._go(id)
+        self._at_point.add(id)
+        try:
+            while not go.wait(0.5):
+                if self._closed.is_set():
+                    sys.exit(0)
+            go.clear()
+        finally:
+            self._at_point.discard(id)
+
+    def reply(self, req, result, **fields):
+        """Answer req, once: a reply to a request already answered (given
+        up by serve) is dropped."""
+        msg = {"op": "reply", "id": req["id"], "result": result}
+        msg.update(fields)
+        with self._out:
+            if req["id"] in self._replied:
+                return False
+            self._replied.add(req["id"])
+            self._write(msg)
+        return True
+
+    def serve(self, handle, deadline):
+        """Serve every request with handle(req) on a thread of its own. A
+        request not answered within deadline seconds is answered unknown
+        (the lock's call is still blocked); handle's own reply to it is
+        then dropped, and what handle returned — a function that undoes
+        what the late call did, or None — is called."""
+        for req in self.requests():
+            done = threading.Event()
+            undo = []
+
+            def run(req=req, done=done, undo=undo):
+                self._local.id = req["id"]
+                try:
+                    undo.append(handle(req))
+                except Exception as e:  # a driver's bug: say so, go on
+                    self.reply(req, "unknown", detail="%s: %s" % (type(e).__name__, e))
+                done.set()
+            threading.Thread(target=run, daemon=True).start()
+            if self._wait(req["id"], done, deadline):
+                continue
+            if self.reply(req, "unknown", detail="the lock's call was still blocked after %gs: it waits for its servers "
+                          "without bound; answered unknown, the call runs on" % deadline):
+                def later(done=done, undo=undo):
+                    done.wait()
+                    if undo and undo[0] is not None:
+                        undo[0]()
+                threading.Thread(target=later, daemon=True).start()
+
+
+    def _wait(self, id, done, deadline):
+        """Wait until done, or until the request spent deadline seconds
+        neither at a point (the harness holds it there) nor stopped (a
+        SIGSTOP of the harness's: the loop's ticks stop with it)."""
+        last = time.monotonic()
+        busy = 0.0
+        while not done.wait(0.1):
+            now = time.monotonic()
+            gap, last = now - last, now
+            if id in self._at_point or gap > 1.0:
+                continue
+            busy += gap
+            if busy > deadline:
+                return False
+        return True
+
+
+def addr(a):
+    """host:port as (host, port)."""
+    host, port = a.rsplit(":", 1)
+    return host, int(port)

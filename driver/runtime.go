@@ -1,0 +1,33 @@
+package driver
+
+import "slices"
+
+// Runtime is what a built-in driver runs on, for an image that must hold
+// it (the runner image of splitbrain fanout, which carries this machine's
+// interpreters and libraries): at most one of the three.
+type Runtime struct {
+	// PythonModules: the driver is Python (Python); these are the
+	// modules it imports from outside the standard library.
+	PythonModules []string
+	// PHP: the driver is PHP (PHP), with its extensions and include path.
+	PHP bool
+	// Jars: the driver is Java, compiled with javac at its first start
+	// and run on this class path.
+	Jars []string
+}
+
+// RuntimeOf says what built-in driver name runs on; false for a name that
+// is no built-in driver.
+func RuntimeOf(name string) (Runtime, bool) {
+	switch name {
+	case "redis-py":
+		return Runtime{PythonModules: []string{"redis", "redis.sentinel", "redis.exceptions", "redis.lock"}}, true
+	case "kazoo":
+		return Runtime{PythonModules: []string{"kazoo", "kazoo.client", "kazoo.exceptions", "kazoo.recipe.lock", "kazoo.security"}}, true
+	case "symfony-redis", "symfony-redlock", "laravel":
+		return Runtime{PHP: true}, true
+	case "curator":
+		return Runtime{Jars: slices.Clone(curatorJars)}, true
+	}
+	return Runtime{}, false
+}

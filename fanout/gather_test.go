@@ -1,0 +1,55 @@
+package fanout
+
+import (
+	"strings"
+	"testing"
+
+	"splitbrain/checker"
+	"splitbrain/runstore"
+)
+
+// Two matrices of one suite agree when they have the same cells, each
+// played on the same seeds, and the scripted stories' plays the same
+// verdicts; a random schedule's verdicts may differ.
+func TestCompare(t *testing.T) {
+	t.Parallel()
+	play := func(seed int64, v checker.Verdict) runstore.MatrixPlay {
+		return runstore.MatrixPlay{Seed: seed, Verdict: v, AsExpected: v == checker.Invalid}
+	}
+	base := func() runstore.Matrix {
+		return runstore.Matrix{Cells: []runstore.MatrixCell{
+			{Scenario: "clock-jump", Lock: "redlock", Runs: 2, Plays: []runstore.MatrixPlay{play(1, checker.Invalid), play(2, checker.Invalid)}},
+			{Scenario: "clock-jump", Lock: "zookeeper", NA: "not its story"},
+			{Scenario: "random-kill", Lock: "redlock", Runs: 1, Plays: []runstore.MatrixPlay{play(1, checker.Valid)}},
+		}}
+	}
+	scripted := map[string]bool{"clock-jump": true}
+	if d := Compare(base(), base(), scripted); len(d) != 0 {
+		t.Errorf("a matrix differs from itself: %v", d)
+	}
+	for _, tt := range []struct {
+		name   string
+		change func(*runstore.Matrix)
+		want   string // in the one difference; "" for none
+	}{
+		{"a random verdict", func(m *runstore.Matrix) { m.Cells[2].Plays[0] = play(1, checker.Invalid) }, ""},
+		{"a scripted verdict", func(m *runstore.Matrix) { m.Cells[0].Plays[1] = play(2, checker.Valid) }, "seed 2"},
+		{"a seed", func(m *runstore.Matrix) { m.Cells[2].Plays[0].Seed = 9 }, "seeds [1]"},
+		{"a play more", func(m *runstore.Matrix) {
+			m.Cells[0].Runs++
+			m.Cells[0].Plays = append(m.Cells[0].Plays, play(3, checker.Invalid))
+		}, "2 plays"},
+		{"n/a", func(m *runstore.Matrix) { m.Cells[1].NA = "" }, "n/a"},
+		{"a cell", func(m *runstore.Matrix) { m.Cells = m.Cells[:2] }, "only in the first"},
+	} {
+		b := base()
+		tt.change(&b)
+		d := Compare(base(), b, scripted)
+		switch {
+		case tt.want == "" && len(d) != 0:
+			t.Errorf("%s: differences %v, want none", tt.name, d)
+		case tt.want != "" && (len(d) != 1 || !strings.Contains(d[0], tt.want)):
+			t.Errorf("%s: differences %v, want one with %q", tt.name, d, tt.want)
+		}
+	}
+}
