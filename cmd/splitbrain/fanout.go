@@ -344,6 +344,15 @@ func fanoutPrint(stdout io.Writer, g fanout.Gathered, store string, f runFlags) 
 		for _, p := range g.Problems() {
 			fmt.Fprintf(stdout, "MISSED THE PLAN: %s\n", p)
 		}
+		// The matrix says a cell missed; these say which play, why, and
+		// how to play it again alone (a task's own output is in the store).
+		for _, c := range g.Matrix.Cells {
+			for _, p := range c.Plays {
+				if !p.AsExpected {
+					fmt.Fprintf(stdout, "NOT AS EXPECTED: %s against %s, seed %d: %s (%s) %s\n", c.Scenario, c.Lock, p.Seed, p.Verdict, p.Reason, filepath.Join(store, p.Dir))
+				}
+			}
+		}
 		fmt.Fprintf(stdout, "%d of %d plays met their expectation (%d flaky cells; %d run folders, seed %d, %d run(s) per cell)\n",
 			met, plays, flaky, g.Folders, g.Matrix.Seed, g.Matrix.Runs)
 		fmt.Fprintf(stdout, "safety matrix: %s\n", path)
