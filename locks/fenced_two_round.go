@@ -11,4 +11,7 @@ var FencedTwoRound = &Kind{
 	Liveness: goRedis,
 	Adapter:  "redlock",
 	Redlock:  RedlockOptions{Fencing: FenceTwoRound},
+	// Over one Sentinel-managed master (N=1), through a failover client
+	// (sentinelOverOne).
+	Sentinel: sentinelOverOne,
 }

@@ -62,7 +62,10 @@ type Kind struct {
 	// (lock.command); a kind without it is built in.
 	Command bool
 	// Sentinel: the lock's clients can find the master through Sentinel
-	// (a failover client), so Sentinel stories fit it.
+	// (a failover client), so Sentinel stories fit it. Sentinel watches
+	// one master (the parser wants cluster.nodes 1), so a quorum lock
+	// under Sentinel is a quorum of one: every node's connection is the
+	// failover client to that master.
 	Sentinel bool
 	// Unhooked are the client hook points the harness has no way to stop
 	// the lock's clients at, each with why: a story pausing a client
@@ -285,3 +288,11 @@ func Or(names []string) string {
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
+
+// sentinelOverOne is Sentinel for our Redlock's kinds and redsync: a
+// Redlock over one node behind Sentinel, as failover plays them over one
+// master and its replica. redsync takes any go-redis client as a pool
+// (goredis.NewPool), and a failover client is how its users put Sentinel
+// under it; the Redlock page counts on independent masters instead, and
+// the Sentinel stories show what a quorum of one replicated master keeps.
+const sentinelOverOne = true

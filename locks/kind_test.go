@@ -22,8 +22,8 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("kind %s: server %q is none of the cluster's kinds", k.Name, k.Server)
 		case k.Shape == locks.Ensemble && (!k.Fenced || k.Server == "redis"):
 			t.Errorf("kind %s: a lock on an ensemble is a consensus system's, with tokens", k.Name)
-		case k.Sentinel && k.Shape != locks.OneDeployment:
-			t.Errorf("kind %s: only a lock of one deployment follows Sentinel", k.Name)
+		case k.Sentinel && k.Shape == locks.Ensemble:
+			t.Errorf("kind %s: a lock on an ensemble cannot follow Sentinel", k.Name)
 		case k.Command && !k.Driver:
 			t.Errorf("kind %s: a command is a driver's", k.Name)
 		}

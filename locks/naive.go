@@ -11,4 +11,7 @@ var Naive = &Kind{
 	Liveness: goRedis,
 	Adapter:  "redlock",
 	Redlock:  RedlockOptions{SkipElapsedCheck: true},
+	// Over one Sentinel-managed master (N=1), through a failover client
+	// (sentinelOverOne).
+	Sentinel: sentinelOverOne,
 }

@@ -13,4 +13,7 @@ var Redlock = &Kind{
 	Belief:   deadlineBelief,
 	Liveness: goRedis,
 	Adapter:  "redlock",
+	// Over one Sentinel-managed master (N=1), through a failover client
+	// (sentinelOverOne).
+	Sentinel: sentinelOverOne,
 }

@@ -9,4 +9,7 @@ var Redsync = &Kind{
 	Belief:   "at redsync's Until(): start of the acquire + expiry − elapsed − drift (1%), on the client's monotonic clock",
 	Liveness: goRedis,
 	Adapter:  "redsync",
+	// Over one Sentinel-managed master (N=1), through a failover client
+	// (sentinelOverOne).
+	Sentinel: sentinelOverOne,
 }

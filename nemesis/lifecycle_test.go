@@ -142,3 +142,64 @@ func (l *lockedRecorder) faults(t *testing.T) []history.Fault {
 	defer l.mu.Unlock()
 	return l.memRecorder.faults(t)
 }
+
+// meetingFault's heal waits until every fault of its meeting is healing:
+// restarts of ensemble members, each waiting until its member serves,
+// which it does only once a majority is up.
+type meetingFault struct {
+	kind    string
+	meeting *sync.WaitGroup
+}
+
+func (f meetingFault) Describe() history.Fault { return history.Fault{Kind: f.kind, Detail: f.kind} }
+
+func (f meetingFault) Inject(context.Context) (nemesis.Heal, error) {
+	return func(ctx context.Context) error {
+		f.meeting.Done()
+		done := make(chan struct{})
+		go func() { f.meeting.Wait(); close(done) }()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second):
+			return errors.New("healed alone: the other heals did not start")
+		}
+	}, nil
+}
+
+// Timed faults that end together heal side by side, and HealAll waits for
+// heals under way: a whole ensemble killed for a while restarts (one
+// restart at a time, the first waited for members not yet restarted).
+func TestTimedHealsRunSideBySide(t *testing.T) {
+	ctx := context.Background()
+	rec := &lockedRecorder{}
+	nem := nemesis.New(rec)
+	var meeting sync.WaitGroup
+	meeting.Add(3)
+	for _, k := range []string{"n1", "n2", "n3"} {
+		if _, err := nem.StartFor(ctx, meetingFault{kind: k, meeting: &meeting}, 20*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "three heals", func() error {
+		if n := len(nem.Active()); n != 0 {
+			return errors.New("still active")
+		}
+		return nil
+	})
+	// A heal that ran alone failed; HealAll reports the timed heals' errors.
+	if err := nem.HealAll(ctx); err != nil {
+		t.Fatalf("the heals: %v", err)
+	}
+	stops := 0
+	for _, f := range rec.faults(t) {
+		if f.Phase == history.PhaseStop {
+			stops++
+		}
+	}
+	if stops != 3 {
+		t.Errorf("%d stops recorded, want 3", stops)
+	}
+}

@@ -57,6 +57,9 @@ type Nemesis struct {
 	// bgErrs are errors of heals that ran on their own (timed faults);
 	// HealAll reports them.
 	bgErrs []error
+	// healing counts the timed faults healing on their own now, outside
+	// the lock; HealAll waits for them.
+	healing sync.WaitGroup
 }
 
 type activeFault struct {
@@ -114,22 +117,46 @@ func (m *Nemesis) start(ctx context.Context, f Fault, d time.Duration) (int, err
 		// The heal outlives the caller's context (a step may return long
 		// before the fault ends), so it gets its own bound.
 		hctx := context.WithoutCancel(ctx)
-		a.timer = time.AfterFunc(d, func() {
-			ctx, cancel := context.WithTimeout(hctx, healTimeout)
-			defer cancel()
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			if _, ok := m.active[id]; !ok {
-				return // stopped meanwhile
-			}
-			if err := m.stopLocked(ctx, id); err != nil {
-				m.bgErrs = append(m.bgErrs, err)
-			}
-		})
+		a.timer = time.AfterFunc(d, func() { m.healOnItsOwn(hctx, id) })
 	}
 	m.active[desc.ID] = a
 	m.record(desc, nil)
 	return desc.ID, nil
+}
+
+// healOnItsOwn ends timed fault id, unless something stopped it first.
+// The heal runs without the lock, so that timed faults ending together
+// heal side by side: restarting a killed ensemble member waits until it
+// serves, and it serves only once a majority is up, so the restarts of
+// a whole ensemble killed for a while must not wait for each other (in
+// turn, the first waited its whole heal timeout for members the others'
+// heals had not started yet).
+func (m *Nemesis) healOnItsOwn(hctx context.Context, id int) {
+	m.mu.Lock()
+	a, ok := m.active[id]
+	if !ok || m.closed {
+		// Stopped meanwhile, or HealAll is ending every fault.
+		m.mu.Unlock()
+		return
+	}
+	delete(m.active, id)
+	m.healing.Add(1)
+	m.mu.Unlock()
+	defer m.healing.Done()
+
+	ctx, cancel := context.WithTimeout(hctx, healTimeout)
+	defer cancel()
+	err := a.heal(ctx)
+	if err != nil {
+		err = fmt.Errorf("nemesis: healing %s (fault %d): %w", a.desc.Kind, id, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a.desc.Phase = history.PhaseStop
+	m.record(a.desc, err)
+	if err != nil {
+		m.bgErrs = append(m.bgErrs, err)
+	}
 }
 
 // ErrNotActive is returned by Stop for a fault that is not (or no longer)
@@ -187,8 +214,13 @@ func (m *Nemesis) StopMatching(ctx context.Context, match func(history.Fault) bo
 // includes those of timed faults that healed on their own.
 func (m *Nemesis) HealAll(ctx context.Context) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.closed = true
+	m.mu.Unlock()
+	// Timed faults healing on their own finish first (none starts once
+	// closed is set): the run's end must not race a restart under way.
+	m.healing.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	errs := m.bgErrs
 	m.bgErrs = nil
 	for _, id := range m.activeIDsLocked() {

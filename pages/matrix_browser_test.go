@@ -154,8 +154,8 @@ func TestMatrixInBrowser(t *testing.T) {
 	if c := cell("clock-rate-drift", "etcd"); !strings.Contains(c.Title, "Go binary") {
 		t.Errorf("clock-rate-drift/etcd: hover %q, want why etcd's clock cannot move", c.Title)
 	}
-	if c := cell("sentinel-partition", "redlock"); !strings.Contains(c.Title, "a Sentinel story") {
-		t.Errorf("sentinel-partition/redlock: hover %q, want why a quorum lock does not fit", c.Title)
+	if c := cell("sentinel-partition", "kazoo"); !strings.Contains(c.Title, "a Redis replication story") {
+		t.Errorf("sentinel-partition/kazoo: hover %q, want why a lock on an ensemble does not fit", c.Title)
 	}
 	if len(got) != len(names)*len(locks.Matrix()) {
 		t.Errorf("%d cells on the page, want %d", len(got), len(names)*len(locks.Matrix()))

@@ -141,12 +141,14 @@ type MatrixCell struct {
 	// and Interval its 95 % Wilson score interval.
 	Rate     float64    `json:"rate"`
 	Interval [2]float64 `json:"interval_95"`
-	// Flaky: the cell expects a verdict (not any), yet its plays
-	// disagree — neither 0/N nor N/N invalid. A scripted story must be
-	// deterministic; a flaky cell is a defect of the story or the harness.
+	// Flaky: the cell expects something (not any), yet its plays
+	// disagree — some met the expectation, some did not. A scripted
+	// story must be deterministic; a flaky cell is a defect of the story
+	// or the harness.
 	Flaky bool `json:"flaky,omitempty"`
-	// Finding: an `expect: any` cell (a random schedule) that broke at
-	// least once; Rate says how often.
+	// Finding: a cell that expects any answer (a random schedule, a
+	// race a story does not pin) and broke at least once; Rate says how
+	// often.
 	Finding bool `json:"finding,omitempty"`
 	// FirstFailing is the report of the first invalid play (or, if none,
 	// the first that missed its expectation), relative to the matrix.
@@ -235,9 +237,28 @@ func (c *MatrixCell) Tally() {
 		lo, hi := Wilson(c.Invalid, decided)
 		c.Interval = [2]float64{lo, hi}
 	}
-	any := c.Expect == checker.ExpectAny || c.Expect == ""
-	c.Flaky = !any && c.Invalid > 0 && c.Invalid < c.Runs
+	any := expectsNothing(c.Expect)
+	// Flaky by the expectation, not the verdict: "lock safe" is met by a
+	// play whose critical sections overlapped (P2) and by one whose did
+	// not, and "lock any" by either answer of a race the story does not
+	// pin — neither is a story that disagrees with itself.
+	c.Flaky = !any && c.Met > 0 && c.Met < c.Runs
 	c.Finding = any && c.Invalid > 0
+}
+
+// expectsNothing reports whether an expectation leaves every answer free:
+// none at all, "any", or each part it states "any" ("lock any").
+func expectsNothing(expect string) bool {
+	e, err := checker.ParseExpectation(expect)
+	if err != nil {
+		return false
+	}
+	for _, w := range []string{e.Verdict, e.Lock, e.Resource, e.DeadlockFreedom, e.FaultTolerance} {
+		if w != "" && w != checker.ExpectAny {
+			return false
+		}
+	}
+	return true
 }
 
 // lockAnswer is the play's answer for the lock's promise: its verdict

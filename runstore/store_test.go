@@ -131,22 +131,33 @@ func TestStampFormat(t *testing.T) {
 // expects a verdict disagrees with itself; a finding only when a random
 // schedule broke at least once.
 func TestMatrixCellTally(t *testing.T) {
-	play := func(v checker.Verdict) MatrixPlay { return MatrixPlay{Verdict: v, AsExpected: v == checker.Invalid} }
 	for _, tc := range []struct {
 		name           string
 		expect         string
 		verdicts       []checker.Verdict
+		met            []bool // nil: met where invalid
 		flaky, finding bool
 	}{
-		{"scripted N/N", "violation", []checker.Verdict{checker.Invalid, checker.Invalid}, false, false},
-		{"scripted 0/N", "safe", []checker.Verdict{checker.Valid, checker.Valid}, false, false},
-		{"scripted 1/2", "violation", []checker.Verdict{checker.Invalid, checker.Valid}, true, false},
-		{"random 0/2", "any", []checker.Verdict{checker.Valid, checker.Valid}, false, false},
-		{"random 1/2", "any", []checker.Verdict{checker.Valid, checker.Invalid}, false, true},
+		{"scripted N/N", "violation", []checker.Verdict{checker.Invalid, checker.Invalid}, nil, false, false},
+		{"scripted 0/N", "safe", []checker.Verdict{checker.Valid, checker.Valid}, []bool{true, true}, false, false},
+		{"scripted 1/2", "violation", []checker.Verdict{checker.Invalid, checker.Valid}, nil, true, false},
+		{"safe 1/2", "safe", []checker.Verdict{checker.Invalid, checker.Valid}, []bool{false, true}, true, false},
+		{"random 0/2", "any", []checker.Verdict{checker.Valid, checker.Valid}, nil, false, false},
+		{"random 1/2", "any", []checker.Verdict{checker.Valid, checker.Invalid}, nil, false, true},
+		// The lock's answer kept, the critical sections overlapping in one
+		// play (P2): met both times, not flaky.
+		{"lock safe, P2 1/2", "lock safe", []checker.Verdict{checker.Invalid, checker.Valid}, []bool{true, true}, false, false},
+		// A race the story does not pin: either answer, a finding.
+		{"lock any 1/2", "lock any", []checker.Verdict{checker.Valid, checker.Invalid}, []bool{true, true}, false, true},
+		{"lock violation 1/2", "lock violation", []checker.Verdict{checker.Invalid, checker.Valid}, []bool{true, false}, true, false},
 	} {
 		c := MatrixCell{Expect: tc.expect}
-		for _, v := range tc.verdicts {
-			c.Plays = append(c.Plays, play(v))
+		for i, v := range tc.verdicts {
+			met := v == checker.Invalid
+			if tc.met != nil {
+				met = tc.met[i]
+			}
+			c.Plays = append(c.Plays, MatrixPlay{Verdict: v, AsExpected: met})
 		}
 		for i := range c.Plays {
 			c.Plays[i].Report = fmt.Sprintf("run%d/report.html", i)

@@ -180,10 +180,18 @@ func TestPlan(t *testing.T) {
 	if len(p.Cells) != 4 {
 		t.Fatalf("%d cells, want 4", len(p.Cells))
 	}
-	// sentinel-failover does not fit redlock (a quorum lock has no Sentinel); the others
-	// play.
-	if played, na := p.Played(); played != 3 || na != 1 {
-		t.Errorf("played %d, n/a %d; want 3 and 1", played, na)
+	// Every cell plays (redlock over the one Sentinel-managed master).
+	if played, na := p.Played(); played != 4 || na != 0 {
+		t.Errorf("played %d, n/a %d; want 4 and 0", played, na)
+	}
+	// A story that does not fit a lock is n/a: the lease-expires story
+	// names the consensus locks alone.
+	sc, err := spec.Load("consensus-lease-expires-waiting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if played, na := NewPlan([]*spec.Scenario{sc}, locks, "").Played(); played != 0 || na != 2 {
+		t.Errorf("consensus-lease-expires-waiting against redlock and single: played %d, n/a %d; want 0 and 2", played, na)
 	}
 	if got := p.Backends(); !reflect.DeepEqual(got, []string{spec.BackendLocal}) {
 		t.Errorf("backends %v, want [local]", got)

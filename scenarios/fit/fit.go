@@ -28,8 +28,8 @@ import (
 //     every node: single, like every lock of one deployment, locks n1
 //     alone, so the faults either miss its one node or cut it off, and the
 //     story's scripted grants and refusals cannot happen;
-//   - a Sentinel story needs a lock of one deployment, the locks whose
-//     clients find the master through the sentinels.
+//   - a Sentinel story needs a lock whose clients find the master
+//     through the sentinels (locks.Kind.Sentinel).
 
 // Lock reports whether the scenario fits lock kind name, and why not: the
 // rules read the kind's data (package locks): its shape, its fencing, its
@@ -86,10 +86,9 @@ func Lock(sc *spec.Scenario, name string) (bool, string) {
 		}
 	}
 	if sc.Sentinel != nil && !k.Sentinel {
-		// The failover client (go-redis's, asking the sentinels) serves
-		// the locks of one deployment only; a quorum lock would talk to
-		// n1 as a fixed address and never see the promotion.
-		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, which only the locks of one deployment do, and %s is a quorum lock", name)
+		// A lock whose clients cannot ask the sentinels would talk to n1
+		// as a fixed address and never see the promotion.
+		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, and %s's clients cannot ask them", name)
 	}
 	if k.Shape == locks.OneDeployment && sc.Nodes > 1 {
 		if singled := singledOut(sc); len(singled) > 0 {

@@ -27,8 +27,8 @@ func TestFit(t *testing.T) {
 		{"restart-amnesia", locks.Single.Name, ""},
 		{"restart-amnesia", locks.ZooKeeper.Name, ""},
 		{"restart-amnesia", locks.Etcd.Name, "needs wipe"},
-		// An ensemble shape without the family's fault: written for the others.
-		{"liveness-delayed-restart", locks.Etcd.Name, "written for independent masters, one master"},
+		// Every member killed for a while: its ensemble shape.
+		{"liveness-delayed-restart", locks.Etcd.Name, ""},
 		{"failover", locks.Single.Name, ""}, // one node: nothing singled out
 		{"failover", locks.Redsync.Name, ""},
 		{"pause-critical-section", locks.Single.Name, ""}, // c2 cut from every node
@@ -49,11 +49,13 @@ func TestFit(t *testing.T) {
 		{"pause-during-acquire", locks.Redislock.Name, ""},
 		{"random-clock-set", locks.Redislock.Name, ""},
 		{"failover-wait", locks.WaitReplicas.Name, ""},
-		// A Sentinel story: the locks of one deployment, no quorum lock.
+		// A Sentinel story: the locks of one deployment, and the quorum
+		// locks over one Sentinel-managed master.
 		{"sentinel-failover", locks.Single.Name, ""},
 		{"sentinel-failover", locks.WaitReplicas.Name, ""},
-		{"sentinel-failover", locks.Redlock.Name, "a Sentinel story"},
-		{"sentinel-failover", locks.Redsync.Name, "redsync is a quorum lock"},
+		{"sentinel-failover", locks.Redlock.Name, ""},
+		{"sentinel-failover", locks.Redsync.Name, ""},
+		{"sentinel-partition", locks.FencedTwoRound.Name, ""},
 		// rueidislock under Sentinel: rueidis' own Sentinel client.
 		{"sentinel-failover", locks.Rueidislock.Name, ""},
 		{"sentinel-partition", locks.Rueidislock.Name, ""},
@@ -154,6 +156,23 @@ func TestFitQuorumStory(t *testing.T) {
 		if ok != (tc.why == "") || !strings.Contains(why, tc.why) {
 			t.Errorf("against %s: fit %v %q, want %q", tc.lock, ok, why, tc.why)
 		}
+	}
+}
+
+// A family without an ensemble shape does not fit a lock on an ensemble.
+func TestFitFamilyWithoutItsShape(t *testing.T) {
+	t.Parallel()
+	const family = "name: f\nexpect: safe\nworkload: {clients: 2}\nlock: {ttl: 1s}\nsteps:\n  - acquire: {client: c1}\n" +
+		"shapes:\n  masters:\n    cluster: {nodes: 5}\n    lock: {kind: redlock}\n  one:\n    cluster: {nodes: 1}\n    lock: {kind: single}\n"
+	sc, err := spec.Parse([]byte(family), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := Lock(sc, locks.Etcd.Name); ok || !strings.Contains(why, "written for independent masters, one master") {
+		t.Errorf("etcd: fit %v %q, want the shapes it is written for", ok, why)
+	}
+	if ok, why := Lock(sc, locks.Redsync.Name); !ok {
+		t.Errorf("redsync: fit %v %q", ok, why)
 	}
 }
 
