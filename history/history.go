@@ -195,8 +195,17 @@ func (e Event) Fault() (Fault, error) {
 	return f, nil
 }
 
-// StringValue decodes a value that is a JSON string (a lock value).
+// StringValue decodes a value that is a JSON string (a lock value), or
+// returns "" for any other value.
 func (e Event) StringValue() string {
+	// A lock value needs no unquoting: decoded without the JSON decoder,
+	// whose reflection and garbage were a large part of the checkers' time
+	// on a long history (they ask for the value of every acquire, extend
+	// and release). plainString takes only what json.Unmarshal decodes to
+	// the same bytes.
+	if s, end, ok := plainString(e.Value, 0); ok && end == len(e.Value) {
+		return string(s)
+	}
 	var s string
 	if json.Unmarshal(e.Value, &s) != nil {
 		return ""

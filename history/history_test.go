@@ -608,3 +608,35 @@ func TestEventsFrom(t *testing.T) {
 		}
 	}
 }
+
+// StringValue decodes plain lock values without the JSON decoder; every
+// value must decode as json.Unmarshal decodes it.
+func TestStringValueAsJSON(t *testing.T) {
+	values := []string{`"v"`, `""`, `"c1-0000017"`, `"a b~"`, `"\u0041"`, `"a\"b"`, `"a\\b"`,
+		"\"a\x01b\"", "\"a\x7fb\"", `"é"`, "\"\xff\"", `"`, `"a`, `a"`, `17`, `null`, `{"a":"b"}`,
+		` "v"`, `"v" `, `["v"]`, `"a\nb"`, "\"a\tb\""}
+	for _, v := range values {
+		var want string
+		if json.Unmarshal([]byte(v), &want) != nil {
+			want = ""
+		}
+		if got := (history.Event{Value: json.RawMessage(v)}).StringValue(); got != want {
+			t.Errorf("StringValue of %q = %q, want %q (as json.Unmarshal)", v, got, want)
+		}
+	}
+}
+
+func FuzzStringValue(f *testing.F) {
+	for _, v := range []string{`"v"`, `"a\"b"`, "\"\x01\"", `"é"`} {
+		f.Add([]byte(v))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		var want string
+		if json.Unmarshal(v, &want) != nil {
+			want = ""
+		}
+		if got := (history.Event{Value: v}).StringValue(); got != want {
+			t.Errorf("StringValue of %q = %q, want %q (as json.Unmarshal)", v, got, want)
+		}
+	})
+}

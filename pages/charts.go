@@ -120,7 +120,11 @@ func buildScatter(res checker.Result, sc scale, viewA, viewB int64) *scatter {
 		}
 		return sp
 	}
-	rest := make([]sample, 0, len(samples))
+	// The samples not drawn one by one are binned. They are kept in
+	// samples' own array, which is read ahead of where rest is written:
+	// a second array of a million samples was some 50 MB of garbage.
+	total := len(samples)
+	rest := samples[:0]
 	var inView int
 	for _, s := range samples {
 		if s.at >= viewA && s.at <= viewB && (viewA > 0 || viewB < sc.span) {
@@ -137,21 +141,23 @@ func buildScatter(res checker.Result, sc scale, viewA, viewB int64) *scatter {
 	kept := len(sp.Points)
 	// Bin by outcome and pixel cell, coarsening until the dots fit. Each
 	// sample's place and outcome are worked out once, not per try.
-	type where struct {
-		x, y    float64
-		outcome int
-	}
 	var outcomes []string
-	places := make([]where, len(rest))
+	places := make([]dotPlace, len(rest))
 	for i, s := range rest {
 		o := slices.Index(outcomes, s.outcome)
 		if o < 0 {
 			o = len(outcomes)
 			outcomes = append(outcomes, s.outcome)
 		}
-		places[i] = where{sc.x(s.at), y(s.latency), o}
+		places[i] = dotPlace{sc.x(s.at), y(s.latency), o}
 	}
 	for cell := 2.0; ; cell *= 1.5 {
+		// Counting the bins of a cell size that turns out too fine needs
+		// no accumulators (a million samples into a map, once per try,
+		// was most of the chart's time).
+		if cell < plotWidth && countBins(places, len(outcomes), cell)+kept > dotBudget {
+			continue
+		}
 		type bin struct {
 			outcome int
 			cx, cy  int
@@ -178,9 +184,6 @@ func buildScatter(res checker.Result, sc scale, viewA, viewB int64) *scatter {
 			a.minLat, a.maxLat = min(a.minLat, s.latency), max(a.maxLat, s.latency)
 			a.from, a.to = min(a.from, s.at), max(a.to, s.at)
 		}
-		if len(bins)+kept > dotBudget && cell < plotWidth {
-			continue
-		}
 		for _, k := range order {
 			a := bins[k]
 			at := int64(a.sumAt / float64(a.n))
@@ -195,9 +198,65 @@ func buildScatter(res checker.Result, sc scale, viewA, viewB int64) *scatter {
 			where = " Everywhere,"
 		}
 		sp.Note = fmt.Sprintf("%d acquires are drawn as %d dots.%s acquires with the same outcome within %.0f px of each other (at the whole run's scale) share a dot; its tooltip gives the count and range.",
-			len(samples), len(sp.Points), where, cell)
+			total, len(sp.Points), where, cell)
 		return sp
 	}
+}
+
+// dotPlace is where a sample of the scatter goes, and its outcome's
+// number.
+type dotPlace struct {
+	x, y    float64
+	outcome int
+}
+
+// countBins counts the bins buildScatter makes of places at a cell size:
+// the distinct (outcome, int(x/cell), int(y/cell)). The places come in time
+// order, so a column's bins are adjacent and are told apart with a stamp
+// per outcome and row instead of a map of every bin; places out of order
+// are counted with the map.
+func countBins(places []dotPlace, outcomes int, cell float64) int {
+	if len(places) == 0 {
+		return 0
+	}
+	loY, hiY := int(places[0].y/cell), int(places[0].y/cell)
+	for _, p := range places {
+		cy := int(p.y / cell)
+		loY, hiY = min(loY, cy), max(hiY, cy)
+	}
+	rows := hiY - loY + 1
+	if rows <= 0 || rows > 1<<16 {
+		return countBinsMap(places, cell)
+	}
+	seen := make([]int, outcomes*rows) // the column (+1) each was last seen in
+	n := 0
+	col := int(places[0].x / cell)
+	for _, p := range places {
+		cx := int(p.x / cell)
+		if cx < col || cx < 0 {
+			return countBinsMap(places, cell)
+		}
+		col = cx
+		at := p.outcome*rows + int(p.y/cell) - loY
+		if seen[at] != cx+1 {
+			seen[at] = cx + 1
+			n++
+		}
+	}
+	return n
+}
+
+// countBinsMap is countBins with a map of every bin.
+func countBinsMap(places []dotPlace, cell float64) int {
+	type bin struct {
+		outcome int
+		cx, cy  int
+	}
+	bins := map[bin]bool{}
+	for _, p := range places {
+		bins[bin{p.outcome, int(p.x / cell), int(p.y / cell)}] = true
+	}
+	return len(bins)
 }
 
 func dot(at int64, y float64, class, title string, sc scale) shape {

@@ -82,17 +82,30 @@ func buildTimeline(meta runstore.Meta, res checker.Result, events eventIndex, re
 	tl.Top, tl.AxisY = axisHeight, axisHeight-8
 	ls := &laneSet{tl: tl, y: axisHeight, of: map[string]int{}}
 
-	seen := append([]string(nil), res.Clients...)
-	for _, k := range res.Keys {
-		for _, b := range k.Beliefs {
-			seen = append(seen, b.Client)
+	// The processes in the order they first come, each once (Union keeps
+	// only that of a list with repeats): a long run names one in each of
+	// its million beliefs and attempts.
+	var seen []string
+	known := map[string]bool{}
+	see := func(p string) {
+		if !known[p] {
+			known[p] = true
+			seen = append(seen, p)
 		}
-		for _, a := range k.Attempts {
-			seen = append(seen, a.Client)
+	}
+	for _, c := range res.Clients {
+		see(c)
+	}
+	for _, k := range res.Keys {
+		for i := range k.Beliefs {
+			see(k.Beliefs[i].Client)
+		}
+		for i := range k.Attempts {
+			see(k.Attempts[i].Client)
 		}
 	}
 	for _, r := range resOps {
-		seen = append(seen, r.Invoke.Process)
+		see(r.Invoke.Process)
 	}
 	for _, c := range runstore.Union(meta.Clients, seen) {
 		// A client that continued as a new process after an unknown

@@ -181,8 +181,10 @@ func availability(atts []*attempt, h *paired.History, s *history.LockSetup) *Ava
 	}
 	var allGrants []int64
 	for _, k := range h.Keys {
-		var grants []int64
-		var held []span
+		// Sized once: a key has hundreds of thousands of beliefs in a
+		// long history.
+		grants := make([]int64, 0, len(k.Beliefs))
+		held := make([]span, 0, len(k.Beliefs))
 		for i := range k.Beliefs {
 			b := &k.Beliefs[i]
 			held = append(held, span{b.Start, b.End})

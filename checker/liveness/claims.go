@@ -58,10 +58,30 @@ func lockOps(events []history.Event, end int64) []*attempt {
 		e   *history.Event
 		att *attempt
 	}
+	// The attempts and leases are counted first and allocated at once:
+	// a long history has hundreds of thousands of each, and allocating
+	// them one by one (and growing out) was much of the check's garbage,
+	// which near the memory limit costs a collection of the whole history
+	// per few hundred MB. Only pointers to them are kept: were a count
+	// short, append would move the rest to a new array and the pointers
+	// taken before would still hold their own.
+	nAtt, nLease := 0, 0
+	for i := range events {
+		if e := &events[i]; e.F == history.Acquire {
+			switch e.Type {
+			case history.Invoke:
+				nAtt++
+			case history.OK:
+				nLease++
+			}
+		}
+	}
+	atts := make([]attempt, 0, nAtt)
+	leases := make([]lease, 0, nLease)
 	pending := map[string]pend{}
-	byValue := map[leaseKey]*lease{}
+	byValue := make(map[leaseKey]*lease, nLease)
 	latest := map[clientKey]*lease{}
-	var out []*attempt
+	out := make([]*attempt, 0, nAtt)
 	find := func(e *history.Event) *lease {
 		if v := e.StringValue(); v != "" {
 			if l := byValue[leaseKey{e.Key, v}]; l != nil {
@@ -78,8 +98,9 @@ func lockOps(events []history.Event, end int64) []*attempt {
 		if e.Type == history.Invoke {
 			p := pend{e: e}
 			if e.F == history.Acquire {
-				p.att = &attempt{id: len(out), key: e.Key, process: e.Process, client: history.ClientOf(e.Process),
-					inv: e.Time, end: end, invIdx: e.Index, endIdx: -1}
+				atts = append(atts, attempt{id: len(out), key: e.Key, process: e.Process, client: history.ClientOf(e.Process),
+					inv: e.Time, end: end, invIdx: e.Index, endIdx: -1})
+				p.att = &atts[len(atts)-1]
 				out = append(out, p.att)
 			}
 			pending[e.Process] = p
@@ -100,7 +121,8 @@ func lockOps(events []history.Event, end int64) []*attempt {
 			if e.Type != history.OK {
 				continue
 			}
-			l := &lease{grant: a, lastOK: e.Time}
+			leases = append(leases, lease{grant: a, lastOK: e.Time})
+			l := &leases[len(leases)-1]
 			a.lease = l
 			v := e.StringValue()
 			if v == "" {

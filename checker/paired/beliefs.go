@@ -68,6 +68,7 @@ type Belief struct {
 	// root is the belief that began the lease: itself, or for a belief
 	// begun by a late extension the belief of the lease it extended. The
 	// lease's resource operations are one critical section across both.
+	// nil when the history has no resource operations.
 	root *Belief
 	// grant: an acquire's OK began the belief (not a late extension).
 	grant bool
@@ -79,7 +80,8 @@ func (b *Belief) Grant() bool { return b.grant }
 
 // Root is the belief that began b's lease: b itself, or for a belief begun
 // by a late extension the belief of the lease it extended. The lease's
-// resource operations are one critical section across both.
+// resource operations are one critical section across both. It is nil in
+// a history without resource operations, where no lease has any.
 func (b *Belief) Root() *Belief { return b.root }
 
 // Attempt is an acquire whose client did not see it succeed: failed,
@@ -490,8 +492,15 @@ func (a *analysis) newBelief(inv, ok *history.Event) *Belief {
 	b := &Belief{Client: inv.Process, Key: inv.Key, Value: lockValue(inv, ok), Invoke: inv.Time, Start: ok.Time,
 		Deadline: ok.Deadline, Nodes: ok.Nodes, Token: ok.Token,
 		InvokeIndex: inv.Index, OKIndex: ok.Index, EndIndex: -1, grant: inv.F == history.Acquire}
+	if !a.resources {
+		// Nothing runs under a lease, so nothing asks for its root; a
+		// root pointer would keep this belief alive beside the copy the
+		// key keeps of it (close), some 70 MB of a million-operation
+		// history of many keys.
+		return b
+	}
 	b.root = b
-	if b.Value == "" || !a.resources {
+	if b.Value == "" {
 		return b
 	}
 	lk := leaseKey{b.Key, b.Value}
