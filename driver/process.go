@@ -2,6 +2,7 @@ package driver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -591,16 +594,103 @@ func (p *Proc) isStopped() bool {
 }
 
 // Pause stops the driver's process group with SIGSTOP: a real pause, at
-// whatever instruction it is.
+// whatever instruction it is. It returns once every thread of the group
+// has stopped: kill(2) only queues the signal, the stop begins when the
+// thread the kernel chose to take it runs, and meanwhile the others run
+// on. A pause at a point is followed at once by the point's "go", and
+// under load (19 on 2 cores, a dense suite of 10 runs) Curator's reader
+// thread took that "go" and answered its acquire 1 ms after the SIGSTOP
+// was sent: the harness saw the grant, its client went on to release,
+// and the pause froze nothing of the story.
 func (p *Proc) Pause() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+	pgid := p.cmd.Process.Pid
+	if err := syscall.Kill(-pgid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("driver %s of %s: SIGSTOP: %w", p.cfg.Name, p.cfg.Client, err)
 	}
 	p.stopped = true
 	p.logf("# SIGSTOP")
+	if err := waitGroupStopped(pgid, stopTimeout); err != nil {
+		return fmt.Errorf("driver %s of %s: SIGSTOP: %w", p.cfg.Name, p.cfg.Client, err)
+	}
 	return nil
+}
+
+// stopTimeout bounds the wait for a SIGSTOP to take effect: the threads
+// of a stopped group stop within a scheduling round, tens of
+// milliseconds on a loaded machine.
+const stopTimeout = 5 * time.Second
+
+// waitGroupStopped waits until every thread of every process in process
+// group pgid is stopped (state T, or t when traced), as /proc says.
+func waitGroupStopped(pgid int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		running, err := groupRunning(pgid)
+		if err != nil || running == "" {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("thread %s of process group %d still runs %v after the signal", running, pgid, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// groupRunning names a thread (pid/tid) of process group pgid that is
+// not stopped, or "" when all are. A process or thread that exits
+// meanwhile is skipped.
+func groupRunning(pgid int) (string, error) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return "", fmt.Errorf("reading /proc: %w", err)
+	}
+	for _, pe := range procs {
+		pid, err := strconv.Atoi(pe.Name())
+		if err != nil {
+			continue
+		}
+		_, group, ok := procStat(filepath.Join("/proc", pe.Name(), "stat"))
+		if !ok || group != pgid {
+			continue
+		}
+		tasks, err := os.ReadDir(filepath.Join("/proc", pe.Name(), "task"))
+		if err != nil {
+			continue // exited
+		}
+		for _, te := range tasks {
+			state, _, ok := procStat(filepath.Join("/proc", pe.Name(), "task", te.Name(), "stat"))
+			if ok && state != 'T' && state != 't' && state != 'Z' && state != 'X' {
+				return strconv.Itoa(pid) + "/" + te.Name(), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// procStat reads a /proc stat file's state and process group: the fields
+// after the command name, which is in parentheses and may hold any byte
+// (so the last ")" ends it).
+func procStat(path string) (state byte, pgrp int, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// state ppid pgrp ...
+	if len(f) < 3 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	g, err := strconv.Atoi(f[2])
+	if err != nil {
+		return 0, 0, false
+	}
+	return f[0][0], g, true
 }
 
 // Resume continues the driver's process group with SIGCONT.

@@ -353,3 +353,32 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Pause returns once every process and thread of the driver's group has
+// stopped: busy children on every core, which a SIGSTOP queued by kill(2)
+// reaches a scheduling round later. Before, the harness sent the point's
+// "go" at once, and a driver's thread under load answered it (Curator,
+// 1 ms after the SIGSTOP: the pause froze nothing).
+func TestPauseWaitsUntilStopped(t *testing.T) {
+	t.Parallel()
+	p, err := Start(context.Background(), Config{
+		Command: []string{"sh", "-c", ready + `for i in 1 2 3 4 5 6; do (while :; do :; done) & done; while read line; do :; done`},
+		Client:  "c1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Kill() }()
+	for try := range 20 {
+		time.Sleep(20 * time.Millisecond) // the loops run again
+		if err := p.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		if running, err := groupRunning(p.Pid()); err != nil || running != "" {
+			t.Fatalf("pause %d: thread %s still runs after Pause returned (%v)", try, running, err)
+		}
+		if err := p.Resume(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
