@@ -123,7 +123,14 @@ func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) runstore.M
 			c := runstore.MatrixCell{Scenario: name, Lock: l, Family: string(fams[name])}
 			ps := plays[[2]string{name, l}]
 			if sc != nil {
-				e, _ := sc.ExpectFor(l)
+				// A family's expectation for a lock is its shape's, where
+				// the lock plays one (pause-critical-section's ensemble
+				// states curator's, not the family's default).
+				base := sc
+				if v := sc.ForLock(l); v != nil {
+					base = v
+				}
+				e, _ := base.ExpectFor(l)
 				c.Expect = string(e)
 				if ok, why := fit.Lock(sc, l); !ok && len(ps) == 0 {
 					c.NA = why

@@ -212,3 +212,24 @@ func TestPlan(t *testing.T) {
 		t.Errorf("Seeds(5, 3) = %v, want %v", got, want)
 	}
 }
+
+// A family's cell states the expectation of the shape its lock plays:
+// pause-critical-section's ensemble says what it expects of curator, not
+// the family's default (the FLAKY line of a suite printed the default).
+func TestAssembleExpectsTheShapes(t *testing.T) {
+	t.Parallel()
+	sc, err := spec.Load("pause-critical-section")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := []string{locks.Curator.Name, locks.Redlock.Name}
+	m := Assemble(nil, []*spec.Scenario{sc}, ls)
+	for _, c := range m.Cells {
+		if want := string(sc.PlayAgainst(c.Lock).Expect); c.Expect != want {
+			t.Errorf("%s against %s: cell expects %q, the play %q", c.Scenario, c.Lock, c.Expect, want)
+		}
+	}
+	if len(m.Cells) != len(ls) {
+		t.Errorf("%d cells, want %d", len(m.Cells), len(ls))
+	}
+}
