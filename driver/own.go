@@ -1,17 +1,17 @@
 package driver
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"splitbrain/internal/cpulimit"
 )
 
 // A driver is a program of the user's, and what it starts is the harness's
@@ -43,9 +43,9 @@ type owner struct {
 // newOwner makes a cgroup for one driver, after reaping what dead
 // harnesses left; it returns why there is none when it cannot make one.
 func newOwner() (*owner, error) {
-	base, err := cgroupBase()
+	base, err := cpulimit.V2Base()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("no cgroup for the driver: %w", err)
 	}
 	// Once per harness: a dead harness's leftovers do not come back.
 	reapOnce.Do(func() { reapCgroups(base) })
@@ -107,72 +107,13 @@ func populated(dir string) bool {
 	return false
 }
 
-// cgroupBase is the harness's own cgroup in the cgroup v2 hierarchy, where
-// the drivers' cgroups are made.
-func cgroupBase() (string, error) {
-	mount, err := cgroup2Mount()
-	if err != nil {
-		return "", err
-	}
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", fmt.Errorf("no cgroup for the driver: %w", err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(l, "0::"); ok {
-			return filepath.Join(mount, filepath.Clean("/"+p)), nil
-		}
-	}
-	return "", errors.New("no cgroup for the driver: the harness is in no cgroup v2")
-}
-
-// cgroup2Mount finds where the cgroup v2 hierarchy is mounted.
-func cgroup2Mount() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", fmt.Errorf("no cgroup for the driver: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ID parent major:minor root mountpoint options... - fstype source super
-		fields := strings.Fields(sc.Text())
-		for i, fld := range fields {
-			if fld == "-" && i+1 < len(fields) && fields[i+1] == "cgroup2" && len(fields) > 4 {
-				return fields[4], nil
-			}
-		}
-	}
-	return "", errors.New("no cgroup for the driver: no cgroup v2 hierarchy is mounted")
-}
-
 // reapCgroups kills and removes the driver cgroups of harnesses that are no
 // longer running: whatever their drivers left behind when the harness died.
 func reapCgroups(base string) {
-	entries, err := os.ReadDir(base)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), cgroupPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pidText, _, _ := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid == os.Getpid() || alive(pid) {
-			continue
-		}
-		o := &owner{dir: filepath.Join(base, e.Name())}
+	for _, dir := range cpulimit.DeadHarnesses(base, cgroupPrefix) {
+		o := &owner{dir: dir}
 		if o.killAll() == nil {
 			_ = os.Remove(o.dir)
 		}
 	}
-}
-
-// alive reports whether process pid exists (EPERM: it does, another
-// user's).
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

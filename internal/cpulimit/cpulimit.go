@@ -268,10 +268,20 @@ func release(dir, origin string) error {
 
 // reap empties and removes the limits of harnesses that no longer run.
 func reap(base string) {
+	for _, dir := range DeadHarnesses(base, prefix) {
+		_ = release(dir, base)
+	}
+}
+
+// DeadHarnesses lists the cgroups under base named prefix + a harness's
+// pid (+ "-" and anything), whose harness no longer runs: what a harness
+// that died left behind, for the next one to empty and remove.
+func DeadHarnesses(base, prefix string) []string {
 	entries, err := os.ReadDir(base)
 	if err != nil {
-		return
+		return nil
 	}
+	var out []string
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), prefix)
 		if !ok || !e.IsDir() {
@@ -282,8 +292,23 @@ func reap(base string) {
 		if err != nil || pid == os.Getpid() || alive(pid) {
 			continue
 		}
-		_ = release(filepath.Join(base, e.Name()), base)
+		out = append(out, filepath.Join(base, e.Name()))
 	}
+	return out
+}
+
+// V2Base is the harness's own cgroup in the cgroup v2 hierarchy, as a
+// folder: where the cgroups it makes for its children go.
+func V2Base() (string, error) {
+	m, err := mountOf("cgroup2", "")
+	if err != nil {
+		return "", err
+	}
+	own, err := ownCgroup("")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(m, own), nil
 }
 
 func alive(pid int) bool {
