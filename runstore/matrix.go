@@ -347,21 +347,9 @@ func (m *Matrix) Prepare(dir string) error {
 			fams = append(fams, c.Family)
 		}
 		for j := range c.Plays {
-			p := &c.Plays[j]
-			if p.Dir != "" && filepath.IsAbs(p.Dir) != filepath.IsAbs(dir) {
-				return fmt.Errorf("runstore: matrix cell %s/%s: run folder %s and matrix folder %s must both be absolute or both relative", c.Scenario, c.Lock, p.Dir, dir)
+			if err := c.Plays[j].prepare(dir, "matrix"); err != nil {
+				return fmt.Errorf("runstore: matrix cell %s/%s: %w", c.Scenario, c.Lock, err)
 			}
-			if p.Dir != "" && filepath.IsAbs(p.Dir) {
-				rel, err := filepath.Rel(dir, p.Dir)
-				if err != nil {
-					return fmt.Errorf("runstore: matrix cell %s/%s: %w", c.Scenario, c.Lock, err)
-				}
-				p.Dir = filepath.ToSlash(rel)
-			}
-			if p.Dir != "" {
-				p.Report = p.Dir + "/" + ReportFile
-			}
-			p.Verdict = checker.Verdict(ShownVerdict(p.Verdict))
 		}
 		c.Tally()
 	}
@@ -408,4 +396,25 @@ func Union(first, more []string) []string {
 	}
 	checker.SortNatural(extra)
 	return append(out, extra...)
+}
+
+// prepare makes a play's run folder relative to the folder of the page
+// that lists it (what, a matrix or a sweep), so the store can be moved or
+// served whole, and sets its report and its verdict as shown.
+func (p *MatrixPlay) prepare(dir, what string) error {
+	if p.Dir != "" && filepath.IsAbs(p.Dir) != filepath.IsAbs(dir) {
+		return fmt.Errorf("run folder %s and %s folder %s must both be absolute or both relative", p.Dir, what, dir)
+	}
+	if p.Dir != "" && filepath.IsAbs(p.Dir) {
+		rel, err := filepath.Rel(dir, p.Dir)
+		if err != nil {
+			return err
+		}
+		p.Dir = filepath.ToSlash(rel)
+	}
+	if p.Dir != "" {
+		p.Report = p.Dir + "/" + ReportFile
+	}
+	p.Verdict = checker.Verdict(ShownVerdict(p.Verdict))
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"splitbrain/checker"
@@ -101,21 +100,9 @@ func (s *Sweep) Prepare(dir string) error {
 	for i := range s.Points {
 		pt := &s.Points[i]
 		for j := range pt.Plays {
-			p := &pt.Plays[j]
-			if p.Dir != "" && filepath.IsAbs(p.Dir) != filepath.IsAbs(dir) {
-				return fmt.Errorf("runstore: sweep point %s/%s: run folder %s and sweep folder %s must both be absolute or both relative", pt.Lock, pt.Value, p.Dir, dir)
+			if err := pt.Plays[j].prepare(dir, "sweep"); err != nil {
+				return fmt.Errorf("runstore: sweep point %s/%s: %w", pt.Lock, pt.Value, err)
 			}
-			if p.Dir != "" && filepath.IsAbs(p.Dir) {
-				rel, err := filepath.Rel(dir, p.Dir)
-				if err != nil {
-					return fmt.Errorf("runstore: sweep point %s/%s: %w", pt.Lock, pt.Value, err)
-				}
-				p.Dir = filepath.ToSlash(rel)
-			}
-			if p.Dir != "" {
-				p.Report = p.Dir + "/" + ReportFile
-			}
-			p.Verdict = checker.Verdict(ShownVerdict(p.Verdict))
 		}
 		pt.Tally()
 	}
