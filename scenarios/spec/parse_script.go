@@ -20,6 +20,11 @@ const (
 	OutcomeAcquired = "acquired"
 	OutcomeExtended = "extended"
 	OutcomeRefused  = "refused"
+	// OutcomeAny, in a step's mapping from lock kind to outcome, leaves
+	// the step unpinned for that kind (and, as default, for the kinds not
+	// named): a race the story does not decide for one lock, as when the
+	// expect field is left out.
+	OutcomeAny = "any"
 )
 
 // Conditions a wait step can wait for.
@@ -65,9 +70,10 @@ func (p *parser) moreOptions(s *fileSpec, sc *Scenario) {
 }
 
 // expectOutcome parses the expect field of an acquire or extend step: an
-// outcome, or a mapping from lock kind (and default) to outcome, where a
-// story unfolds differently against different locks — Redisson's scheme
-// refuses a grant no replica acknowledged, which the others hand out.
+// outcome, or a mapping from lock kind (and default) to outcome or any,
+// where a story unfolds differently against different locks — Redisson's
+// scheme refuses a grant no replica acknowledged, which the others hand
+// out.
 func (p *parser) expectOutcome(st *Step, n *yaml.Node, field string) bool {
 	if n == nil {
 		return true
@@ -91,11 +97,11 @@ func (p *parser) expectOutcome(st *Step, n *yaml.Node, field string) bool {
 		case st.Expects[k.Value] != "":
 			p.fail(k, f, "listed twice")
 		default:
-			st.Expects[k.Value] = p.enum(v, f, "", success, OutcomeRefused)
+			st.Expects[k.Value] = p.enum(v, f, "", success, OutcomeRefused, OutcomeAny)
 		}
 	}
 	if len(n.Content) == 0 {
-		p.fail(n, field, "empty; want %s, %s, or a mapping from lock kind (and %s) to one of them", success, OutcomeRefused, ExpectDefault)
+		p.fail(n, field, "empty; want %s, %s, or a mapping from lock kind (and %s) to one of them or %s", success, OutcomeRefused, ExpectDefault, OutcomeAny)
 	}
 	st.Expect = st.Expects[ExpectDefault]
 	delete(st.Expects, ExpectDefault)
@@ -105,10 +111,14 @@ func (p *parser) expectOutcome(st *Step, n *yaml.Node, field string) bool {
 // ExpectOf is the outcome the step expects against lock kind k; "" means
 // any.
 func (st Step) ExpectOf(k string) string {
-	if e, ok := st.Expects[k]; ok {
-		return e
+	e, ok := st.Expects[k]
+	if !ok {
+		e = st.Expect
 	}
-	return st.Expect
+	if e == OutcomeAny {
+		return ""
+	}
+	return e
 }
 
 // waitSpan parses a wait for a time, "1s" or "1s..3s"; its error also

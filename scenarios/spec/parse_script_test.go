@@ -81,8 +81,9 @@ func TestParseNewFields(t *testing.T) {
 			}
 			return ""
 		}},
-		{"expect per lock", good + `  - acquire: {client: c2, expect: {default: acquired, wait-replicas: refused}}
+		{"expect per lock", good + `  - acquire: {client: c2, expect: {default: acquired, wait-replicas: refused, rueidislock: any}}
   - extend: {client: c1, expect: {redislock: refused}}
+  - acquire: {client: c2, expect: {default: any, redsync: refused}}
 `, func(sc *Scenario) string {
 			// Against each lock, what its step expects: the lock's entry,
 			// else the default, else anything.
@@ -92,6 +93,9 @@ func TestParseNewFields(t *testing.T) {
 			}{
 				{1, locks.WaitReplicas.Name, OutcomeRefused}, {1, locks.Redlock.Name, OutcomeAcquired},
 				{2, locks.Redislock.Name, OutcomeRefused}, {2, locks.Redsync.Name, ""},
+				// any: unpinned for the lock named, or for every other.
+				{1, locks.Rueidislock.Name, ""},
+				{3, locks.Redsync.Name, OutcomeRefused}, {3, locks.Redlock.Name, ""},
 			} {
 				if got := sc.Steps[tc.step].ExpectOf(tc.lock); got != tc.want {
 					return fmt.Sprintf("step %d expects %q of %s, want %q", tc.step, got, tc.lock, tc.want)
@@ -142,7 +146,10 @@ func TestParseNewFieldsErrors(t *testing.T) {
 		{"bad acquire expect", good + "  - acquire: {client: c2, expect: extended}\n",
 			[]string{"f.yaml:8", "steps[1].acquire.expect", `"extended"`, "acquired, refused"}},
 		{"bad expect per lock", good + "  - acquire: {client: c2, expect: {default: acquired, redislock: extended}}\n",
-			[]string{"f.yaml:8", "steps[1].acquire.expect.redislock", `"extended" is not valid; want one of acquired, refused`}},
+			[]string{"f.yaml:8", "steps[1].acquire.expect.redislock", `"extended" is not valid; want one of acquired, refused, any`}},
+		// A step's plain expect names an outcome; leaving it out is any.
+		{"any as a plain expect", good + "  - acquire: {client: c2, expect: any}\n",
+			[]string{"f.yaml:8", "steps[1].acquire.expect", `"any" is not valid; want one of acquired, refused`}},
 		{"expect of an unknown lock", good + "  - acquire: {client: c2, expect: {chubby: refused}}\n",
 			[]string{"steps[1].acquire.expect.chubby", `unknown lock kind "chubby"`, "default or one of redlock"}},
 		{"expect per lock twice", good + "  - acquire: {client: c2, expect: {redislock: refused, redislock: acquired}}\n",

@@ -101,8 +101,8 @@ type Step struct {
 // Outcome is what a scripted acquire (acquired, refused) or extend
 // (extended, refused) must achieve for the run to go as scripted; empty:
 // any. Expects holds the outcomes named per lock kind, where locks differ
-// (expect: {default: acquired, wait-replicas: refused}); Expect is then
-// the default. See ExpectOf.
+// (expect: {default: acquired, wait-replicas: refused}), any (OutcomeAny)
+// among them; Expect is then the default. See ExpectOf.
 type Outcome struct {
 	Expect  string
 	Expects map[string]string
