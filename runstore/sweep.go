@@ -74,14 +74,18 @@ type SweepPoint struct {
 }
 
 // Tally counts p's plays by their lock answer (the lock's promise: did
-// two clients believe they held it at once?).
+// two clients believe they held it at once?). A play whose verdict is
+// unknown counts as unknown unless its lock answer is invalid: a run that
+// did not go as scripted has a lock answer of valid for the prefix it
+// played, which decides nothing (a one-master variant whose c2 was
+// refused at a low rate counted as a play the lock kept).
 func (p *SweepPoint) Tally() {
 	p.Runs, p.Invalid, p.Unknown = len(p.Plays), 0, 0
 	for _, pl := range p.Plays {
-		switch pl.Answers.Lock {
-		case checker.Invalid:
+		switch {
+		case pl.Answers.Lock == checker.Invalid:
 			p.Invalid++
-		case checker.Valid:
+		case pl.Answers.Lock == checker.Valid && pl.Verdict != checker.Unknown:
 		default:
 			p.Unknown++
 		}
