@@ -20,7 +20,8 @@ starve steps' CPU share), played --runs times against each lock the story
 lists (or --lock's) on seeds derived from --seed, and writes a plot of the
 share of plays that broke the lock's promise against the value, with its
 95 % Wilson interval: STORE/sweep-STORY.html and STORE/sweep-STORY.json.
-Every variant expects any: a sweep measures, it does not expect.
+Every variant expects any, and leaves open the outcome of every scripted
+acquire after the first client's: a sweep measures, it does not expect.
 
 Flags:
   --param P       rate (the clock rate of the story's clock: {rate:} steps,

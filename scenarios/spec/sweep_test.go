@@ -64,6 +64,31 @@ func TestSweepVariants(t *testing.T) {
 			t.Errorf("variant expects %q of %s, want any", e, tc.lock)
 		}
 	}
+	// The second client's acquires are what the value decides: left open
+	// in every deployment; the first client's stay pinned.
+	for _, lock := range []string{"redlock", "single", "zookeeper"} {
+		fv := v.ForLock(lock)
+		pinned := map[string]int{}
+		for _, st := range fv.Steps {
+			if st.Kind == StepAcquire && st.ExpectOf(lock) != "" {
+				pinned[st.Client]++
+			}
+		}
+		if pinned["c1"] == 0 || pinned["c2"] != 0 {
+			t.Errorf("the variant's acquires against %s pinned per client %v, want c1's only", lock, pinned)
+		}
+		if orig := sc.ForLock(lock); orig != nil {
+			n := 0
+			for _, st := range orig.Steps {
+				if st.Kind == StepAcquire && st.Client == "c2" && st.ExpectOf(lock) != "" {
+					n++
+				}
+			}
+			if n == 0 {
+				t.Errorf("the story itself pins no acquire of c2 against %s: the check above proves nothing", lock)
+			}
+		}
+	}
 	again, err := Parse(v.Source, "kept.yaml")
 	if err != nil || again.Name != v.Name || !strings.Contains(string(v.Source), "rate: +1.25%") || strings.Contains(string(v.Source), "sweep:") {
 		t.Errorf("the variant's file does not read back as itself (%v):\n%s", err, v.Source)
