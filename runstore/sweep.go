@@ -77,8 +77,9 @@ type SweepPoint struct {
 // two clients believe they held it at once?). A play whose verdict is
 // unknown counts as unknown unless its lock answer is invalid: a run that
 // did not go as scripted has a lock answer of valid for the prefix it
-// played, which decides nothing (a one-master variant whose c2 was
-// refused at a low rate counted as a play the lock kept).
+// played, which decides nothing (seen: clock-rate-drift's one-master
+// variants, before a sweep left c2's outcome open, showed "0/10 broke"
+// with 8 of 10 plays unknown).
 func (p *SweepPoint) Tally() {
 	p.Runs, p.Invalid, p.Unknown = len(p.Plays), 0, 0
 	for _, pl := range p.Plays {
