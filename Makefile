@@ -90,12 +90,20 @@ SCENARIO_FUZZ ?= 10000x
 # brute-force judge, which must agree (checker/reference_test.go; the
 # liveness promises': checker/liveness/reference_test.go).
 REFERENCE_N ?= 10000
+# No minimizing (-fuzzminimizetime 0): Go's coordinator minimizes each new
+# interesting input in a worker, and a worker died while minimizing (once,
+# a fresh-clone CI here, 2026-11-28, at nice 19 beside the real-server
+# tests), which failed the run with "fuzzing process hung or terminated
+# unexpectedly while minimizing: EOF" and an input that passes
+# (golang/go#52569, open). A crasher is still found and written, only not
+# shrunk.
+FUZZ_FLAGS ?= -fuzzminimizetime 0
 fuzz:
 	$(GO) test ./checker -run '^TestReferenceCheck$$' -count=1 -reference.n $(REFERENCE_N) -reference.seed 1000001
 	$(GO) test ./checker/liveness -run '^TestReferenceCheck$$' -count=1 -liveref.n $(REFERENCE_N) -liveref.seed 1000001
-	$(GO) test ./history -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(HISTORY_FUZZ)
-	$(GO) test ./history -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(HISTORY_FUZZ)
-	$(GO) test ./scenarios/spec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(SCENARIO_FUZZ)
+	$(GO) test ./history -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(HISTORY_FUZZ) $(FUZZ_FLAGS)
+	$(GO) test ./history -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(HISTORY_FUZZ) $(FUZZ_FLAGS)
+	$(GO) test ./scenarios/spec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(SCENARIO_FUZZ) $(FUZZ_FLAGS)
 
 # Our Redlock against go-redsync/redsync and the one-node floor, side by
 # side on 5 local redis-server nodes; see BENCHMARKS.md.
