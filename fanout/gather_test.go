@@ -41,10 +41,22 @@ func TestCompare(t *testing.T) {
 		}, "2 plays"},
 		{"n/a", func(m *runstore.Matrix) { m.Cells[1].NA = "" }, "n/a"},
 		{"a cell", func(m *runstore.Matrix) { m.Cells = m.Cells[:2] }, "only in the first"},
+		// A race the story leaves open ({lock: any}): either verdict, as
+		// long as each play met its expectation.
+		{"an open race's verdict", func(m *runstore.Matrix) {
+			m.Cells[0].Plays[1] = runstore.MatrixPlay{Seed: 2, Verdict: checker.Valid, AsExpected: true}
+		}, ""},
+		{"an open race not as expected", func(m *runstore.Matrix) {
+			m.Cells[0].Plays[1] = runstore.MatrixPlay{Seed: 2, Verdict: checker.Unknown}
+		}, "seed 2"},
 	} {
 		b := base()
 		tt.change(&b)
-		d := Compare(base(), b, scripted)
+		a := base()
+		if strings.HasPrefix(tt.name, "an open race") {
+			a.Cells[0].Expect, b.Cells[0].Expect = "lock any", "lock any"
+		}
+		d := Compare(a, b, scripted)
 		switch {
 		case tt.want == "" && len(d) != 0:
 			t.Errorf("%s: differences %v, want none", tt.name, d)
