@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"splitbrain/checker"
 	"splitbrain/pages"
 	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
@@ -170,7 +171,7 @@ func Compare(a, b runstore.Matrix, scripted map[string]bool) []string {
 		if !scripted[k.scenario] {
 			continue
 		}
-		if strings.Contains(ca.Expect, string(spec.ExpectAny)) {
+		if e, err := checker.ParseExpectation(ca.Expect); err == nil && (e.Verdict == checker.ExpectAny || e.Lock == checker.ExpectAny) {
 			// A race the story leaves open for this lock (rueidislock in
 			// clock-jump, {lock: any}): either verdict is the lock's, so
 			// only whether each play met its expectation must agree.
