@@ -53,7 +53,7 @@ func TestSentinel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := cluster.SentinelConfig{Master: n1.Addr(), Quorum: 2, DownAfter: 500 * time.Millisecond, FailoverTimeout: 3 * time.Second}
+	cfg := cluster.SentinelConfig{Master: n1.Addr(), Quorum: 2, DownAfter: time.Second, FailoverTimeout: 3 * time.Second}
 	data := []*Container{n1, r1}
 	var sentinels []cluster.Node
 	admins := map[string]*redis.Client{}
@@ -119,20 +119,6 @@ func TestSentinel(t *testing.T) {
 		t.Errorf("after its restart: %v", err)
 	}
 
-	// A paused sentinel does not answer.
-	s2 := sentinels[1].(*Container)
-	mustDo(t, "pause s2", s2.Pause(ctx))
-	pctx, cancel := context.WithTimeout(ctx, time.Second)
-	err = admins["s2"].Ping(pctx).Err()
-	cancel()
-	if err == nil {
-		t.Error("paused s2 answered PING")
-	}
-	mustDo(t, "resume s2", s2.Resume(ctx))
-	if err := eventually(ctx, 10*time.Second, func(ctx context.Context) error { return admins["s2"].Ping(ctx).Err() }); err != nil {
-		t.Errorf("s2 after resume: %v", err)
-	}
-
 	// Cut s1 from n1: s1 alone finds the master subjectively down (no
 	// quorum, no failover); healed, it finds it up again.
 	heal, err := nemesis.Cut{Net: net, Links: []history.Link{{Client: "s1", Node: "n1"}}}.Inject(ctx)
@@ -151,8 +137,20 @@ func TestSentinel(t *testing.T) {
 	}); err != nil {
 		t.Errorf("s1 cut from n1: %v", err)
 	}
-	if f := flags("s2"); strings.Contains(f, "s_down") {
-		t.Errorf("s2, not cut, finds n1 down: %q", f)
+	// s2 is not cut: it finds n1 up while s1 still finds it down. Judged
+	// over a few seconds, not at one instant: on a loaded machine a reply
+	// through the harness's proxy can be late by more than down-after for
+	// a moment (CI saw s2 "s_down" once with down-after 500 ms).
+	if err := eventually(ctx, 10*time.Second, func(context.Context) error {
+		if f := flags("s2"); strings.Contains(f, "s_down") {
+			return fmt.Errorf("s2, not cut, finds n1 down: %q", f)
+		}
+		if f := flags("s1"); !strings.Contains(f, "s_down") {
+			return fmt.Errorf("s1, still cut, finds n1 up: %q", f)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 	mustDo(t, "heal", heal(ctx))
 	if err := eventually(ctx, 10*time.Second, func(context.Context) error {
@@ -162,5 +160,21 @@ func TestSentinel(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Errorf("s1 after the cut healed: %v", err)
+	}
+
+	// A paused sentinel does not answer. Last: a freeze of more than 2 s
+	// (likely under load: pause, a 1 s ping, resume) puts a sentinel in
+	// TILT mode for 30 s, where it stops updating its view of the master.
+	s2 := sentinels[1].(*Container)
+	mustDo(t, "pause s2", s2.Pause(ctx))
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	err = admins["s2"].Ping(pctx).Err()
+	cancel()
+	if err == nil {
+		t.Error("paused s2 answered PING")
+	}
+	mustDo(t, "resume s2", s2.Resume(ctx))
+	if err := eventually(ctx, 10*time.Second, func(ctx context.Context) error { return admins["s2"].Ping(ctx).Err() }); err != nil {
+		t.Errorf("s2 after resume: %v", err)
 	}
 }
