@@ -3,6 +3,7 @@ package runner_test
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -212,38 +213,59 @@ func TestBuiltinsRandomSchedules(t *testing.T) {
 		t.Run(name+"/"+play.Lock.Kind, func(t *testing.T) {
 			t.Parallel()
 			out := runScenario(t, context.Background(), play, 5)
+			faults, granted, refusals := randomTally(t, out.Dir, allowed)
+			// An unknown verdict is a play that decided nothing: a
+			// fresh-clone CI saw random-partition-counter grant kazoo
+			// nothing in a whole play once, under the load of the plays
+			// beside it; the same play alone granted 94 of 347 attempts.
+			// Played again (the same seed, so the same schedule), as
+			// TestExamples does; what the play before met is logged.
+			for try := 2; try <= 3 && out.Result.Verdict == checker.Unknown; try++ {
+				t.Logf("play %d: verdict unknown (%s), %d grants; the first acquires not granted:\n%s\nplaying again",
+					try-1, out.Result.Reason, granted, strings.Join(refusals, "\n"))
+				out = runScenario(t, context.Background(), play, 5)
+				faults, granted, refusals = randomTally(t, out.Dir, allowed)
+			}
 			if !out.AsExpected {
 				t.Errorf("verdict %s (%s), want valid or invalid", out.Result.Verdict, out.Result.Reason)
 			}
-			events, err := history.ReadFile(filepath.Join(out.Dir, runstore.HistoryFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			faults, granted := 0, 0
-			for _, e := range events {
-				switch {
-				case e.F == history.Acquire && e.Type == history.OK:
-					granted++
-				case e.F == history.Nemesis:
-					f, err := e.Fault()
-					if err != nil {
-						t.Fatal(err)
-					}
-					if f.Phase != history.PhaseStart {
-						continue
-					}
-					if !slices.Contains(allowed, f.Kind) {
-						t.Errorf("fault %s (%s) is not one of %v", f.Kind, f.Detail, allowed)
-					}
-					faults++
-				}
-			}
 			if faults == 0 || granted == 0 {
-				t.Errorf("%d faults injected, %d acquires granted; want both", faults, granted)
+				t.Errorf("%d faults injected, %d acquires granted; want both; the first acquires not granted:\n%s", faults, granted, strings.Join(refusals, "\n"))
 			}
 			t.Logf("%s against %s: %s, %d faults, %d grants", name, play.Lock.Kind, out.Result.Verdict, faults, granted)
 		})
 	}
+}
+
+// randomTally counts a play's faults (each of a kind in allowed) and
+// granted acquires, and gives why the first acquires not granted failed.
+func randomTally(t *testing.T, dir string, allowed []string) (faults, granted int, refusals []string) {
+	t.Helper()
+	events, err := history.ReadFile(filepath.Join(dir, runstore.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		switch {
+		case e.F == history.Acquire && e.Type == history.OK:
+			granted++
+		case e.F == history.Acquire && (e.Type == history.Fail || e.Type == history.Info) && len(refusals) < 5:
+			refusals = append(refusals, fmt.Sprintf("%s %s: %s", e.Process, e.Type, e.Err))
+		case e.F == history.Nemesis:
+			f, err := e.Fault()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Phase != history.PhaseStart {
+				continue
+			}
+			if !slices.Contains(allowed, f.Kind) {
+				t.Errorf("fault %s (%s) is not one of %v", f.Kind, f.Detail, allowed)
+			}
+			faults++
+		}
+	}
+	return faults, granted, refusals
 }
 
 // randomPlays pairs each random schedule with a lock kind that fits it,
