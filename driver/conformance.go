@@ -618,7 +618,8 @@ func (c *checker) takeWithin(ctx context.Context, l *Lock, key string, within ti
 // lostLease: c1 holds a key, its process is stopped (SIGSTOP) until c2
 // takes the key, then continued, and c1 releases: its lock must say fail
 // — the lease was gone — or, if its ready says it does not report a
-// release's outcome, the check cannot tell.
+// release's outcome, the check cannot tell. A driver that claims lost
+// must first say it of c1's lease.
 func (c *checker) lostLease(ctx context.Context, p1 *Proc, l1, l2 *Lock) {
 	const name = "release of a lost lease"
 	lease, err := l1.Acquire(ctx, "check:lost", c.cfg.TTL)
@@ -642,6 +643,20 @@ func (c *checker) lostLease(ctx context.Context, p1 *Proc, l1, l2 *Lock) {
 		return
 	}
 	defer func() { _ = l2.Release(ctx, taken) }()
+	if c.ready.Lost {
+		// A driver that claims lost must say it of a lease c2 now holds,
+		// once c1 runs again and its lock finds out.
+		const told = "lost told"
+		resumed := time.Now()
+		select {
+		case <-lease.Lost:
+			c.ok(told, "c1 said its lease lost %v after it was continued", time.Since(resumed).Round(time.Millisecond))
+		case <-time.After(c.leaseLife() + 2*time.Second):
+			c.fail(told, "c1 claims lost in its ready and said nothing of its lease within %v of being continued, while c2 held the key", c.leaseLife()+2*time.Second)
+		case <-ctx.Done():
+			return
+		}
+	}
 	cannotTell := slices.Contains(c.ready.Unreported, OpRelease)
 	switch err := l1.Release(ctx, lease); {
 	case errors.Is(err, workload.ErrNotHeld):

@@ -20,7 +20,8 @@ import (
 // request was sent (or, after a point, after the go-ahead), so the
 // deadline is late by at most the time between the two (Reply.Slack),
 // which the transcript records for each reply: on an idle machine tens
-// of microseconds.
+// of microseconds. A driver that claims lost ends the belief earlier, when
+// it says the lock told its user the lease is over (Lease.Lost).
 type Lock struct {
 	Proc *Proc
 	// Gate holds the client at the points the driver announces; nil: none
@@ -50,6 +51,7 @@ func (l *Lock) Acquire(ctx context.Context, key string, ttl time.Duration) (*wor
 
 // Release implements workload.Lock.
 func (l *Lock) Release(ctx context.Context, lease *workload.Lease) error {
+	defer l.Proc.ForgetLost(lease.Value)
 	r, err := l.Proc.Call(ctx, Request{Op: OpRelease, Key: lease.Key, Value: lease.Value}, l.Gate)
 	if err != nil {
 		return err
@@ -82,7 +84,9 @@ func (l *Lock) Extend(ctx context.Context, lease *workload.Lease, ttl time.Durat
 }
 
 func (l *Lock) lease(key string, r Reply) *workload.Lease {
-	out := &workload.Lease{Key: key, Value: r.Value, Token: r.Token}
+	// A driver that tells loss (ready's lost) gives the lease a Lost
+	// channel: the client releases the moment the driver says lost.
+	out := &workload.Lease{Key: key, Value: r.Value, Token: r.Token, Lost: l.Proc.LostChan(r.Value)}
 	if v, ok := r.Validity(); ok {
 		out.Deadline = r.At.Add(v)
 		l.Proc.logf("# %s #%d: validity %.3fms converted at the reply's reading, late by at most %v", OpReply, r.ID, ms(v), r.Slack)

@@ -150,11 +150,23 @@ type Proc struct {
 	stopOnce  sync.Once
 	stopErr   error
 
+	// lost holds, by lease value, what the driver said of loss: a
+	// channel closed when it says lost, made by the first of the lease
+	// (LostChan) or the lost message, whichever comes first — a lost
+	// can follow its acquire's reply before the harness has read it.
+	lost map[string]*lostNote
+
 	// own is the cgroup every process the driver starts runs in; nil
 	// where the machine gives none (the driver's session instead).
 	own *owner
 	// stderrLogged counts the bytes of stderr written to the log.
 	stderrLogged int
+}
+
+// lostNote is one lease's loss: ch is closed once the driver said lost.
+type lostNote struct {
+	ch   chan struct{}
+	said bool
 }
 
 type line struct {
@@ -228,7 +240,7 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 		return nil, fmt.Errorf("driver %s of %s: starting %s: %w", cfg.Name, cfg.Client, cfg.Command[0], err)
 	}
 	p := &Proc{cfg: cfg, cmd: cmd, stdin: stdin, lines: make(chan line, 16),
-		quit: make(chan struct{}), waited: make(chan struct{}), exited: make(chan struct{}), abandoned: map[int64]bool{}, own: own}
+		quit: make(chan struct{}), waited: make(chan struct{}), exited: make(chan struct{}), abandoned: map[int64]bool{}, lost: map[string]*lostNote{}, own: own}
 	defer func() {
 		if err != nil {
 			_ = p.Stop(context.WithoutCancel(ctx))
@@ -292,7 +304,9 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 			case l.msg.Op != OpReady:
 				return nil, p.garbage(l, fmt.Sprintf("answered hello with %q, want ready", l.msg.Op))
 			}
+			p.mu.Lock()
 			p.ready = l.msg
+			p.mu.Unlock()
 			if s := cfg.Server; s != "" && len(l.msg.Servers) > 0 && !slices.Contains(l.msg.Servers, s) {
 				return nil, p.garbage(l, fmt.Sprintf("said ready for servers %v when hello asked for %s", l.msg.Servers, s))
 			}
@@ -323,7 +337,54 @@ func (p *Proc) Name() string {
 func (p *Proc) Points() []string { return p.ready.Points }
 
 // Ready is the driver's ready: what it claims.
-func (p *Proc) Ready() Message { return p.ready }
+func (p *Proc) Ready() Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ready
+}
+
+// LostChan is closed when the driver says the lease of value is lost;
+// nil for a driver whose ready does not claim lost (it tells nothing).
+func (p *Proc) LostChan(value string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.ready.Lost {
+		return nil
+	}
+	return p.lostNote(value).ch
+}
+
+// ForgetLost drops what is kept of the lease of value, once released.
+func (p *Proc) ForgetLost(value string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.lost, value)
+}
+
+// lostNote is value's note, made if new; p.mu held.
+func (p *Proc) lostNote(value string) *lostNote {
+	n := p.lost[value]
+	if n == nil {
+		n = &lostNote{ch: make(chan struct{})}
+		p.lost[value] = n
+	}
+	return n
+}
+
+// sayLost acts on a lost message; false when the driver did not claim
+// lost in its ready, which makes the message a protocol error.
+func (p *Proc) sayLost(value string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.ready.Lost {
+		return false
+	}
+	if n := p.lostNote(value); !n.said {
+		n.said = true
+		close(n.ch)
+	}
+	return true
+}
 
 func (p *Proc) readStdout(r io.Reader) {
 	br := bufio.NewReaderSize(r, 4096)
@@ -336,6 +397,14 @@ func (p *Proc) readStdout(r io.Reader) {
 				l.err = fmt.Errorf("a line longer than %d bytes", MaxLine)
 			} else {
 				l.msg, l.err = ParseMessage(raw)
+			}
+			// A lost answers no request: it is acted on here, whatever
+			// request is in progress, and never waits for one.
+			if l.err == nil && l.msg.Op == OpLost {
+				if p.sayLost(l.msg.Value) {
+					continue
+				}
+				l.err = errors.New(`a lost from a driver whose ready did not claim "lost"`)
 			}
 			if !p.deliver(l) {
 				_, _ = io.Copy(io.Discard, r)

@@ -91,6 +91,12 @@ func TestBrokenDrivers(t *testing.T) {
 		{name: "escape sequence in a point",
 			script: ready + `read req; printf '{"op":"point","id":1,"point":"after\\u001b[2J"}\n'; sleep 5`,
 			want:   []string{`"point"`, "control or unprintable character"}},
+		{name: "lost without claiming it",
+			script: ready + `echo '{"op":"lost","value":"v"}'; read req; sleep 5`,
+			want:   []string{`a lost from a driver whose ready did not claim "lost"`, `"{\"op\":\"lost\"`}},
+		{name: "lost without a value",
+			script: `read hello; echo '{"op":"ready","name":"fake","lost":true}'; echo '{"op":"lost"}'; read req; sleep 5`,
+			want:   []string{`a lost needs "value"`}},
 		{name: "ok without a value",
 			script: ready + `read req; echo '{"op":"reply","id":1,"result":"ok"}'; sleep 5`,
 			want:   []string{`answered acquire #1 ok without "value"`}},
@@ -133,6 +139,54 @@ func TestBrokenDrivers(t *testing.T) {
 			}
 			t.Logf("%v", err)
 		})
+	}
+}
+
+// A driver that claims lost ends a lease's belief when it says so:
+// right after the acquire's reply (before the harness has made the
+// lease), or in the middle of another request, which goes on; a lease it
+// says nothing of stays believed.
+func TestLost(t *testing.T) {
+	t.Parallel()
+	p, err := start(t, `read hello; echo '{"op":"ready","name":"fake","lost":true}'
+read req; echo '{"op":"reply","id":1,"result":"ok","value":"v1"}'; echo '{"op":"lost","value":"v1"}'
+read req; echo '{"op":"lost","value":"v9"}'; echo '{"op":"reply","id":2,"result":"ok","value":"v2"}'
+read req; echo '{"op":"reply","id":3,"result":"ok"}'; while read line; do :; done`, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Lock{Proc: p}
+	ctx := context.Background()
+	l1, err := l.Acquire(ctx, "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := l.Acquire(ctx, "j", time.Second)
+	if err != nil {
+		t.Fatalf("a lost in the middle of a request broke it: %v", err)
+	}
+	select {
+	case <-l1.Lost:
+	case <-time.After(5 * time.Second):
+		t.Fatal("lease v1: the driver said lost, and its Lost channel is still open")
+	}
+	if l2.Lost == nil {
+		t.Fatal("lease v2 has no Lost channel from a driver that claims lost")
+	}
+	select {
+	case <-l2.Lost:
+		t.Fatal("lease v2: closed, and the driver said nothing of it")
+	default:
+	}
+	if err := l.Release(ctx, l2); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	p.mu.Lock()
+	kept := len(p.lost)
+	p.mu.Unlock()
+	// v1 (never released here) and v9 (a lease the harness never had).
+	if kept != 2 {
+		t.Errorf("%d leases' notes kept after v2's release; want 2 (v1, v9)", kept)
 	}
 }
 

@@ -39,6 +39,12 @@ const (
 	OpReady = "ready"
 	OpReply = "reply"
 	OpPoint = "point"
+	// OpLost is a driver's word, at any time, that its lock told its
+	// user a lease is over (rueidislock cancels the context it handed
+	// out; a ZooKeeper client's session is lost): the harness's client
+	// stops believing at once, as a user who stops when told, and
+	// releases. Only a driver whose ready claims "lost" sends it.
+	OpLost = "lost"
 )
 
 // Results of a reply.
@@ -138,7 +144,7 @@ type Request struct {
 }
 
 // Message is one line the driver writes: ready (to hello), a point it
-// waits at, or the reply to a request.
+// waits at, the reply to a request, or a lease lost.
 type Message struct {
 	Op string `json:"op"`
 	ID int64  `json:"id,omitempty"`
@@ -160,6 +166,10 @@ type Message struct {
 	// lock cannot be extended): the driver answers them fail, and the
 	// stories that make them do not fit it.
 	Unsupported []string `json:"unsupported,omitempty"`
+	// Lost: the lock tells its user when a lease it handed out is over,
+	// and the driver says so with a lost message naming the lease's
+	// value (each lease a value of its own).
+	Lost bool `json:"lost,omitempty"`
 	// Library and ClientLibrary name the lock's library and the server
 	// client it runs on, with their versions ("symfony/lock 5.4.53",
 	// "phpredis 5.3.7"): a finding is about a version.
@@ -167,7 +177,7 @@ type Message struct {
 	ClientLibrary string `json:"client_library,omitempty"`
 	// point
 	Point string `json:"point,omitempty"`
-	// reply
+	// reply (and lost: Value names the lease)
 	Result string `json:"result,omitempty"`
 	Value  string `json:"value,omitempty"`
 	// ValidityMS is the lease's remaining validity when the reply was
@@ -251,10 +261,14 @@ func ParseMessage(line []byte) (Message, error) {
 		default:
 			return m, fmt.Errorf(`"result" %q; want ok, fail or unknown`, m.Result)
 		}
+	case OpLost:
+		if m.Value == "" || m.ID != 0 {
+			return m, fmt.Errorf(`a lost needs "value" (the lease's, as its acquire answered it) and no "id": it answers no request`)
+		}
 	case "":
-		return m, fmt.Errorf(`no "op"; want ready, point or reply`)
+		return m, fmt.Errorf(`no "op"; want ready, point, reply or lost`)
 	default:
-		return m, fmt.Errorf(`"op" %q; want ready, point or reply`, m.Op)
+		return m, fmt.Errorf(`"op" %q; want ready, point, reply or lost`, m.Op)
 	}
 	return m, nil
 }
