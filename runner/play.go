@@ -51,6 +51,20 @@ func (r *runner) step(ctx context.Context, st spec.Step) error {
 		return r.extend(ctx, st, key)
 	case spec.StepRelease:
 		c := r.clients[st.Client]
+		if st.Again {
+			// The user's retry of a release that went unanswered, with
+			// the lock object it had: not a release of the lease the
+			// client may hold now, so not one in the history.
+			switch err := c.RetryRelease(ctx, key); {
+			case errors.Is(err, workload.ErrNoUnsureRelease):
+				r.logf("%s release %q again: %v, skipped", st.Client, key, err)
+			case err != nil:
+				r.logf("%s release %q again, the lease whose release went unanswered: %v", st.Client, key, firstLine(err))
+			default:
+				r.logf("%s release %q again, the lease whose release went unanswered: released", st.Client, key)
+			}
+			return nil
+		}
 		if !c.Holds(key) {
 			r.logf("%s release %q: holds no lease, skipped", st.Client, key)
 			return nil

@@ -12,6 +12,7 @@ import (
 	"splitbrain/locks/adapter"
 	"splitbrain/nemesis"
 	"splitbrain/redlock"
+	"splitbrain/scenarios/spec"
 	"splitbrain/workload"
 )
 
@@ -31,7 +32,8 @@ func (r *runner) newLock(client string, eps []nemesis.Endpoint, password string)
 	env := adapter.Env{
 		Client: client, Password: password,
 		TTL: r.sc.Lock.TTL, NodeTimeout: r.sc.Lock.NodeTimeout, Retries: r.sc.Lock.Retries, Command: r.sc.Lock.Command,
-		Gate: r.faults.gates[client], Hooks: r.hooks(client), Logf: r.logf, Blackholed: r.net.Blackholed,
+		SessionPerClient: r.sc.Lock.Session == spec.SessionClient,
+		Gate:             r.faults.gates[client], Hooks: r.hooks(client), Logf: r.logf, Blackholed: r.net.Blackholed,
 		Rig: lockRig{r: r, client: client, kind: k, password: password},
 	}
 	for _, ep := range eps {

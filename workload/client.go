@@ -44,11 +44,14 @@ type Client struct {
 	// lost marks the keys whose lease the lock said was over and the
 	// watcher released: critical-section steps on them are skipped.
 	lost map[string]bool
+	// unsure holds, by key, the last lease whose release's outcome was
+	// unknown, for a user's retry of it (RetryRelease).
+	unsure map[string]*Lease
 }
 
 // NewClient returns client name driving lock.
 func NewClient(name string, lock Lock, rec Recorder) *Client {
-	return &Client{name: name, process: name, rec: rec, lock: lock, leases: map[string]*Lease{}, lost: map[string]bool{}}
+	return &Client{name: name, process: name, rec: rec, lock: lock, leases: map[string]*Lease{}, lost: map[string]bool{}, unsure: map[string]*Lease{}}
 }
 
 // Name is the client's name (c1, c2, ...).
@@ -168,6 +171,7 @@ func (c *Client) release(ctx context.Context, key string) error {
 		typ = history.Fail
 	case err != nil:
 		typ = history.Info
+		c.unsure[key] = lease
 	}
 	c.record(typ, history.Release, key, func(e *history.Event) {
 		e.Value = history.MustValue(lease.Value)
@@ -177,6 +181,28 @@ func (c *Client) release(ctx context.Context, key string) error {
 	})
 	return err
 }
+
+// RetryRelease releases once more the last lease on key whose release's
+// outcome was unknown, as a user retries a failed unlock with the lock
+// object it had (etcd issue 22082: a retried Unlock deletes whatever now
+// has the key's name). The client stopped believing in that lease at its
+// first release, so nothing is recorded: whatever the retry does to a
+// later lease shows as that lease's fate. It returns what the lock said;
+// ErrNoUnsureRelease when no release of key was left unknown.
+func (c *Client) RetryRelease(ctx context.Context, key string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lease := c.unsure[key]
+	if lease == nil {
+		return ErrNoUnsureRelease
+	}
+	delete(c.unsure, key)
+	return c.lock.Release(ctx, lease)
+}
+
+// ErrNoUnsureRelease: RetryRelease found no release whose outcome was
+// unknown.
+var ErrNoUnsureRelease = errors.New("no release of the key left unknown to retry")
 
 // Extend extends the client's lease on key, if it holds one, by ttl from
 // now and records it: ok with the new deadline, fail when the lease was not

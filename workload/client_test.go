@@ -189,3 +189,49 @@ func TestRunWaitsTheBackoff(t *testing.T) {
 		t.Errorf("%d backoffs drawn for %d refused attempts, want one each", draws, attempts)
 	}
 }
+
+// releaseLog is a fakeLock that remembers the leases it was asked to
+// release.
+type releaseLog struct {
+	fakeLock
+	released []string
+}
+
+func (r *releaseLog) Release(ctx context.Context, l *Lease) error {
+	r.released = append(r.released, l.Value)
+	return r.fakeLock.Release(ctx, l)
+}
+
+// RetryRelease sends the release of the last lease whose release went
+// unanswered once more — with that lease, whatever the client holds now —
+// and records nothing; with no such release there is nothing to retry.
+func TestRetryRelease(t *testing.T) {
+	var buf bytes.Buffer
+	rec := history.NewRecorder(&buf, time.Now())
+	l := &releaseLog{fakeLock: fakeLock{releaseErr: errors.New("timeout")}}
+	c := NewClient("c1", l, rec)
+	ctx := context.Background()
+	if err := c.RetryRelease(ctx, "k"); !errors.Is(err, ErrNoUnsureRelease) {
+		t.Fatalf("RetryRelease with nothing unknown: %v, want ErrNoUnsureRelease", err)
+	}
+	_ = c.Acquire(ctx, "k", time.Second)
+	_ = c.Release(ctx, "k") // unknown
+	l.releaseErr = nil
+	_ = c.Acquire(ctx, "k", time.Second)
+	events := strings.Count(buf.String(), "\n")
+	if err := c.RetryRelease(ctx, "k"); err != nil {
+		t.Fatalf("RetryRelease: %v", err)
+	}
+	if got := strings.Count(buf.String(), "\n"); got != events {
+		t.Errorf("RetryRelease recorded %d event(s); want none", got-events)
+	}
+	if !c.Holds("k") {
+		t.Error("the retry ended the client's belief in the lease it holds now")
+	}
+	if want := []string{"v-k", "v-k"}; !slices.Equal(l.released, want) {
+		t.Errorf("released %v, want %v", l.released, want)
+	}
+	if err := c.RetryRelease(ctx, "k"); !errors.Is(err, ErrNoUnsureRelease) {
+		t.Errorf("a second RetryRelease: %v, want ErrNoUnsureRelease (one retry per unknown release)", err)
+	}
+}

@@ -62,6 +62,10 @@ type Env struct {
 	TTL         time.Duration
 	NodeTimeout time.Duration
 	Retries     int
+	// SessionPerClient: etcd's client mutex takes one session per client
+	// (lock.session: client), kept alive in the background, for every
+	// acquisition, instead of a lease of its own per acquisition.
+	SessionPerClient bool
 	// Command is lock.command, a user's driver program.
 	Command []string
 	// Gate holds the client at the hook points (client pauses).

@@ -52,18 +52,39 @@ type EtcdLock struct {
 	Wait time.Duration
 	// V3Lock uses the server's Lock RPC instead of the client's mutex.
 	V3Lock bool
+	// Session, when set, is the client's one session, kept alive by the
+	// etcd client in the background, which every acquisition of the
+	// client mutex uses, as etcd's documentation does (NewSession once,
+	// NewMutex per lock): each acquisition's key is the same,
+	// prefix/<the session's lease>, a grant has no deadline (the belief
+	// lasts until the release or the session's end: Lease.Lost), and the
+	// release is the mutex's Unlock — a delete of the key by its name,
+	// which a retried Unlock of an earlier grant repeats on a later one
+	// (etcd issue 22082).
+	Session *concurrency.Session
 }
 
 type etcdLease struct {
 	id  clientv3.LeaseID
 	key string
 	rev int64 // the key's create revision (mutex); 0 for v3lock
+	// m is the mutex of a grant on the client's session (Session).
+	m *concurrency.Mutex
 }
 
 const etcdLockPrefix = "/locks/"
 
 // Acquire implements Lock.
 func (e *EtcdLock) Acquire(ctx context.Context, key string, ttl time.Duration) (*workload.Lease, error) {
+	if s := e.Session; s != nil && !e.V3Lock {
+		l, token, err := e.lockWith(ctx, key, s)
+		if err != nil {
+			return nil, err
+		}
+		// The key's name is the same at every grant: the value names
+		// the grant by its create revision too.
+		return &workload.Lease{Key: key, Value: fmt.Sprintf("%s@%d", l.key, l.rev), Token: &token, Lost: s.Done(), Impl: l}, nil
+	}
 	secs := int64((ttl + time.Second - 1) / time.Second)
 	sent := time.Now()
 	g, err := e.Client.Grant(ctx, secs)
@@ -105,6 +126,12 @@ func (e *EtcdLock) mutex(ctx context.Context, key string, id clientv3.LeaseID) (
 	}
 	s.Orphan()
 	cancel()
+	return e.lockWith(ctx, key, s)
+}
+
+// lockWith takes the client mutex of key on session s.
+func (e *EtcdLock) lockWith(ctx context.Context, key string, s *concurrency.Session) (*etcdLease, int64, error) {
+	var err error
 	m := concurrency.NewMutex(s, etcdLockPrefix+key)
 	if e.Wait <= 0 {
 		err = m.TryLock(ctx)
@@ -135,7 +162,11 @@ func (e *EtcdLock) mutex(ctx context.Context, key string, id clientv3.LeaseID) (
 	} else if err == nil {
 		return nil, 0, errors.Join(workload.ErrNotAcquired, fmt.Errorf("etcd lock %q: our key vanished (lease expired)", key))
 	}
-	return &etcdLease{id: id, key: m.Key(), rev: rev}, rev, nil
+	l := &etcdLease{id: s.Lease(), key: m.Key(), rev: rev}
+	if s == e.Session {
+		l.m = m
+	}
+	return l, rev, nil
 }
 
 // lockRPC calls v3lock's Lock, encoded by hand: the generated stubs live
@@ -260,6 +291,14 @@ func (e *EtcdLock) Release(ctx context.Context, lease *workload.Lease) error {
 	if !ok {
 		return errors.New("etcd adapter: lease was not acquired through this adapter")
 	}
+	if l.m != nil {
+		// etcd's Unlock: the key deleted by its name, whatever grant has
+		// it now; it does not say whether there was one.
+		if err := l.m.Unlock(ctx); err != nil {
+			return fmt.Errorf("etcd release %q: unlock: %w", lease.Key, err)
+		}
+		return nil
+	}
 	cmp := clientv3.Compare(clientv3.LeaseValue(l.key), "=", l.id)
 	r, err := e.Client.Txn(ctx).If(cmp).Then(clientv3.OpDelete(l.key)).Commit()
 	if err != nil {
@@ -281,6 +320,15 @@ func (e *EtcdLock) Extend(ctx context.Context, lease *workload.Lease, _ time.Dur
 	l, ok := lease.Impl.(*etcdLease)
 	if !ok {
 		return nil, errors.New("etcd adapter: lease was not acquired through this adapter")
+	}
+	if l.m != nil {
+		// The session is kept alive in the background: nothing to ask.
+		select {
+		case <-e.Session.Done():
+			return nil, errors.Join(workload.ErrNotExtended, fmt.Errorf("etcd extend %q: the client's session has ended", lease.Key))
+		default:
+			return lease, nil
+		}
 	}
 	sent := time.Now()
 	k, err := e.Client.KeepAliveOnce(ctx, l.id)
@@ -314,5 +362,14 @@ func buildEtcd(ctx context.Context, k *locks.Kind, env Env) (workload.Lock, erro
 	if err != nil {
 		return nil, fmt.Errorf("client %s: connecting to the etcd members: %w", env.Client, err)
 	}
-	return gatedLock{Lock: &EtcdLock{Client: c, Wait: retryWait(env), V3Lock: k.Adapter == "etcd-v3lock"}, gate: env.Gate}, nil
+	l := &EtcdLock{Client: c, Wait: retryWait(env), V3Lock: k.Adapter == "etcd-v3lock"}
+	if env.SessionPerClient && !l.V3Lock {
+		secs := int((env.TTL + time.Second - 1) / time.Second)
+		if l.Session, err = concurrency.NewSession(c, concurrency.WithTTL(secs)); err != nil {
+			return nil, fmt.Errorf("client %s: etcd session: %w", env.Client, err)
+		}
+		// Its keep-alive stops with the run; the lease ends a TTL later.
+		env.Rig.OnClose(l.Session.Orphan)
+	}
+	return gatedLock{Lock: l, gate: env.Gate}, nil
 }

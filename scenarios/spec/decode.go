@@ -48,6 +48,7 @@ type lockSpec struct {
 	NodeTimeout yaml.Node `yaml:"node_timeout"`
 	Retries     yaml.Node `yaml:"retries"`
 	Extend      yaml.Node `yaml:"extend"`
+	Session     yaml.Node `yaml:"session"`
 	Command     yaml.Node `yaml:"command"`
 	Server      yaml.Node `yaml:"server"`
 	Deployment  yaml.Node `yaml:"deployment"`
@@ -68,7 +69,7 @@ var sections = map[string]struct{ name, fields string }{
 	"fileSpec":     {"the top level", "name, description, expect, cluster, lock, workload, steps, sweep, shapes"},
 	"shapeSpec":    {"a shape", "cluster, lock, workload, steps, expect"},
 	"clusterSpec":  {"cluster", "nodes, persistence, replicas, backend, sentinel"},
-	"lockSpec":     {"lock", "kind, ttl, key, node_timeout, retries, extend, command, server, deployment"},
+	"lockSpec":     {"lock", "kind, ttl, key, node_timeout, retries, extend, session, command, server, deployment"},
 	"workloadSpec": {"workload", "clients, kind, keys, duration, think, backoff, fencing"},
 }
 

@@ -67,6 +67,17 @@ func (p *parser) moreOptions(s *fileSpec, sc *Scenario) {
 			p.fail(n, "lock.extend", "only for a generated workload (workload.kind %s); a scripted scenario extends with a step such as - extend: {client: c1}", generatorKinds)
 		}
 	}
+	if n := &s.Lock.Session; n.Kind != 0 {
+		if v := p.enum(n, "lock.session", "", SessionAcquire, SessionClient); v == SessionClient {
+			for _, k := range sc.Locks {
+				if k != locks.Etcd.Name {
+					p.fail(n, "lock.session", "client: only etcd's client mutex (lock.kind etcd) takes a session of the client's; %s does not", k)
+					return
+				}
+			}
+			sc.Lock.Session = v
+		}
+	}
 }
 
 // expectOutcome parses the expect field of an acquire or extend step: an

@@ -103,6 +103,24 @@ func TestParseNewFields(t *testing.T) {
 			}
 			return ""
 		}},
+		{"a session of the client's and a retried release",
+			strings.Replace(good, "{ttl: 1s}", "{kind: etcd, ttl: 1s, session: client}", 1) + "  - release: {client: c1, again: true}\n  - release: {client: c1}\n",
+			func(sc *Scenario) string {
+				if sc.Lock.Session != SessionClient {
+					return fmt.Sprintf("session %q, want %q", sc.Lock.Session, SessionClient)
+				}
+				if !sc.Steps[1].Again || sc.Steps[2].Again {
+					return "again not parsed on the retry alone"
+				}
+				return ""
+			}},
+		{"a session per acquisition, as by default", strings.Replace(good, "{ttl: 1s}", "{kind: etcd, ttl: 1s, session: acquire}", 1),
+			func(sc *Scenario) string {
+				if sc.Lock.Session != "" {
+					return fmt.Sprintf("session %q, want the default", sc.Lock.Session)
+				}
+				return ""
+			}},
 		{"wait until up in a generated workload", generated + "steps:\n  - wait: {until: up, node: n1}\n", func(sc *Scenario) string {
 			if len(sc.Steps) != 1 || sc.Steps[0].Until != UntilUp {
 				return "wait until up not parsed"
@@ -136,7 +154,7 @@ func TestParseNewFieldsErrors(t *testing.T) {
 		{"retries not a number", strings.Replace(good, "{ttl: 1s}", "{ttl: 1s, retries: many}", 1),
 			[]string{"f.yaml:4", "lock.retries", "whole number"}},
 		{"unknown lock field lists the new ones", strings.Replace(good, "{ttl: 1s}", "{ttl: 1s, retry: 3}", 1),
-			[]string{"f.yaml:4", "retry", "node_timeout, retries, extend"}},
+			[]string{"f.yaml:4", "retry", "node_timeout, retries, extend, session"}},
 		{"bad extend", strings.Replace(generated, "{ttl: 1s}", "{ttl: 1s, extend: twice}", 1),
 			[]string{"f.yaml:4", "lock.extend", `"twice"`, "on", "off"}},
 		{"extend as a list", strings.Replace(generated, "{ttl: 1s}", "{ttl: 1s, extend: [on]}", 1),
@@ -157,7 +175,13 @@ func TestParseNewFieldsErrors(t *testing.T) {
 		{"bad extend expect", good + "  - extend: {client: c1, expect: acquired}\n",
 			[]string{"f.yaml:8", "steps[1].extend.expect", `"acquired"`, "extended, refused"}},
 		{"release has no expect", good + "  - release: {client: c1, expect: released}\n",
-			[]string{"f.yaml:8", "steps[1].release.expect", "valid fields: client, key"}},
+			[]string{"f.yaml:8", "steps[1].release.expect", "valid fields: client, key, again"}},
+		{"bad session", strings.Replace(good, "{ttl: 1s}", "{kind: etcd, ttl: 1s, session: shared}", 1),
+			[]string{"f.yaml:4", "lock.session", `"shared"`, "acquire, client"}},
+		{"a session of the client's for a Redis lock", strings.Replace(good, "{ttl: 1s}", "{kind: [etcd, redlock], ttl: 1s, session: client}", 1),
+			[]string{"f.yaml:4", "lock.session", "only etcd's client mutex", "redlock does not"}},
+		{"bad again", good + "  - release: {client: c1, again: twice}\n",
+			[]string{"f.yaml:8", "steps[1].release.again", `"twice"`, "want true"}},
 		{"extend of an unknown client", good + "  - extend: {client: c9}\n",
 			[]string{"f.yaml:8", "steps[1].extend.client", `"c9"`, "c1, c2"}},
 		{"extend without client", good + "  - extend: {expect: extended}\n",

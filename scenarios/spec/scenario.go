@@ -138,7 +138,18 @@ type Lock struct {
 	Server     string
 	Deployment string
 	ServerLine int
+	// Session is how etcd's client mutex gets its lease: SessionAcquire
+	// (empty), a lease of its own per acquisition, or SessionClient, one
+	// concurrency.Session per client, kept alive in the background and
+	// used for every acquisition, as etcd's documentation uses it.
+	Session string
 }
+
+// Values of Lock.Session.
+const (
+	SessionAcquire = "acquire"
+	SessionClient  = "client"
+)
 
 // PlayAgainst returns a copy of the scenario played against lock kind k
 // alone, with k's expectation.

@@ -90,6 +90,9 @@ type Step struct {
 	// Share is the share of one CPU a starve step leaves its node or
 	// client (0.05: 5 %).
 	Share float64
+	// Again: a release step retries the client's last release whose
+	// outcome was unknown, with the lease it had (etcd issue 22082).
+	Again bool
 	Outcome
 	Condition
 	LinkFault
@@ -223,7 +226,7 @@ var stepKinds = []stepKind{
 	}},
 	{kind: StepClock, fields: "node, jump, rate, for", decode: (*parser).decodeClock, needs: needs(fault.Clock)},
 	{kind: StepAcquire, fields: "client, key, expect", decode: (*parser).decodeLease},
-	{kind: StepRelease, fields: "client, key", decode: (*parser).decodeLease},
+	{kind: StepRelease, fields: "client, key, again", decode: (*parser).decodeRelease},
 	{kind: StepExtend, fields: "client, key, expect", decode: (*parser).decodeLease},
 	{kind: StepWait, fields: "until, client, key, node, timeout, at_most",
 		short: func(p *parser, st *Step, val *yaml.Node, field string) bool {
@@ -478,6 +481,22 @@ func (p *parser) decodeLease(st *Step, in *stepIn) bool {
 		st.Key = p.lockKey(v, in.field+".key")
 	}
 	return p.expectOutcome(st, in.seen["expect"], in.field+".expect")
+}
+
+// decodeRelease is a release, or with again: true the retry of the
+// client's last release whose outcome was unknown.
+func (p *parser) decodeRelease(st *Step, in *stepIn) bool {
+	if v := in.seen["again"]; v != nil {
+		switch strings.ToLower(v.Value) {
+		case "true", "on":
+			st.Again = true
+		case "false", "off":
+		default:
+			p.fail(v, in.field+".again", "%q is not valid; want true (retry the client's last release whose outcome was unknown, with the lease it had) or false", v.Value)
+			return false
+		}
+	}
+	return p.decodeLease(st, in)
 }
 
 func (p *parser) parseNode(n *yaml.Node, field string) string {
