@@ -11,19 +11,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"splitbrain/driver"
+	"splitbrain/driver/driverside"
 	"splitbrain/redlock"
 )
 
@@ -43,7 +41,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "redlock-driver: -fencing %q; want none, simple or two-round\n", *fencing)
 		os.Exit(2)
 	}
-	d := &server{out: bufio.NewWriter(os.Stdout), gos: make(chan driver.Request, 1), leases: map[string]*redlock.Lease{}}
+	d := &server{conn: driverside.New("redlock-driver", os.Stdin, os.Stdout, os.Stderr), leases: map[string]*redlock.Lease{}}
 	if err := d.serve(*naive, fence); err != nil {
 		fmt.Fprintf(os.Stderr, "redlock-driver: %v\n", err)
 		os.Exit(1)
@@ -51,70 +49,16 @@ func main() {
 }
 
 type server struct {
-	outMu sync.Mutex
-	out   *bufio.Writer
-	// gos carries the go-ahead at a point; reqs the requests.
-	gos  chan driver.Request
-	reqs chan driver.Request
-	// cur is the id of the request in progress.
-	cur    int64
+	conn   *driverside.Conn
 	locker *redlock.Locker
 	leases map[string]*redlock.Lease // by value
-}
-
-func (d *server) send(m driver.Message) {
-	b, _ := json.Marshal(m)
-	d.outMu.Lock()
-	defer d.outMu.Unlock()
-	_, _ = d.out.Write(append(b, '\n'))
-	_ = d.out.Flush()
-}
-
-// read reads stdin until it closes: go-aheads to gos, the rest to reqs.
-func (d *server) read(ctx context.Context, cancel func()) {
-	defer cancel()
-	defer close(d.reqs)
-	sc := bufio.NewScanner(os.Stdin)
-	sc.Buffer(make([]byte, 4096), driver.MaxLine)
-	for sc.Scan() {
-		var r driver.Request
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			fmt.Fprintf(os.Stderr, "redlock-driver: a line that is not a request: %q: %v\n", sc.Text(), err)
-			continue
-		}
-		if r.Op == driver.OpGo {
-			select {
-			case d.gos <- r:
-			case <-ctx.Done():
-				return
-			}
-			continue
-		}
-		d.reqs <- r
-	}
-}
-
-// point announces p of the request in progress and waits for the go-ahead.
-func (d *server) point(ctx context.Context, p string) {
-	d.send(driver.Message{Op: driver.OpPoint, ID: d.cur, Point: p})
-	for {
-		select {
-		case r := <-d.gos:
-			if r.ID == d.cur {
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 func (d *server) serve(naive bool, fence redlock.Fencing) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d.reqs = make(chan driver.Request, 4)
-	go d.read(ctx, cancel)
-	hello, ok := <-d.reqs
+	go d.conn.Serve(ctx, cancel)
+	hello, ok := <-d.conn.Requests()
 	if !ok {
 		return nil
 	}
@@ -124,7 +68,7 @@ func (d *server) serve(naive bool, fence redlock.Fencing) error {
 		Fenced: fence != redlock.FenceNone, Library: "splitbrain redlock"}
 	if hello.Op == driver.OpHello && hello.Describe {
 		// What it claims, and nothing to connect to.
-		d.send(ready)
+		d.conn.Send(ready)
 		return nil
 	}
 	if hello.Op != driver.OpHello || len(hello.Nodes) == 0 {
@@ -149,9 +93,9 @@ func (d *server) serve(naive bool, fence redlock.Fencing) error {
 		SkipElapsedCheck: naive,
 		Fencing:          fence,
 		Hooks: redlock.Hooks{
-			AfterReplies:  func(ctx context.Context, _ string) { d.point(ctx, "after-replies") },
-			AfterAcquire:  func(ctx context.Context, _ *redlock.Lease) { d.point(ctx, "after-acquire") },
-			BeforeRelease: func(ctx context.Context, _ *redlock.Lease) { d.point(ctx, "before-release") },
+			AfterReplies:  func(ctx context.Context, _ string) { d.conn.Point(ctx, "after-replies") },
+			AfterAcquire:  func(ctx context.Context, _ *redlock.Lease) { d.conn.Point(ctx, "after-acquire") },
+			BeforeRelease: func(ctx context.Context, _ *redlock.Lease) { d.conn.Point(ctx, "before-release") },
 		},
 	}
 	l, err := redlock.New(conns, opts)
@@ -159,10 +103,10 @@ func (d *server) serve(naive bool, fence redlock.Fencing) error {
 		return err
 	}
 	d.locker = l
-	d.send(ready)
-	for r := range d.reqs {
-		d.cur = r.ID
-		d.send(d.handle(ctx, r, hello.Retries > 1))
+	d.conn.Send(ready)
+	for r := range d.conn.Requests() {
+		d.conn.Begin(r)
+		d.conn.Send(d.handle(ctx, r, hello.Retries > 1))
 	}
 	return nil
 }

@@ -23,9 +23,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +33,7 @@ import (
 	"time"
 
 	"splitbrain/driver"
+	"splitbrain/driver/driverside"
 	"splitbrain/locks/adapter"
 	"splitbrain/workload"
 )
@@ -46,7 +45,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "rueidislock-driver: -busy %d; want 0 to 64\n", *busy)
 		os.Exit(2)
 	}
-	d := &server{out: bufio.NewWriter(os.Stdout), gos: make(chan driver.Request, 1), leases: map[string]*workload.Lease{},
+	d := &server{conn: driverside.New("rueidislock-driver", os.Stdin, os.Stdout, os.Stderr), leases: map[string]*workload.Lease{},
 		work: &worker{n: *busy, working: map[string]chan struct{}{}}}
 	if err := d.serve(); err != nil {
 		fmt.Fprintf(os.Stderr, "rueidislock-driver: %v\n", err)
@@ -55,13 +54,7 @@ func main() {
 }
 
 type server struct {
-	outMu sync.Mutex
-	out   *bufio.Writer
-	// gos carries the go-ahead at a point; reqs the requests.
-	gos  chan driver.Request
-	reqs chan driver.Request
-	// cur is the id of the request in progress.
-	cur  int64
+	conn *driverside.Conn
 	lock *adapter.Rueidislock
 	// mu guards leases, which the loss watchers read: a lease is taken
 	// out of it before its release cancels its context, so that a
@@ -122,53 +115,6 @@ func burn(stop <-chan struct{}) {
 	}
 }
 
-func (d *server) send(m driver.Message) {
-	b, _ := json.Marshal(m)
-	d.outMu.Lock()
-	defer d.outMu.Unlock()
-	_, _ = d.out.Write(append(b, '\n'))
-	_ = d.out.Flush()
-}
-
-// read reads stdin until it closes: go-aheads to gos, the rest to reqs.
-func (d *server) read(ctx context.Context, cancel func()) {
-	defer cancel()
-	defer close(d.reqs)
-	sc := bufio.NewScanner(os.Stdin)
-	sc.Buffer(make([]byte, 4096), driver.MaxLine)
-	for sc.Scan() {
-		var r driver.Request
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			fmt.Fprintf(os.Stderr, "rueidislock-driver: a line that is not a request: %q: %v\n", sc.Text(), err)
-			continue
-		}
-		if r.Op == driver.OpGo {
-			select {
-			case d.gos <- r:
-			case <-ctx.Done():
-				return
-			}
-			continue
-		}
-		d.reqs <- r
-	}
-}
-
-// point announces p of the request in progress and waits for the go-ahead.
-func (d *server) point(ctx context.Context, p string) {
-	d.send(driver.Message{Op: driver.OpPoint, ID: d.cur, Point: p})
-	for {
-		select {
-		case r := <-d.gos:
-			if r.ID == d.cur {
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
 // version is the version of the rueidis module this program was built
 // with: rueidislock is a package of it.
 func version() string {
@@ -185,9 +131,8 @@ func version() string {
 func (d *server) serve() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d.reqs = make(chan driver.Request, 4)
-	go d.read(ctx, cancel)
-	hello, ok := <-d.reqs
+	go d.conn.Serve(ctx, cancel)
+	hello, ok := <-d.conn.Requests()
 	if !ok {
 		return nil
 	}
@@ -197,7 +142,7 @@ func (d *server) serve() error {
 		Lost: true, Library: "rueidislock " + version(), ClientLibrary: "rueidis " + version()}
 	if hello.Op == driver.OpHello && hello.Describe {
 		// What it claims, and nothing to connect to.
-		d.send(ready)
+		d.conn.Send(ready)
 		return nil
 	}
 	if hello.Op != driver.OpHello || len(hello.Nodes) == 0 || hello.TTLMS <= 0 {
@@ -239,10 +184,10 @@ func (d *server) serve() error {
 		return err
 	}
 	defer d.lock.Close()
-	d.send(ready)
-	for r := range d.reqs {
-		d.cur = r.ID
-		d.send(d.handle(ctx, r))
+	d.conn.Send(ready)
+	for r := range d.conn.Requests() {
+		d.conn.Begin(r)
+		d.conn.Send(d.handle(ctx, r))
 	}
 	return nil
 }
@@ -259,7 +204,7 @@ func (d *server) handle(ctx context.Context, r driver.Request) driver.Message {
 		if err != nil {
 			return unknown(reply, err)
 		}
-		d.point(ctx, "after-acquire")
+		d.conn.Point(ctx, "after-acquire")
 		d.mu.Lock()
 		d.leases[lease.Value] = lease
 		d.mu.Unlock()
@@ -269,7 +214,7 @@ func (d *server) handle(ctx context.Context, r driver.Request) driver.Message {
 		reply.Result, reply.Value = driver.ResultOK, lease.Value
 		return reply
 	case driver.OpRelease:
-		d.point(ctx, "before-release")
+		d.conn.Point(ctx, "before-release")
 		lease := d.take(r.Value)
 		if lease == nil {
 			return fail(reply, "no lease of this driver has that value")
@@ -320,7 +265,7 @@ func (d *server) watch(lease *workload.Lease) {
 	if held {
 		// The user stops its work when told, and says so.
 		d.work.stop(lease.Value)
-		d.send(driver.Message{Op: driver.OpLost, Value: lease.Value, Detail: "rueidislock cancelled the lock's context"})
+		d.conn.Send(driver.Message{Op: driver.OpLost, Value: lease.Value, Detail: "rueidislock cancelled the lock's context"})
 	}
 }
 
