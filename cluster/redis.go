@@ -30,7 +30,7 @@ var Redis = &Kind{
 	Dial:        func(addr, password string) Conn { return DialRedis(addr, password) },
 	ReadyLine:   "Ready to accept connections",
 	Persistence: []Persistence{PersistNone, PersistAOFEverysec, PersistAOFAlways},
-	Faults:      []fault.Capability{fault.Link, fault.Pause, fault.Kill, fault.Stop, fault.Wipe, fault.Clock, fault.Replica, fault.Disconnect, fault.Power, fault.CPU},
+	Faults:      []fault.Capability{fault.Link, fault.Pause, fault.Kill, fault.Stop, fault.Wipe, fault.Clock, fault.Replica, fault.Disconnect, fault.Power, fault.Fsync, fault.CPU},
 }
 
 // redisConfig renders redis.conf. Both backends write it, so a setting

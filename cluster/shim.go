@@ -152,7 +152,8 @@ func fileSHA256(path string) (string, error) {
 
 // ClockFile is a node's clock offset, shared with the clock shim through a
 // small mapped file (the shim's struct clock_state: a sequence number, the
-// offset, a rate and the real time the rate counts from): the shim maps
+// offset, a rate and the real time the rate counts from; and the delay of
+// each fsync, a slow disk): the shim maps
 // the same file (bind-mounted into a container for the Docker backend), so
 // a store here moves the node's wall clock at once. Writes go under a
 // sequence lock, so the node never reads a torn state.
@@ -169,6 +170,9 @@ const (
 	clockOff
 	clockRate
 	clockAnchor
+	// clockFsyncDelay is not under the sequence lock: one word, read
+	// alone, the delay each fsync waits before it starts (a slow disk).
+	clockFsyncDelay
 	clockWords
 )
 
@@ -279,6 +283,30 @@ func (c *ClockFile) Rate() int64 {
 		return 0
 	}
 	return c.loadLocked().ratePPB
+}
+
+// SetFsyncDelay makes every fsync and fdatasync of the node wait d before
+// it starts, as on a disk too busy to sync; zero: at once. An fsync
+// already waiting checks again every few milliseconds, so lowering the
+// delay (the heal) lets it go at once.
+func (c *ClockFile) SetFsyncDelay(d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mem == nil {
+		return ErrClockClosed
+	}
+	atomic.StoreInt64(c.word(clockFsyncDelay), int64(d))
+	return nil
+}
+
+// FsyncDelay is the delay SetFsyncDelay set; zero once closed.
+func (c *ClockFile) FsyncDelay() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mem == nil {
+		return 0
+	}
+	return time.Duration(atomic.LoadInt64(c.word(clockFsyncDelay)))
 }
 
 // Close unmaps the file; it is safe to call more than once.

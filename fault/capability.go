@@ -35,6 +35,9 @@ const (
 	// that syncs through libc makes (Redis; not etcd, whose Go runtime
 	// calls the kernel itself).
 	Power Capability = "power loss"
+	// Fsync: a slow disk, each fsync and fdatasync held back before it
+	// starts, through the shim (a server that syncs through libc: Redis).
+	Fsync Capability = "fsync delays"
 	// CPU: a CPU limit on the node's processes (starvation), through
 	// cgroups where the machine lets the harness set one.
 	CPU Capability = "cpu limits"

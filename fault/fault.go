@@ -38,6 +38,8 @@ const (
 	// KindLostReply: the next reply on a link is lost after its request
 	// took effect.
 	KindLostReply = "lost-reply"
+	// KindFsyncDelay: a node's disk is slow, each fsync held back.
+	KindFsyncDelay = "fsync-delay"
 )
 
 // The shares of one CPU a starvation may leave (package internal/cpulimit

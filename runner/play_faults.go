@@ -29,9 +29,11 @@ func (r *runner) hooks(client string) redlock.Hooks {
 // healKinds maps a heal step's target to the fault kinds it heals; "all"
 // heals every one of them.
 var healKinds = map[string][]string{
-	"links":    {fault.KindCut, fault.KindReset, fault.KindRefuse, fault.KindDelay, fault.KindPartition, fault.KindLostReply},
-	"clocks":   {fault.KindClockJump, fault.KindClockStrobe, fault.KindClockRate},
-	"nodes":    {fault.KindPause, fault.KindKill, fault.KindStop, fault.KindStarve},
+	"links":  {fault.KindCut, fault.KindReset, fault.KindRefuse, fault.KindDelay, fault.KindPartition, fault.KindLostReply},
+	"clocks": {fault.KindClockJump, fault.KindClockStrobe, fault.KindClockRate},
+	// A slow disk heals before its node restarts: a node starting on it
+	// would wait out the delay at each of its start-up fsyncs.
+	"nodes":    {fault.KindPause, fault.KindFsyncDelay, fault.KindKill, fault.KindStop, fault.KindStarve},
 	"clients":  {fault.KindClientPause, fault.KindStarve},
 	"failover": {fault.KindPromote},
 }
@@ -152,6 +154,10 @@ var faultBuilds = map[spec.StepKind]func(r *runner, st spec.Step) (nemesis.Fault
 		return nemesis.Stop{Node: node, Amnesia: st.Amnesia}, err
 	},
 	spec.StepStarve: (*runner).starve,
+	spec.StepFsync: func(r *runner, st spec.Step) (nemesis.Fault, error) {
+		node, err := r.node(st.Node)
+		return nemesis.SlowFsync{Node: node, Delay: st.Delay.Draw(r.nemRand).Truncate(time.Millisecond)}, err
+	},
 	spec.StepPromote: func(r *runner, st spec.Step) (nemesis.Fault, error) {
 		rep, err := r.node(st.Replica)
 		return nemesis.Promote{Net: r.net, Replica: rep, Links: clientLinks(r.sc.Clients, []string{st.Node})}, err

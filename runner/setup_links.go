@@ -24,7 +24,7 @@ func touchesLinks(sc *spec.Scenario) bool {
 		switch st.Kind {
 		case spec.StepAcquire, spec.StepRelease, spec.StepExtend, spec.StepWait, spec.StepHeal,
 			spec.StepClock, spec.StepStrobe, spec.StepClockReset,
-			spec.StepPause, spec.StepResume, spec.StepKill, spec.StepStop, spec.StepRestart, spec.StepStarve:
+			spec.StepPause, spec.StepResume, spec.StepKill, spec.StepStop, spec.StepRestart, spec.StepStarve, spec.StepFsync:
 		case spec.StepRandom:
 			for _, k := range st.Schedule.Kinds {
 				switch k {

@@ -309,7 +309,7 @@ func FamilyOf(sc *spec.Scenario) Family {
 			has[FamilyFailover] = true
 		case spec.StepClock, spec.StepStrobe, spec.StepClockReset:
 			has[FamilyClock] = true
-		case spec.StepKill, spec.StepStop, spec.StepRestart:
+		case spec.StepKill, spec.StepStop, spec.StepRestart, spec.StepFsync:
 			has[FamilyRestart] = true
 		case spec.StepPause, spec.StepResume, spec.StepStarve:
 			has[FamilyPause] = true

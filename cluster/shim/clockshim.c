@@ -42,6 +42,9 @@ struct clock_state {
 	int64_t off;      // the offset at anchor, in ns
 	int64_t rate_ppb; // how much faster than real time, in parts per 10^9
 	int64_t anchor;   // real CLOCK_REALTIME, in ns, when off was right
+	// How long each fsync and fdatasync waits before it starts, in ns (a
+	// slow disk); one word outside the sequence lock, read alone.
+	int64_t fsync_delay;
 };
 
 static struct clock_state *state;
@@ -300,7 +303,34 @@ static int file_of(int fd, const char *path, struct statx *st) {
 	return r == 0 && S_ISREG(st->stx_mode);
 }
 
+// stall_fsync waits while the harness says the disk is slow: until the
+// delay, read again every 5 ms, has passed since the fsync was asked, so
+// that the heal (delay 0) lets a waiting fsync go at once. Monotonic
+// time: the wall clock is the harness's to move.
+static void stall_fsync(void) {
+	if (state == NULL || __atomic_load_n(&state->fsync_delay, __ATOMIC_RELAXED) <= 0)
+		return;
+	int saved = errno;
+	struct timespec start, now;
+	if (real_clock(CLOCK_MONOTONIC, &start) != 0) {
+		errno = saved;
+		return;
+	}
+	for (;;) {
+		int64_t delay = __atomic_load_n(&state->fsync_delay, __ATOMIC_RELAXED);
+		if (real_clock(CLOCK_MONOTONIC, &now) != 0)
+			break;
+		int64_t waited = ((int64_t)now.tv_sec - start.tv_sec) * 1000000000LL + (now.tv_nsec - start.tv_nsec);
+		if (delay <= 0 || waited >= delay)
+			break;
+		struct timespec slice = {0, 5000000};
+		(void)syscall(SYS_nanosleep, &slice, NULL);
+	}
+	errno = saved;
+}
+
 static int synced(long nr, int fd) {
+	stall_fsync();
 	struct statx st;
 	int known = sync_log >= 0 && file_of(fd, NULL, &st);
 	int r = (int)syscall(nr, fd);

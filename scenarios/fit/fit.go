@@ -236,7 +236,7 @@ func singledOut(sc *spec.Scenario) []string {
 		switch st.Kind {
 		case spec.StepCut, spec.StepNet, spec.StepPartition:
 			nodes = st.Nodes
-		case spec.StepClock, spec.StepStrobe, spec.StepPause, spec.StepResume, spec.StepKill, spec.StepStop, spec.StepRestart, spec.StepPromote, spec.StepReplication, spec.StepWait, spec.StepStarve:
+		case spec.StepClock, spec.StepStrobe, spec.StepPause, spec.StepResume, spec.StepKill, spec.StepStop, spec.StepRestart, spec.StepPromote, spec.StepReplication, spec.StepWait, spec.StepStarve, spec.StepFsync:
 			nodes = []string{st.Node}
 		}
 		var lockNodes []string

@@ -506,6 +506,19 @@ func (p *parser) parseStarve(st *Step, in *stepIn) {
 	}
 }
 
+// parseFsync is a slow disk: the node and how long each fsync waits.
+func (p *parser) parseFsync(st *Step, in *stepIn) {
+	st.Node = p.parseNode(in.need(p, "node"), in.field+".node")
+	if v := in.need(p, "delay"); v != nil {
+		if sp, good := p.span(v, in.field+".delay", false); good {
+			if sp.Min < time.Millisecond || sp.Max > fault.MaxDelay {
+				p.fail(v, in.field+".delay", "%q: want from 1ms to %v", v.Value, fault.MaxDelay)
+			}
+			st.Delay = sp
+		}
+	}
+}
+
 // cpuShare parses a share of one CPU: 0.05 or 5%.
 func (p *parser) cpuShare(n *yaml.Node, field string) float64 {
 	v := strings.TrimSpace(n.Value)

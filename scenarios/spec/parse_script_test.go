@@ -114,6 +114,13 @@ func TestParseNewFields(t *testing.T) {
 				}
 				return ""
 			}},
+		{"a slow disk", good + "  - fsync: {node: n3, delay: 10s, for: 20s}\n", func(sc *Scenario) string {
+			st := sc.Steps[1]
+			if st.Kind != StepFsync || st.Node != "n3" || st.Delay.Min != 10*time.Second || !st.HasFor {
+				return fmt.Sprintf("fsync step parsed as %+v", st)
+			}
+			return ""
+		}},
 		{"a session per acquisition, as by default", strings.Replace(good, "{ttl: 1s}", "{kind: etcd, ttl: 1s, session: acquire}", 1),
 			func(sc *Scenario) string {
 				if sc.Lock.Session != "" {
@@ -180,6 +187,12 @@ func TestParseNewFieldsErrors(t *testing.T) {
 			[]string{"f.yaml:4", "lock.session", `"shared"`, "acquire, client"}},
 		{"a session of the client's for a Redis lock", strings.Replace(good, "{ttl: 1s}", "{kind: [etcd, redlock], ttl: 1s, session: client}", 1),
 			[]string{"f.yaml:4", "lock.session", "only etcd's client mutex", "redlock does not"}},
+		{"fsync without a delay", good + "  - fsync: {node: n3}\n",
+			[]string{"f.yaml:8", "steps[1].fsync.delay", "missing"}},
+		{"fsync delay too long", good + "  - fsync: {node: n3, delay: 2h}\n",
+			[]string{"f.yaml:8", "steps[1].fsync.delay", `"2h"`, "want from 1ms to"}},
+		{"fsync of an unknown node", good + "  - fsync: {node: n9, delay: 1s}\n",
+			[]string{"f.yaml:8", "steps[1].fsync.node", `"n9"`}},
 		{"bad again", good + "  - release: {client: c1, again: twice}\n",
 			[]string{"f.yaml:8", "steps[1].release.again", `"twice"`, "want true"}},
 		{"extend of an unknown client", good + "  - extend: {client: c9}\n",

@@ -44,6 +44,9 @@ const (
 	StepPromote     StepKind = fault.KindPromote
 	StepRandom      StepKind = "random"
 	StepStarve      StepKind = fault.KindStarve
+	// StepFsync makes a node's disk slow: each fsync waits (a power
+	// loss then takes what everysec had not synced yet).
+	StepFsync StepKind = "fsync"
 )
 
 // Step is one scripted action. Which fields are set depends on Kind: who
@@ -270,6 +273,7 @@ var stepKinds = []stepKind{
 	})},
 	{kind: StepStarve, fields: "node, client, cpu, for", decode: faultStep((*parser).parseStarve),
 		needs: func(st Step) (fault.Capability, bool) { return fault.CPU, st.Node != "" }},
+	{kind: StepFsync, fields: "node, delay, for", decode: faultStep((*parser).parseFsync), needs: needs(fault.Fsync)},
 	{kind: StepRandom, fields: "faults, targets, interval, duration, for, max_clock, max_rate", decode: faultStep((*parser).parseRandom),
 		needs: func(st Step) (fault.Capability, bool) {
 			// The first of the schedule's kinds that some node kinds
