@@ -126,35 +126,35 @@ func (d *server) handle(ctx context.Context, r driver.Request, retry bool) drive
 	case driver.OpRelease:
 		held := d.leases[r.Value]
 		if held == nil {
-			return fail(reply, "no lease of this driver has that value")
+			return driverside.Fail(reply, "no lease of this driver has that value")
 		}
 		delete(d.leases, r.Value)
 		_, err = d.locker.Release(ctx, held)
 		if errors.Is(err, redlock.ErrNotHeld) {
-			return fail(reply, err.Error())
+			return driverside.Fail(reply, err.Error())
 		}
 		if err != nil {
-			return unknown(reply, err)
+			return driverside.Unknown(reply, err)
 		}
 		reply.Result = driver.ResultOK
 		return reply
 	case driver.OpExtend:
 		held := d.leases[r.Value]
 		if held == nil {
-			return fail(reply, "no lease of this driver has that value")
+			return driverside.Fail(reply, "no lease of this driver has that value")
 		}
 		lease, err = d.locker.Extend(ctx, held, ttl)
 		if errors.Is(err, redlock.ErrNotHeld) || errors.Is(err, redlock.ErrExtendLimit) {
-			return fail(reply, err.Error())
+			return driverside.Fail(reply, err.Error())
 		}
 	default:
-		return unknown(reply, fmt.Errorf("unknown op %q", r.Op))
+		return driverside.Unknown(reply, fmt.Errorf("unknown op %q", r.Op))
 	}
 	if errors.Is(err, redlock.ErrNotAcquired) {
-		return fail(reply, err.Error())
+		return driverside.Fail(reply, err.Error())
 	}
 	if err != nil {
-		return unknown(reply, err)
+		return driverside.Unknown(reply, err)
 	}
 	d.leases[lease.Value] = lease
 	v := float64(time.Until(lease.Deadline)) / float64(time.Millisecond)
@@ -164,14 +164,4 @@ func (d *server) handle(ctx context.Context, r driver.Request, retry bool) drive
 		reply.Token = &t
 	}
 	return reply
-}
-
-func fail(m driver.Message, detail string) driver.Message {
-	m.Result, m.Detail = driver.ResultFail, detail
-	return m
-}
-
-func unknown(m driver.Message, err error) driver.Message {
-	m.Result, m.Detail = driver.ResultUnknown, err.Error()
-	return m
 }

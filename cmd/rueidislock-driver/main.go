@@ -149,10 +149,7 @@ func (d *server) serve() error {
 		return fmt.Errorf("first request %q with %d nodes and ttl_ms %v; want hello with the nodes and the TTL", hello.Op, len(hello.Nodes), hello.TTLMS)
 	}
 	o := adapter.RueidislockOptions{Addr: hello.Nodes[0].Addr, Password: hello.Password,
-		Validity: time.Duration(hello.TTLMS * float64(time.Millisecond)),
-		// As the in-process kind: rueidislock's 20 ms default per key
-		// script is shorter than a loaded machine's hiccups.
-		TryNextAfter: 500 * time.Millisecond}
+		Validity: time.Duration(hello.TTLMS * float64(time.Millisecond)), TryNextAfter: adapter.RueidisTryNextAfter}
 	if s := hello.Sentinel; hello.Server == driver.ServerSentinel && s != nil {
 		o.Addr = ""
 		o.MasterSet = s.Master
@@ -172,15 +169,12 @@ func (d *server) serve() error {
 			return "", fmt.Errorf("no route to %s in hello", addr)
 		}
 	}
-	// rueidis dials when the locker is made; the servers may still be
-	// starting.
-	var err error
-	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if d.lock, err = adapter.NewRueidislock(o); err == nil || time.Since(start) > 10*time.Second {
-			break
-		}
-	}
-	if err != nil {
+	// rueidis dials when the locker is made, as the in-process kind's.
+	if err := adapter.UntilConnected(func(context.Context) error {
+		var err error
+		d.lock, err = adapter.NewRueidislock(o)
+		return err
+	}); err != nil {
 		return err
 	}
 	defer d.lock.Close()
@@ -199,10 +193,10 @@ func (d *server) handle(ctx context.Context, r driver.Request) driver.Message {
 	case driver.OpAcquire:
 		lease, err := d.lock.Acquire(ctx, r.Key, ttl)
 		if errors.Is(err, workload.ErrNotAcquired) {
-			return fail(reply, err.Error())
+			return driverside.Fail(reply, err.Error())
 		}
 		if err != nil {
-			return unknown(reply, err)
+			return driverside.Unknown(reply, err)
 		}
 		d.conn.Point(ctx, "after-acquire")
 		d.mu.Lock()
@@ -217,15 +211,15 @@ func (d *server) handle(ctx context.Context, r driver.Request) driver.Message {
 		d.conn.Point(ctx, "before-release")
 		lease := d.take(r.Value)
 		if lease == nil {
-			return fail(reply, "no lease of this driver has that value")
+			return driverside.Fail(reply, "no lease of this driver has that value")
 		}
 		d.work.stop(r.Value)
 		err := d.lock.Release(ctx, lease)
 		if errors.Is(err, workload.ErrNotHeld) {
-			return fail(reply, err.Error())
+			return driverside.Fail(reply, err.Error())
 		}
 		if err != nil {
-			return unknown(reply, err)
+			return driverside.Unknown(reply, err)
 		}
 		reply.Result = driver.ResultOK
 		return reply
@@ -234,15 +228,15 @@ func (d *server) handle(ctx context.Context, r driver.Request) driver.Message {
 		lease := d.leases[r.Value]
 		d.mu.Unlock()
 		if lease == nil {
-			return fail(reply, "no lease of this driver has that value")
+			return driverside.Fail(reply, "no lease of this driver has that value")
 		}
 		if _, err := d.lock.Extend(ctx, lease, ttl); err != nil {
-			return fail(reply, err.Error())
+			return driverside.Fail(reply, err.Error())
 		}
 		reply.Result, reply.Value = driver.ResultOK, lease.Value
 		return reply
 	default:
-		return unknown(reply, fmt.Errorf("unknown op %q", r.Op))
+		return driverside.Unknown(reply, fmt.Errorf("unknown op %q", r.Op))
 	}
 }
 
@@ -267,14 +261,4 @@ func (d *server) watch(lease *workload.Lease) {
 		d.work.stop(lease.Value)
 		d.conn.Send(driver.Message{Op: driver.OpLost, Value: lease.Value, Detail: "rueidislock cancelled the lock's context"})
 	}
-}
-
-func fail(m driver.Message, detail string) driver.Message {
-	m.Result, m.Detail = driver.ResultFail, detail
-	return m
-}
-
-func unknown(m driver.Message, err error) driver.Message {
-	m.Result, m.Detail = driver.ResultUnknown, err.Error()
-	return m
 }

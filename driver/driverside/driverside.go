@@ -93,3 +93,17 @@ func (c *Conn) Point(ctx context.Context, p string) {
 		}
 	}
 }
+
+// Fail is reply m with result fail: the request certainly did not take
+// effect (detail says why).
+func Fail(m driver.Message, detail string) driver.Message {
+	m.Result, m.Detail = driver.ResultFail, detail
+	return m
+}
+
+// Unknown is reply m with result unknown: the request may or may not
+// have taken effect (err says what happened).
+func Unknown(m driver.Message, err error) driver.Message {
+	m.Result, m.Detail = driver.ResultUnknown, err.Error()
+	return m
+}

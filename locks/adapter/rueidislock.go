@@ -231,11 +231,11 @@ func (r *Rueidislock) own(lease *workload.Lease) (*rueidisLease, error) {
 	return l, nil
 }
 
-// rueidisTryNextAfter bounds each key's acquire script of rueidislock:
+// RueidisTryNextAfter bounds each key's acquire script of rueidislock:
 // its default, 20ms, is shorter than a loaded 2-core machine's hiccups,
 // and an attempt that outlasts it is refused, which a story would read as
 // the lock refusing a free key.
-const rueidisTryNextAfter = 500 * time.Millisecond
+const RueidisTryNextAfter = 500 * time.Millisecond
 
 // buildRueidislock is rueidislock through the client's proxy to n1, or
 // under Sentinel to the master the sentinels name, with the client's gate
@@ -249,7 +249,7 @@ func buildRueidislock(_ context.Context, _ *locks.Kind, env Env) (workload.Lock,
 	// pause at the client's gate would not stop: its connections pass the
 	// gate on every read and write instead (as ZooKeeper's do), so that a
 	// paused client sends and reads nothing, as a stopped process.
-	o := RueidislockOptions{Addr: env.Nodes[0].Addr, Password: env.Password, Validity: env.TTL, TryNextAfter: rueidisTryNextAfter,
+	o := RueidislockOptions{Addr: env.Nodes[0].Addr, Password: env.Password, Validity: env.TTL, TryNextAfter: RueidisTryNextAfter,
 		Wrap: func(c net.Conn) net.Conn { return gatedConn{Conn: c, gate: g} }}
 	if s := env.Sentinel; s != nil {
 		// rueidis' own Sentinel client: it asks the sentinels for the
