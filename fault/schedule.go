@@ -23,11 +23,12 @@ const (
 	RandomClockRate   = KindClockRate   // clocks that run fast or slow
 	RandomPower       = "power"         // kill -9 and a power loss: what was not fsynced is lost
 	RandomStarve      = KindStarve      // servers get a small share of one CPU
+	RandomFsync       = "fsync"         // disks slow: each fsync waits out the fault
 	RandomLostReply   = KindLostReply   // a client's next reply from some nodes lost
 )
 
 // RandomKinds lists the kinds a schedule can draw from.
-var RandomKinds = []string{RandomPartition, RandomClock, RandomPause, RandomKill, RandomAmnesia, RandomClientPause, RandomClockRate, RandomPower, RandomStarve, RandomLostReply}
+var RandomKinds = []string{RandomPartition, RandomClock, RandomPause, RandomKill, RandomAmnesia, RandomClientPause, RandomClockRate, RandomPower, RandomStarve, RandomLostReply, RandomFsync}
 
 // Target is how many nodes (or clients) one fault of a schedule hits.
 type Target string
@@ -233,7 +234,7 @@ func Plan(spec ScheduleSpec, clients, nodes []string, r *rand.Rand) ([]Op, error
 			op.Nodes = pick(r, nodes, op.Target)
 			// 1 % to 20 % of one CPU, in whole percent.
 			op.Share = float64(1+r.IntN(20)) / 100
-		case RandomPause, RandomAmnesia, RandomPower:
+		case RandomPause, RandomAmnesia, RandomPower, RandomFsync:
 			op.Nodes = pick(r, nodes, op.Target)
 		case RandomKill:
 			op.Nodes = pick(r, nodes, op.Target)

@@ -90,9 +90,9 @@ steps:
 // real run with that seed records (what shrinking relies on).
 func TestNewRandomKindsUnrollMatchesRun(t *testing.T) {
 	t.Parallel()
-	kinds := "[clock-rate, power, lost-reply, starve]"
+	kinds := "[clock-rate, power, lost-reply, fsync, starve]"
 	if cpulimit.Available() != nil {
-		kinds = "[clock-rate, power, lost-reply]"
+		kinds = "[clock-rate, power, lost-reply, fsync]"
 	}
 	sc, err := spec.Parse([]byte(`name: new-random
 expect: any

@@ -405,6 +405,8 @@ func (r *runner) random(ctx context.Context, st spec.Step) error {
 				limited = append(limited, nemesis.Kill{Node: n, Power: true})
 			case fault.RandomStarve:
 				limited = append(limited, nemesis.Starve{Node: n, Share: 0.5})
+			case fault.RandomFsync:
+				limited = append(limited, nemesis.SlowFsync{Node: n, Delay: time.Second})
 			}
 		}
 		for _, f := range limited {

@@ -28,7 +28,7 @@ func touchesLinks(sc *spec.Scenario) bool {
 		case spec.StepRandom:
 			for _, k := range st.Schedule.Kinds {
 				switch k {
-				case fault.RandomClock, fault.RandomClockRate, fault.RandomPause, fault.RandomKill, fault.RandomAmnesia, fault.RandomPower, fault.RandomStarve, fault.RandomClientPause:
+				case fault.RandomClock, fault.RandomClockRate, fault.RandomPause, fault.RandomKill, fault.RandomAmnesia, fault.RandomPower, fault.RandomStarve, fault.RandomFsync, fault.RandomClientPause:
 				default:
 					return true
 				}

@@ -140,6 +140,8 @@ func action(st spec.Step, names map[string]string) string {
 			who = client
 		}
 		s = fmt.Sprintf("%s starved to %v%% of a CPU", who, st.Share*100)
+	case spec.StepFsync:
+		s = fmt.Sprintf("%s's disk slow, each fsync waiting %v", st.Node, st.Delay.Min)
 	case spec.StepNet:
 		s = fmt.Sprintf("%s's links to %s: %s", client, strings.Join(st.Nodes, ","), st.Fault)
 	case spec.StepReplication:

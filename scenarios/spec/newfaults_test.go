@@ -33,6 +33,10 @@ func TestParseNewFaultSteps(t *testing.T) {
 				MinFor: time.Second, MaxFor: time.Second, Total: 5 * time.Second}}},
 		{"starve: {node: n2, cpu: 5%, for: 3s}", Step{Kind: StepStarve, Node: "n2", Share: 0.05, For: fixed(3 * time.Second), HasFor: true}},
 		{"starve: {client: c1, cpu: 0.1}", Step{Kind: StepStarve, Client: "c1", Share: 0.1}},
+		{"fsync: {node: n3, delay: 2s, for: 5s}", Step{Kind: StepFsync, Node: "n3", LinkFault: LinkFault{Delay: fixed(2 * time.Second)}, For: fixed(5 * time.Second), HasFor: true}},
+		{"random: {faults: [fsync, power], interval: 1s, duration: 1s, for: 5s}",
+			Step{Kind: StepRandom, Schedule: fault.ScheduleSpec{Kinds: []string{"fsync", "power"}, Interval: time.Second,
+				MinFor: time.Second, MaxFor: time.Second, Total: 5 * time.Second}}},
 		{"net: {client: c1, nodes: [n1, n2], fault: lose-reply}",
 			Step{Kind: StepNet, Client: "c1", Nodes: []string{"n1", "n2"}, LinkFault: LinkFault{Fault: "lose-reply", Direction: "both"}}},
 		{"random: {faults: [clock-rate], interval: 1s, duration: 1s, for: 5s, max_rate: 2%}",
@@ -197,6 +201,8 @@ func TestPowerLossNeeds(t *testing.T) {
 		{Step{Kind: StepClock, Rate: 1.1}, fault.Clock},
 		{Step{Kind: StepStarve, Node: "n1"}, fault.CPU},
 		{Step{Kind: StepRandom, Schedule: fault.ScheduleSpec{Kinds: []string{"starve"}}}, fault.CPU},
+		{Step{Kind: StepFsync, Node: "n1"}, fault.Fsync},
+		{Step{Kind: StepRandom, Schedule: fault.ScheduleSpec{Kinds: []string{"fsync"}}}, fault.Fsync},
 		{Step{Kind: StepRandom, Schedule: fault.ScheduleSpec{Kinds: []string{"clock-rate"}}}, fault.Clock},
 	} {
 		if got, ok := tc.st.Needs(); !ok || got != tc.want {

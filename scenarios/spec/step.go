@@ -129,7 +129,7 @@ type Condition struct {
 type LinkFault struct {
 	Fault     string // drop, reset, refuse or delay
 	Direction string // both, to-node or to-client
-	Delay     Span   // fault delay: how long bytes are held
+	Delay     Span   // fault delay: how long bytes are held; fsync: how long each fsync waits
 }
 
 // Partition is a partition step's shape.
@@ -288,6 +288,8 @@ var stepKinds = []stepKind{
 					return fault.Power, true
 				case fault.RandomStarve:
 					return fault.CPU, true
+				case fault.RandomFsync:
+					return fault.Fsync, true
 				}
 			}
 			return "", false

@@ -81,7 +81,7 @@ func (sc *Scenario) Unroll(seed int64) ([]TimedFault, time.Duration, error) {
 			out = append(out, faults...)
 			t = end
 			continue
-		case StepNet, StepReplication, StepPartition, StepStrobe, StepClock, StepPause, StepKill, StepStop, StepStarve:
+		case StepNet, StepReplication, StepPartition, StepStrobe, StepClock, StepPause, StepKill, StepStop, StepStarve, StepFsync:
 		default:
 			return nil, 0, unsupported("only waits for a time, random schedules and faults with for: can")
 		}
@@ -161,6 +161,9 @@ func (sc *Scenario) unrollFault(st Step, nem *rand.Rand) ([]TimedFault, error) {
 		return one(history.Fault{Kind: fault.KindStop, Nodes: []string{st.Node}})
 	case StepStarve:
 		return one(history.Fault{Kind: fault.KindStarve, Nodes: []string{st.Node + st.Client}})
+	case StepFsync:
+		st.Delay = fixed(st.Delay.Draw(nem))
+		return one(history.Fault{Kind: fault.KindFsyncDelay, Nodes: []string{st.Node}})
 	}
 	return nil, fmt.Errorf("no explicit form for a %s step", st.Kind)
 }
@@ -333,6 +336,10 @@ func opSteps(op fault.Op, within time.Duration, line int) ([]TimedFault, error) 
 			add(Step{Kind: StepStarve, Node: n, Share: op.Share}, history.Fault{Kind: fault.KindStarve, Nodes: []string{n}})
 		case fault.RandomPower:
 			add(Step{Kind: StepKill, Node: n, Power: true}, history.Fault{Kind: fault.KindKill, Nodes: []string{n}})
+		case fault.RandomFsync:
+			// Each fsync waits as long as the fault lasts: the disk is
+			// slow throughout, and the heal frees what waits.
+			add(Step{Kind: StepFsync, Node: n, LinkFault: LinkFault{Delay: fixed(op.For)}}, history.Fault{Kind: fault.KindFsyncDelay, Nodes: []string{n}})
 		default:
 			return nil, fmt.Errorf("random schedule: unknown fault kind %q", op.Kind)
 		}
@@ -423,6 +430,9 @@ func StepNode(st Step) (*yaml.Node, error) {
 			field("client", st.Client)
 		}
 		field("cpu", strconv.FormatFloat(st.Share*100, 'g', -1, 64)+"%")
+	case StepFsync:
+		field("node", st.Node)
+		span("delay", st.Delay)
 	default:
 		return nil, fmt.Errorf("a %s step has no explicit form", st.Kind)
 	}
