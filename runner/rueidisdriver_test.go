@@ -14,21 +14,22 @@ import (
 
 // rueidislock in a process of its own (cmd/rueidislock-driver, the
 // in-process kind's adapter behind the driver protocol) under CPU
-// starvation, rueidis issue 923: busy and starved, its extension comes
-// after its keys ran out and c2 is granted the lock while c1 still
-// believes (two holders); idle and starved just the same, it extends on
-// time and c2 is refused. The examples are played as written, the
-// driver built here in place of the one on PATH. And the driver gives the
-// in-process kind's answers where both play (partition-holder: its
-// context ends only when the blocked extension times out, after c2's
-// grant), through its lost messages.
+// starvation, rueidis issue 923: idle and starved to 1 % of a CPU, it
+// extends on time and c2 is refused. (Busy and starved, its extension
+// comes after its keys ran out and c2 is granted while c1 still
+// believes: examples/by-hand/starve-rueidislock.yaml, not played here —
+// under CI's load the starved driver extended in time.) The example is
+// played as written, the driver built here in place of the one on PATH.
+// And the driver gives the in-process kind's answers where both play
+// (partition-holder: its context ends only when the blocked extension
+// times out, after c2's grant), through its lost messages.
 func TestRueidislockDriver(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "rueidislock-driver")
 	if err := gobuild.Build(bin, "splitbrain/cmd/rueidislock-driver"); err != nil {
 		t.Fatal(err)
 	}
-	for _, file := range []string{"starve-rueidislock.yaml", "starve-rueidislock-idle.yaml"} {
+	for _, file := range []string{"starve-rueidislock-idle.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			t.Parallel()
 			if err := cpulimit.Available(); err != nil {

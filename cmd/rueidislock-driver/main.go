@@ -7,7 +7,7 @@
 // cannot do to a lock running inside the harness.
 //
 //	go install ./cmd/rueidislock-driver
-//	splitbrain run examples/drivers/starve-rueidislock.yaml
+//	splitbrain run examples/by-hand/starve-rueidislock.yaml
 //	splitbrain suite --lock-driver rueidislock-proc=rueidislock-driver
 //
 // Its belief, as rueidislock tells its user: no deadline (validity_ms is
