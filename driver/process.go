@@ -686,22 +686,37 @@ func (p *Proc) Pause() error {
 	return nil
 }
 
+// stopResend is how often waitGroupStopped signals the group again while
+// a thread of it runs: a process the group forks after the first signal
+// (a shell starting its next command) never got it.
+const stopResend = 100 * time.Millisecond
+
 // stopTimeout bounds the wait for a SIGSTOP to take effect: the threads
 // of a stopped group stop within a scheduling round, tens of
-// milliseconds on a loaded machine.
-const stopTimeout = 5 * time.Second
+// milliseconds on a loaded machine; a fresh-clone CI once saw a driver's
+// shell still running 5 s after one signal, under the load of the whole
+// test suite.
+const stopTimeout = 15 * time.Second
 
 // waitGroupStopped waits until every thread of every process in process
 // group pgid is stopped (state T, or t when traced), as /proc says.
 func waitGroupStopped(pgid int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline, resend := start.Add(timeout), start.Add(stopResend)
 	for {
 		running, err := groupRunning(pgid)
 		if err != nil || running == "" {
 			return err
 		}
-		if time.Now().After(deadline) {
+		now := time.Now()
+		if now.After(deadline) {
 			return fmt.Errorf("thread %s of process group %d still runs %v after the signal", running, pgid, timeout)
+		}
+		if now.After(resend) {
+			// Stopping a stopped process does nothing: only what runs
+			// yet is concerned.
+			_ = syscall.Kill(-pgid, syscall.SIGSTOP)
+			resend = now.Add(stopResend)
 		}
 		time.Sleep(time.Millisecond)
 	}
