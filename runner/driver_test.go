@@ -15,12 +15,12 @@ import (
 	"splitbrain/scenarios/spec"
 )
 
-// buildRedlockDriver builds cmd/redlock-driver, the protocol's reference
-// driver, into a temporary folder.
-func buildRedlockDriver(t *testing.T) string {
+// buildDriver builds the Go driver cmd/<name> (redlock-driver, the
+// protocol's reference; rueidislock-driver) into a temporary folder.
+func buildDriver(t *testing.T, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "redlock-driver")
-	if err := gobuild.Build(bin, "splitbrain/cmd/redlock-driver"); err != nil {
+	bin := filepath.Join(t.TempDir(), name)
+	if err := gobuild.Build(bin, "splitbrain/cmd/"+name); err != nil {
 		t.Fatal(err)
 	}
 	return bin
@@ -33,7 +33,7 @@ func buildRedlockDriver(t *testing.T) string {
 // driver too).
 func TestDriverMatchesInProcess(t *testing.T) {
 	t.Parallel()
-	bin := buildRedlockDriver(t)
+	bin := buildDriver(t, "redlock-driver")
 	for _, name := range []string{"clock-jump", "clock-jump-control", "pause-during-acquire"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

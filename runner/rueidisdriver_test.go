@@ -7,7 +7,6 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/internal/cpulimit"
-	"splitbrain/internal/gobuild"
 	"splitbrain/locks"
 	"splitbrain/scenarios/spec"
 )
@@ -25,10 +24,7 @@ import (
 // times out, after c2's grant), through its lost messages.
 func TestRueidislockDriver(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "rueidislock-driver")
-	if err := gobuild.Build(bin, "splitbrain/cmd/rueidislock-driver"); err != nil {
-		t.Fatal(err)
-	}
+	bin := buildDriver(t, "rueidislock-driver")
 	for _, file := range []string{"starve-rueidislock-idle.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			t.Parallel()
