@@ -107,18 +107,35 @@ func DialRedis(addr, password string) *RedisConn {
 }
 
 // Probe asks the server for its process id (INFO server), which an
-// authenticated answer carries.
+// authenticated answer carries, and whether it is still loading its data
+// (INFO persistence): INFO is answered while Redis loads its AOF or RDB,
+// but a GET then fails with LOADING, so a server still loading is not
+// ready (a restarted node under AOF always answered a test's GET with
+// LOADING right after its probe passed).
 func (c *RedisConn) Probe(ctx context.Context) (int, error) {
-	info, err := c.Info(ctx, "server").Result()
+	info, err := c.Info(ctx, "server", "persistence").Result()
 	if err != nil {
 		return 0, err
 	}
+	pid, loading := -1, false
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			return strconv.Atoi(v)
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			if pid, err = strconv.Atoi(v); err != nil {
+				return 0, fmt.Errorf("INFO server: process_id %q: %w", v, err)
+			}
+		}
+		if line == "loading:1" {
+			loading = true
 		}
 	}
-	return 0, errors.New("INFO server has no process_id")
+	switch {
+	case pid < 0:
+		return 0, errors.New("INFO server has no process_id")
+	case loading:
+		return 0, errors.New("still loading its data (INFO persistence: loading:1)")
+	}
+	return pid, nil
 }
 
 // Promote implements ReplicationConn: REPLICAOF NO ONE.
