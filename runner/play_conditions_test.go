@@ -22,10 +22,13 @@ func readHistory(t *testing.T, out *runner.Outcome) []history.Event {
 	return events
 }
 
+// A node timeout of a second and a TTL of two: under CI's load a 250 ms
+// timeout once refused a setup acquire (step 1 of "extend without a
+// lease"), which made the test judge a step it does not test.
 const threeNodes = `name: t
 expect: safe
 cluster: {nodes: 3}
-lock: {ttl: 1s, node_timeout: 250ms}
+lock: {ttl: 2s, node_timeout: 1s}
 workload: {clients: 2}
 steps:
 `
@@ -103,7 +106,7 @@ func TestWaitUntilTimesOut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			sc := parse(t, strings.Replace(threeNodes, "ttl: 1s", "ttl: 5s", 1)+tc.steps)
+			sc := parse(t, strings.Replace(threeNodes, "ttl: 2s", "ttl: 5s", 1)+tc.steps)
 			out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: playCache(t)})
 			if !errors.Is(err, runner.ErrWaitTimeout) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want ErrWaitTimeout saying %q", err, tc.want)
@@ -119,7 +122,7 @@ func TestWaitUntilTimesOut(t *testing.T) {
 // steps go on: the same wait as above, the run played to its end.
 func TestWaitAtMostGoesOn(t *testing.T) {
 	t.Parallel()
-	sc := parse(t, strings.Replace(threeNodes, "ttl: 1s", "ttl: 5s", 1)+`  - pause: {client: c1, at: before-release, for: 1s}
+	sc := parse(t, strings.Replace(threeNodes, "ttl: 2s", "ttl: 5s", 1)+`  - pause: {client: c1, at: before-release, for: 1s}
   - wait: {until: paused, client: c1, at_most: 200ms}
   - acquire: {client: c1, expect: acquired}
 `)
@@ -153,8 +156,8 @@ func TestLockRetries(t *testing.T) {
 	} {
 		t.Run(tc.kind+tc.retries, func(t *testing.T) {
 			t.Parallel()
-			lock := "lock: {kind: " + tc.kind + ", ttl: 1s, node_timeout: 250ms" + tc.retries + "}"
-			sc := parse(t, strings.Replace(threeNodes, "lock: {ttl: 1s, node_timeout: 250ms}", lock, 1)+
+			lock := "lock: {kind: " + tc.kind + ", ttl: 2s, node_timeout: 1s" + tc.retries + "}"
+			sc := parse(t, strings.Replace(threeNodes, "lock: {ttl: 2s, node_timeout: 1s}", lock, 1)+
 				"  - acquire: {client: c1, expect: acquired}\n  - acquire: {client: c2, expect: "+tc.want+"}\n")
 			out := runScenario(t, context.Background(), sc, 1)
 			if out.Result.Verdict != checker.Valid {
