@@ -40,19 +40,32 @@ type planOut struct {
 // gathered with one share only, or against another seed's plan, the
 // gather says which plays have no run folder, or none of the plan, and
 // exits 255.
+//
+// The story is the test's own, on one node: what is tested is the plan,
+// the shares and the gathering, not the locks (every built-in cell is
+// played by the runner package's tests), so its 13 plays start a Redis
+// server each, and the consensus locks are n/a — a built-in story would
+// start three ZooKeeper or etcd members for each of five of its cells.
 func TestSuitePlanSharesAndGather(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	story := filepath.Join(t.TempDir(), "shares.yaml")
+	const src = "name: shares\nexpect: safe\ncluster: {nodes: 1}\nlock: {ttl: 2s}\nworkload: {clients: 2}\nsteps:\n" +
+		"  - acquire: {client: c1, expect: acquired}\n  - acquire: {client: c2, expect: refused}\n" +
+		"  - release: {client: c1}\n  - acquire: {client: c2, expect: acquired}\n"
+	if err := os.WriteFile(story, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	plan := func(args ...string) planOut {
 		t.Helper()
-		res := e.run(append([]string{"suite", "clock-jump-control", "--seed", "4", "--plan", "--json"}, args...)...)
+		res := e.run(append([]string{"suite", story, "--seed", "4", "--plan", "--json"}, args...)...)
 		var p planOut
 		if err := json.Unmarshal([]byte(res.stdout), &p); res.code != 0 || err != nil {
 			t.Fatalf("--plan: exit %d, %v", res.code, err)
 		}
 		return p
 	}
-	sc, err := spec.Load("clock-jump-control")
+	sc, err := spec.Load(story)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +74,10 @@ func TestSuitePlanSharesAndGather(t *testing.T) {
 	share0, share1 := (n+1)/2, n/2
 	whole := plan()
 	if len(whole.Plays) != n || len(whole.NA) != na || n < 2 {
-		t.Fatalf("%d plays and %d n/a cells, want clock-jump-control's %d and %d", len(whole.Plays), len(whole.NA), n, na)
+		t.Fatalf("%d plays and %d n/a cells, want the story's %d and %d", len(whole.Plays), len(whole.NA), n, na)
 	}
 	for i, p := range whole.Plays {
-		if p.Play != i || p.Seed != 4 || p.Backend != "local" || p.Command != "splitbrain run clock-jump-control --seed 4 --lock "+p.Lock {
+		if p.Play != i || p.Seed != 4 || p.Backend != "local" || p.Command != "splitbrain run "+story+" --seed 4 --lock "+p.Lock {
 			t.Errorf("play %d: %+v", i, p)
 		}
 	}
@@ -83,12 +96,12 @@ func TestSuitePlanSharesAndGather(t *testing.T) {
 			t.Errorf("play %d is in %d shares, want 1", i, seen[i])
 		}
 	}
-	if res := e.run("suite", "clock-jump-control", "--shard", "2/2"); res.code != 254 || !strings.Contains(res.stderr, "want 0 to 1") {
+	if res := e.run("suite", story, "--shard", "2/2"); res.code != 254 || !strings.Contains(res.stderr, "want 0 to 1") {
 		t.Errorf("--shard 2/2: exit %d, %s", res.code, res.stderr)
 	}
 
 	store := filepath.Join(t.TempDir(), "shares")
-	res := e.runFor(3*time.Minute, "suite", "clock-jump-control", "--seed", "4", "--shard", "0/2", "--store", store)
+	res := e.runFor(3*time.Minute, "suite", story, "--seed", "4", "--shard", "0/2", "--store", store)
 	if res.code != 0 || !strings.Contains(res.stdout, fmt.Sprintf("share 0/2: %d of the suite's %d plays", share0, n)) {
 		t.Fatalf("share 0/2: exit %d", res.code)
 	}
@@ -96,15 +109,15 @@ func TestSuitePlanSharesAndGather(t *testing.T) {
 		t.Errorf("share 0/2 made %d run folders in its store (%v), want %d", len(runs), err, share0)
 	}
 	gather := func(seed string) result {
-		return e.run("fanout", "gather", store, "clock-jump-control", "--seed", seed)
+		return e.run("fanout", "gather", store, story, "--seed", seed)
 	}
-	if res := gather("4"); res.code != 255 || strings.Count(res.stdout, "MISSED THE PLAN: no run folder: clock-jump-control against") != share1 {
+	if res := gather("4"); res.code != 255 || strings.Count(res.stdout, "MISSED THE PLAN: no run folder: shares against") != share1 {
 		t.Errorf("gathered with one share: exit %d, want 255 and %d plays without a run folder", res.code, share1)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := e.command(ctx, "suite", "clock-jump-control", "--seed", "4", "--shard", "env", "--store", store)
+	cmd := e.command(ctx, "suite", story, "--seed", "4", "--shard", "env", "--store", store)
 	cmd.Env = append(cmd.Env, suite.ShardEnv+"=1/2")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -30,13 +30,17 @@ const crashFD = 3
 
 // supervised reports whether a command line runs under a supervisor: not
 // the help and the listing, which judge nothing and could only crash at
-// once.
+// once — also a command's help asked for by flag ("run -h"), which run
+// turns into "help run": a second process would only print the page.
 func supervised(args []string) bool {
 	if len(args) == 0 {
 		return false
 	}
 	switch args[0] {
 	case "help", "-h", "--help", "list":
+		return false
+	}
+	if _, known := commandUsage[args[0]]; known && wantsHelp(args[1:]) {
 		return false
 	}
 	return true
