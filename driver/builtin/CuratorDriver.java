@@ -238,8 +238,12 @@ public final class CuratorDriver {
         ExecutorService worker = Executors.newSingleThreadExecutor();
         // The ZooKeeper client waits, without bound, for a server to answer
         // while none does: a request still blocked after twice the session
-        // timeout (at most 8 s, under the harness's 10) is answered unknown.
-        long deadline = Math.min(2L * session, 8000L);
+        // timeout (at least 4 s, at most 8 s, under the harness's 10) is
+        // answered unknown. At least 4 s: continued after a SIGSTOP on a
+        // loaded machine, this JVM once took over 2 s (twice a 1 s
+        // session) to reconnect and answer a release (driver check,
+        // "release of a lost lease", a fresh-clone CI run).
+        long deadline = Math.min(Math.max(2L * session, 4000L), 8000L);
         while (true) {
             Map<String, Object> req = requests.take();
             if ("closed".equals(req.get("op"))) {
