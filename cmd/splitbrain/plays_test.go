@@ -103,8 +103,9 @@ func TestRunPlaysEveryLock(t *testing.T) {
 // every lock kind, where each played cell meets its expectation and links
 // a report that exists, and each n/a cell says why. The stories cover a
 // per-lock expectation (clock-jump: violation for some locks, safe for
-// others, n/a for the consensus locks), the consensus kinds (n/a for the
-// Redis locks) and a random schedule (expect any), shortened by --time.
+// others, played on ZooKeeper's ensemble, n/a for the etcd locks, whose
+// clock cannot be moved) and a random schedule (expect any), shortened by
+// --time.
 // Every built-in cell is played in CI once, by the runner package's
 // TestBuiltinsMeetTheirExpectations and TestBuiltinsRandomSchedules; the
 // whole matrix is make suite. Its length is logged, not asserted.
