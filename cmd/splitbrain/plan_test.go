@@ -46,11 +46,13 @@ type planOut struct {
 // played by the runner package's tests), so its 13 plays start a Redis
 // server each, and the consensus locks are n/a — a built-in story would
 // start three ZooKeeper or etcd members for each of five of its cells.
+// A node timeout of a second: at Redlock's default 50 ms, fenced-simple's
+// first acquire was refused under a fresh-clone CI's load.
 func TestSuitePlanSharesAndGather(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	story := filepath.Join(t.TempDir(), "shares.yaml")
-	const src = "name: shares\nexpect: safe\ncluster: {nodes: 1}\nlock: {ttl: 2s}\nworkload: {clients: 2}\nsteps:\n" +
+	const src = "name: shares\nexpect: safe\ncluster: {nodes: 1}\nlock: {ttl: 3s, node_timeout: 1s}\nworkload: {clients: 2}\nsteps:\n" +
 		"  - acquire: {client: c1, expect: acquired}\n  - acquire: {client: c2, expect: refused}\n" +
 		"  - release: {client: c1}\n  - acquire: {client: c2, expect: acquired}\n"
 	if err := os.WriteFile(story, []byte(src), 0o644); err != nil {
