@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/splitbrain
 
-.PHONY: setup build suite test test-go test-fuzz vet fuzz clean bench
+.PHONY: setup build suite test test-go test-fuzz vet tree fuzz clean bench
 
 setup:
 	@bash scripts/setup.sh
@@ -15,67 +15,60 @@ build:
 suite: setup build
 	./$(BIN) suite
 
-# VETFLAGS: make test vets with -race, so that vet type-checks against the
-# same compiled packages go test -race then uses; on a cold build cache that
-# halves the compiling (measured on ./nemesis: vet 70 s alone, 6.5 s after
-# the race build).
-VETFLAGS ?=
-vet:
+vet: tree
+	$(GO) vet ./...
+
+# tree: the checks that need no compiling (gofmt, scripts/check-tree.sh).
+tree:
 	@bash scripts/check-tree.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	$(GO) vet $(VETFLAGS) ./...
 
-# The real-server tests mostly wait on TTLs and faults, not on the CPU:
-# packages run three at a time (-p) and each package's independent tests
-# four at a time (-parallel), each with its own nodes, ports and
-# directories (at eight, CI's saturated CPU made timing-bound plays miss:
-# redlock granted nothing under a random schedule, a WAIT over its 1 s).
-# On a machine of the kind where process starts cost twice as much
-# (BENCHMARKS.md, "Machines of the kind differ") four
-# packages of six missed too, a different timing-bound test in each of
-# three runs: three packages of four each.
-# The longest package is runner: each built-in story against the locks
-# it lists, each random schedule once; the dense matrix is make suite's.
-# A package's wall is about its tests that are not parallel (go test runs
-# them all before any parallel one) plus its parallel tests' summed time
-# / -parallel: so the Docker tests, which must not overlap one another,
-# are parallel tests that run their cases in turn (runner's
-# TestDockerBackend; in cluster/docker only the two reap tests that hold
-# the Docker lock alone are not parallel), and each test process builds
-# the clock shim, ZooKeeper's class archive and the Curator driver once,
-# not each play (BENCHMARKS.md, "make test"). Measured 2026-11-27, one
-# package alone beside two other workers (load 7-79): runner 447 s, 123 s
-# of it not parallel, 266 CPU-s -> 428-453 s at a higher load, none of it
-# serial, 204 CPU-s; cluster/docker 288 s (209 s not parallel) -> 204 s;
-# cmd/splitbrain 604 s, 291 CPU-s with its builds -> 662 s at load up
-# to 79, 260 CPU-s.
-# On a cold build cache the CPU is the limit, not the waiting: compiling
-# with -race is about 200 CPU-seconds, the fuzzing's instrumented build
-# about 20 (scenarios/spec imports no servers' clients).
-# vet runs first and compiles what the tests use (see VETFLAGS); the fuzzing
-# runs beside them at a low CPU priority (nice 10), using mostly the CPU
-# the waiting tests leave, so it barely slows the timing of the real-server
-# runs. Not nice 19: starved there, a fuzz worker can spend 10 s on one input,
+# make test's go test vets as it builds (-vet=all: every analyzer go vet
+# runs, on every package, those without tests too), so that vetting is
+# part of the pipeline: a package's tests start as soon as it and its
+# dependencies are built and vetted, and the real-server tests, which
+# mostly wait, overlap the compiling of the rest. A separate go vet before
+# them took 139 s on a cold build cache during which no test ran
+# (2026-11-28), 21 s on a warm one.
+#
+# The real-server tests mostly wait on TTLs and faults, not on the CPU,
+# but their timing margins stretch once the CPUs are saturated, and then
+# verdicts change. So go test's limits are high — three packages at a
+# time, eight tests in each — and each play passes a gate first
+# (internal/testgate) that holds it while the machine's CPUs are 90 %
+# busy or more, as a suite's plays are held: how many plays fit depends
+# on the machine (machines of the kind differ by twice in the cost of a
+# process start: BENCHMARKS.md) and on the compiling beside them. With
+# fixed limits and no gate, -p 2 -parallel 4 left the CPUs half idle on
+# a warm cache here (511 CPU-s in 538 s, 2026-11-28), while on a slower
+# machine of the kind -p 3 ran at load 20-38 and timing-bound plays
+# missed. The Docker tests, which must not overlap one another, are
+# parallel tests that run their cases in turn (runner's TestDockerBackend;
+# in cluster/docker only the two reap tests that hold the Docker lock
+# alone are not parallel); each test process builds the clock shim,
+# ZooKeeper's class archive and the Curator driver once, not each play
+# (BENCHMARKS.md, "make test").
+# The fuzzing runs beside them at a low CPU priority (nice 10), using
+# mostly the CPU the waiting tests leave (the gate counts it as free).
+# Not nice 19: starved there, a fuzz worker can spend 10 s on one input,
 # and Go's fuzz worker panics when one input runs that long ("deadlocked!",
 # reported as "fuzzing process hung or terminated unexpectedly: exit status
 # 2", golang/go#56238) — a fresh-clone CI here, 2026-11-28, failed so on
 # FuzzParse with an input that passes alone. A nice-10 thread weighs 110
 # against a nice-19 thread's 15 (a normal one: 1024).
 # Each step prints how long it took; a failing one fails make test.
-# Two packages at a time since the fault families (2026-11-27): with
-# three, make test ran at load 20-38 on 2 cores and timing-bound plays
-# missed (liveness with nothing to judge, acquires refused at their node
-# timeout) in two fresh-clone runs of 1002 and 1090 s.
-TEST_FLAGS ?= -race -count=1 -p 2 -parallel 4 -timeout 25m
-# The longest packages first (go test starts packages in the order named;
-# ./... names each once more, which go test ignores), so that the last to
-# finish does not start late.
-FIRST := ./runner ./cmd/splitbrain ./cluster/docker ./pages ./shrink
+TEST_FLAGS ?= -race -vet=all -count=1 -p 3 -parallel 8 -timeout 25m
+# The packages with the longest single tests first (go test starts
+# packages in the order named; ./... names each once more, which go test
+# ignores), so that the last to finish does not start late: runner's
+# plays, pages' matrix in a browser, cluster/docker's ensembles, fanout's
+# swarm, the command's suites.
+FIRST := ./runner ./pages ./cluster/docker ./fanout ./cmd/splitbrain ./cluster/local ./shrink
 test: setup
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-fuzz
 
 test-go:
-	@$(call timed,vet,$(MAKE) --no-print-directory vet VETFLAGS=-race)
+	@$(call timed,tree,$(MAKE) --no-print-directory tree)
 	@$(call timed,go test,$(GO) test $(TEST_FLAGS) $(FIRST) ./...)
 
 test-fuzz:

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"splitbrain/checker"
+	"splitbrain/internal/testgate"
 	"splitbrain/pages"
 	"splitbrain/pages/internal/headless"
 	"splitbrain/runner"
@@ -202,6 +203,7 @@ func TestClockJumpReportInBrowser(t *testing.T) {
 	var out *runner.Outcome
 	valid := 0
 	seed := int64(5)
+	testgate.Enter(t)
 	for ; seed < 8; seed++ {
 		var progress bytes.Buffer
 		out, err = runner.Run(ctx, sc, runner.RunOptions{Seed: seed, Store: store, CacheDir: t.TempDir(), Progress: &progress})
@@ -412,6 +414,7 @@ func TestPauseReportPropertiesInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testgate.Enter(t)
 	out, err := runner.Run(ctx, sc, runner.RunOptions{Seed: 1, Store: t.TempDir(), CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

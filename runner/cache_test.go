@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"splitbrain/cluster"
+	"splitbrain/internal/testgate"
 )
 
 // Each play of these tests has a cache dir of its own, so that
@@ -40,6 +41,7 @@ func TestMain(m *testing.M) {
 // end, shares the archives this play made.
 func playCache(t *testing.T) string {
 	t.Helper()
+	testgate.Enter(t)
 	seedOnce.Do(func() {
 		if seedDir, seedErr = os.MkdirTemp("", "splitbrain-runner-seed-"); seedErr != nil {
 			return

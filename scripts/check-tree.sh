@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Refuses a tree that tracks build outputs: executables (ELF, Mach-O, PE),
 # test binaries, profiles, or any file over 1 MB but pictures. Run by
-# `make vet`, so CI and every `make test` before a commit catch what a
-# careless `git add -A` let in.
+# `make tree` (in `make vet` and `make test`), so CI and every `make test`
+# before a commit catch what a careless `git add -A` let in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bad=()

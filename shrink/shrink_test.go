@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"splitbrain/checker"
+	"splitbrain/internal/testgate"
 	"splitbrain/runner"
 	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
@@ -58,6 +59,7 @@ func violatingSeeds(t *testing.T, sc *spec.Scenario, n int) (seeds []int64, faul
 
 func run(t *testing.T, sc *spec.Scenario, seed int64, store, cache string) *runner.Outcome {
 	t.Helper()
+	testgate.Enter(t)
 	out, err := runner.Run(context.Background(), sc, runner.RunOptions{Seed: seed, Store: store, CacheDir: cache})
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)

@@ -28,6 +28,7 @@ import (
 	"splitbrain/cluster"
 	"splitbrain/history"
 	"splitbrain/internal/gobuild"
+	"splitbrain/internal/testgate"
 )
 
 var binary string
@@ -83,6 +84,7 @@ func newEnv(t testing.TB) *env {
 // without the shim makes the binary do or say.
 func newBareEnv(t testing.TB) *env {
 	t.Helper()
+	testgate.Enter(t)
 	e := &env{t: t, cache: t.TempDir(), work: t.TempDir()}
 	// Whatever happens, leave nothing running that this test started.
 	t.Cleanup(func() {

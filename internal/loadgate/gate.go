@@ -39,6 +39,8 @@ type Gate struct {
 // Sample is a reading of the CPU time counters, in any unit.
 type Sample struct {
 	Busy, Total uint64
+	// Nice is the part of Busy spent by processes of lowered priority.
+	Nice uint64
 }
 
 // Options configure a Gate.
@@ -161,6 +163,15 @@ func ReadProcStat() (Sample, error) {
 	return ParseCPULine(line)
 }
 
+// ReadProcStatNiceIdle is ReadProcStat with the time of processes of
+// lowered priority counted as idle: work at nice > 0 gives way to any
+// that starts at the normal priority, so it leaves that room free.
+func ReadProcStatNiceIdle() (Sample, error) {
+	s, err := ReadProcStat()
+	s.Busy -= s.Nice
+	return s, err
+}
+
 // ParseCPULine parses the "cpu" line of /proc/stat.
 func ParseCPULine(line string) (Sample, error) {
 	f := strings.Fields(line)
@@ -178,6 +189,9 @@ func ParseCPULine(line string) (Sample, error) {
 		s.Total += n
 		if i != 3 && i != 4 { // idle, iowait
 			s.Busy += n
+		}
+		if i == 1 {
+			s.Nice = n
 		}
 	}
 	if s.Total == 0 {

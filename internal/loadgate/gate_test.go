@@ -11,21 +11,23 @@ import (
 
 func TestParseCPULine(t *testing.T) {
 	for _, tc := range []struct {
-		line      string
-		busy, all uint64
-		err       string
+		line            string
+		busy, all, nice uint64
+		err             string
 	}{
 		// user nice system idle iowait irq softirq steal guest guest_nice
-		{"cpu  91206 0 45714 227276 1306 0 8171 77 0 0\n", 91206 + 45714 + 8171 + 77, 91206 + 45714 + 227276 + 1306 + 8171 + 77, ""},
+		{"cpu  91206 0 45714 227276 1306 0 8171 77 0 0\n", 91206 + 45714 + 8171 + 77, 91206 + 45714 + 227276 + 1306 + 8171 + 77, 0, ""},
 		// Guest time is in user already: not counted twice.
-		{"cpu 10 0 0 90 0 0 0 0 7 3", 10, 100, ""},
+		{"cpu 10 0 0 90 0 0 0 0 7 3", 10, 100, 0, ""},
+		// Nice time is busy, and said apart.
+		{"cpu 10 20 0 70 0 0 0 0 0 0", 30, 100, 20, ""},
 		// Old kernels: four counters.
-		{"cpu 1 2 3 4", 6, 10, ""},
-		{"cpu0 1 2 3 4 5", 0, 0, `want "cpu"`},
-		{"intr 1 2 3 4", 0, 0, `want "cpu"`},
-		{"cpu 1 2", 0, 0, `want "cpu"`},
-		{"cpu 1 x 3 4", 0, 0, "counter 2"},
-		{"cpu 0 0 0 0", 0, 0, "every CPU counter is zero"},
+		{"cpu 1 2 3 4", 6, 10, 2, ""},
+		{"cpu0 1 2 3 4 5", 0, 0, 0, `want "cpu"`},
+		{"intr 1 2 3 4", 0, 0, 0, `want "cpu"`},
+		{"cpu 1 2", 0, 0, 0, `want "cpu"`},
+		{"cpu 1 x 3 4", 0, 0, 0, "counter 2"},
+		{"cpu 0 0 0 0", 0, 0, 0, "every CPU counter is zero"},
 	} {
 		s, err := ParseCPULine(tc.line)
 		if tc.err != "" {
@@ -34,8 +36,8 @@ func TestParseCPULine(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || s.Busy != tc.busy || s.Total != tc.all {
-			t.Errorf("ParseCPULine(%q) = %+v, %v; want busy %d of %d", tc.line, s, err, tc.busy, tc.all)
+		if err != nil || s.Busy != tc.busy || s.Total != tc.all || s.Nice != tc.nice {
+			t.Errorf("ParseCPULine(%q) = %+v, %v; want busy %d of %d, nice %d", tc.line, s, err, tc.busy, tc.all, tc.nice)
 		}
 	}
 }
@@ -45,8 +47,12 @@ func TestReadProcStat(t *testing.T) {
 	if err != nil {
 		t.Skipf("no /proc/stat here: %v", err)
 	}
-	if s.Total == 0 || s.Busy > s.Total {
-		t.Errorf("sample %+v: want busy ≤ total, total > 0", s)
+	if s.Total == 0 || s.Busy > s.Total || s.Nice > s.Busy {
+		t.Errorf("sample %+v: want nice ≤ busy ≤ total, total > 0", s)
+	}
+	n, err := ReadProcStatNiceIdle()
+	if err != nil || n.Total < s.Total || n.Busy > n.Total {
+		t.Errorf("nice as idle: %+v, %v; want a later sample, busy ≤ total", n, err)
 	}
 }
 
