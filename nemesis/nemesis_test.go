@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,9 +16,16 @@ import (
 	"splitbrain/nemesis"
 )
 
-type memRecorder struct{ events []history.Event }
+// memRecorder keeps the events in memory. A timed fault's heal records
+// its end from a goroutine of its own, so the events are locked.
+type memRecorder struct {
+	mu     sync.Mutex
+	events []history.Event
+}
 
 func (m *memRecorder) Record(e history.Event) history.Event {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	e.Index = int64(len(m.events))
 	m.events = append(m.events, e)
 	return e
@@ -25,8 +33,11 @@ func (m *memRecorder) Record(e history.Event) history.Event {
 
 func (m *memRecorder) faults(t *testing.T) []history.Fault {
 	t.Helper()
+	m.mu.Lock()
+	events := append([]history.Event(nil), m.events...)
+	m.mu.Unlock()
 	var out []history.Fault
-	for _, e := range m.events {
+	for _, e := range events {
 		f, err := e.Fault()
 		if err != nil {
 			t.Fatal(err)
