@@ -57,8 +57,13 @@ func Enter(t testing.TB) {
 	if gateErr != nil {
 		t.Fatalf("test gate: %v", gateErr)
 	}
+	began := time.Now()
 	if err := gate.Wait(t.Context(), func() int { return int(running.Load()) }); err != nil {
 		t.Fatalf("test gate: %v", err)
+	}
+	if waited := time.Since(began); waited >= time.Second {
+		// Said, so that a play's timing reads against the load it met.
+		t.Logf("test gate: waited %v for the CPUs (load %.0f %%)", waited.Round(100*time.Millisecond), 100*gate.Load())
 	}
 	running.Add(1)
 	t.Cleanup(func() { running.Add(-1) })
