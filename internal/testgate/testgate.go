@@ -31,8 +31,8 @@ const (
 	busy = 0.9
 	// floor plays run in each test process whatever the load, so that
 	// every package progresses on a machine busy with other work; with
-	// three packages at a time that is as many plays as four per package
-	// of two packages, make test's limits before the gate.
+	// three packages at a time that is nine plays, about the eight of
+	// make test's limits before the gate (two packages of four tests).
 	floor = 3
 	// spacing lets what a play's start costs show in the load before the
 	// next start is decided.
