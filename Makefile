@@ -35,7 +35,7 @@ tree:
 # but their timing margins stretch once the CPUs are saturated, and then
 # verdicts change. So go test's limits are high — three packages at a
 # time, eight tests in each — and each play passes a gate first
-# (internal/testgate) that holds it while the machine's CPUs are 90 %
+# (internal/testgate) that holds it while the machine's CPUs are 80 %
 # busy or more, as a suite's plays are held: how many plays fit depends
 # on the machine (machines of the kind differ by twice in the cost of a
 # process start: BENCHMARKS.md) and on the compiling beside them. With

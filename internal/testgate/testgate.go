@@ -26,14 +26,16 @@ import (
 
 const (
 	// busy is the share of the CPUs in use at or above which a play
-	// waits: below the suite's 94 %, since here compiling and the test
-	// binaries' own work, which no gate holds, share the machine.
-	busy = 0.9
+	// waits: well below the suite's 94 %, since here the compiling and
+	// the test binaries' own work, which no gate holds, share the machine,
+	// and the plays already running need room for their bursts (a fresh-
+	// clone CI at 90 % with a floor of 3 ran the CPUs 95 % busy, and two
+	// timing-bound runner tests missed).
+	busy = 0.8
 	// floor plays run in each test process whatever the load, so that
-	// every package progresses on a machine busy with other work; with
-	// three packages at a time that is nine plays, about the eight of
-	// make test's limits before the gate (two packages of four tests).
-	floor = 3
+	// every package progresses on a machine busy with other work: one, as
+	// while a separate vet compiled before the tests none ran at all.
+	floor = 1
 	// spacing lets what a play's start costs show in the load before the
 	// next start is decided.
 	spacing = 100 * time.Millisecond
