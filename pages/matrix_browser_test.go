@@ -35,9 +35,10 @@ func TestMatrixInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	b := browser(t, ctx)
-	// Few plays, all three bars, every kind of n/a: a story of five
-	// masters only, a family every lock plays (its storage fencing where
-	// the lock hands out tokens), a Sentinel story.
+	// Few stories, all three bars, every kind of n/a: a clock family (n/a
+	// for etcd's locks, whose clock cannot be moved), a family every lock
+	// plays (its storage fencing where the lock hands out tokens), a
+	// Sentinel story (n/a for the locks of no Sentinel deployment).
 	names := []string{"clock-rate-drift", "pause-critical-section", "sentinel-partition"}
 	if *updateDocs {
 		// docs/matrix.png: a story or two of each fault family, every
