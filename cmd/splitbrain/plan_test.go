@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -55,9 +54,7 @@ func TestSuitePlanSharesAndGather(t *testing.T) {
 	const src = "name: shares\nexpect: safe\ncluster: {nodes: 1}\nlock: {ttl: 3s, node_timeout: 1s}\nworkload: {clients: 2}\nsteps:\n" +
 		"  - acquire: {client: c1, expect: acquired}\n  - acquire: {client: c2, expect: refused}\n" +
 		"  - release: {client: c1}\n  - acquire: {client: c2, expect: acquired}\n"
-	if err := os.WriteFile(story, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, story, src)
 	plan := func(args ...string) planOut {
 		t.Helper()
 		res := e.run(append([]string{"suite", story, "--seed", "4", "--plan", "--json"}, args...)...)
@@ -160,9 +157,7 @@ func TestShardTaskEndsZero(t *testing.T) {
 	// A claim the play contradicts: one client alone cannot break the lock.
 	const src = "name: wrong-claim\nexpect: violation\ncluster: {nodes: 1}\nlock: {kind: single, ttl: 2s}\n" +
 		"workload: {clients: 1}\nsteps:\n  - acquire: {client: c1, expect: acquired}\n  - release: {client: c1}\n"
-	if err := os.WriteFile(story, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, story, src)
 	for _, tc := range []struct {
 		name  string
 		shard string
