@@ -47,7 +47,7 @@ func splitbrain(t *testing.T, bin, dir, cache string, timeout time.Duration, arg
 // loopback for it, three tasks of a runner image built here, each
 // playing its share into one volume — comes back as the same matrix as
 // the suite played here: the same cells, each played on the same seeds,
-// the same verdicts for these scripted stories. Each share's run folders
+// the same verdicts for this scripted story. Each share's run folders
 // are its share of the plan, each task's output is kept beside them, and
 // the engine is left as it was: no service, container, network or volume
 // of the job, and no swarm where there was none (docker_gwbridge and
@@ -103,7 +103,11 @@ func TestSwarmMatchesLocal(t *testing.T) {
 		}
 	})
 
-	stories := []string{"clock-jump", "clock-jump-control"}
+	// One story, every lock: clock-jump breaks some locks and not others,
+	// so the verdicts compared differ from cell to cell. A second story
+	// (its control) doubled the plays, 62 CPU-seconds in all, and
+	// compared nothing the first does not.
+	stories := []string{"clock-jump"}
 	const seed, tasks = "11", 3
 	local, fanned := filepath.Join(work, "local"), filepath.Join(work, "fanned")
 	if code, _ := splitbrain(t, bin, work, cache, 5*time.Minute, append(append([]string{"suite"}, stories...), "--seed", seed, "--store", local)...); code != 0 {

@@ -25,7 +25,8 @@ var runFlagsHelp = `  --seed N        seed of the workload's and the nemesis's r
   --lock KIND     play only against this lock, instead of the kind or kinds
 ` + wrap("the scenario lists: "+locks.Or(locks.Matrix()), 18, 76) + `
   --clients N     the number of clients instead of the scenario's (1-64)
-  --time D        how long a generated workload runs, such as 10s
+  --time D        how long a generated workload runs, such as 10s (a random
+                  schedule is stretched or shrunk with it)
   -h, --help      this help
 `
 

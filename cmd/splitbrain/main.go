@@ -500,7 +500,15 @@ func rerunCommand(sc *spec.Scenario, seed int64, f runFlags, multi bool) string 
 		name = sc.File
 	}
 	parts := []string{"splitbrain", "run", name, "--seed", strconv.FormatInt(seed, 10)}
-	parts = append(parts, f.set...)
+	for i := 0; i+1 < len(f.set); i += 2 {
+		// A suite's --time shortens its generated workloads and leaves a
+		// scripted story alone, and run refuses --time on a scripted one:
+		// its re-run has none.
+		if f.set[i] == "--time" && !sc.Workload.Generated() {
+			continue
+		}
+		parts = append(parts, f.set[i], f.set[i+1])
+	}
 	for _, d := range f.lockDrivers {
 		parts = append(parts, "--lock-driver", d)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/runstore"
+	"splitbrain/scenarios/spec"
+	"splitbrain/suite"
 )
 
 // wrongExpectation is clock-jump claiming to be safe: the suite must say
@@ -104,21 +106,46 @@ func TestSuiteWritesTheMatrix(t *testing.T) {
 	e.checkClean()
 }
 
-// Every verdict as expected: exit 0. --time leaves a scripted scenario of
-// a suite alone (run rejects it: see TestBadArguments).
+// Every verdict as expected: exit 0. --time shortens a random schedule's
+// generated workload and leaves a scripted scenario of a suite alone (run
+// rejects it: see TestBadArguments).
 func TestSuiteMeetsItsExpectations(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	store := filepath.Join(t.TempDir(), "runs")
-	res := e.run("suite", "clock-jump-control", "--lock", "redsync", "--time", "1s", "--seed", "1", "--store", store)
+	res := e.run("suite", "clock-jump-control", "random-clock-counter", "--lock", "redsync", "--time", "1s", "--seed", "1", "--store", store)
 	if res.code != 0 {
 		t.Errorf("exit code %d, want 0", res.code)
 	}
-	if !strings.Contains(res.stdout, "1 of 1 plays met their expectation") {
-		t.Errorf("output does not count the met expectation")
+	if !strings.Contains(res.stdout, "2 of 2 plays met their expectation") {
+		t.Errorf("output does not count the met expectations:\n%s", res.stdout)
 	}
 	if _, err := os.Stat(filepath.Join(store, runstore.MatrixJSON)); err != nil {
 		t.Error(err)
+	}
+	// What each play played, as its run folder keeps it.
+	dirs, err := suite.FindRuns(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := suite.ReadRuns(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	played := map[string]runstore.Meta{}
+	for _, r := range runs {
+		played[r.Rec.Meta.Scenario] = r.Rec.Meta
+	}
+	random, err := spec.Load("random-clock-counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("played: %+v", played)
+	if m, ok := played[random.Name]; !ok || !strings.Contains(m.Command, "--time 1s") || m.Duration >= random.Workload.Duration {
+		t.Errorf("%s: re-run %q, played %v; want --time 1s, shorter than its workload's %v", random.Name, m.Command, m.Duration, random.Workload.Duration)
+	}
+	if m, ok := played["clock-jump-control"]; !ok || strings.Contains(m.Command, "--time") {
+		t.Errorf("clock-jump-control: re-run %q, want no --time", m.Command)
 	}
 	e.checkClean()
 }

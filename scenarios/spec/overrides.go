@@ -90,6 +90,35 @@ func (sc *Scenario) Override(o Overrides) error {
 				flag, sc.Name, locks.Or(locks.FencedNames()))
 		}
 	}
+	// A fault family plays each deployment's own variant of the story
+	// (PlayAgainst picks it): --clients and --time apply to each, or a
+	// suite, and a run of every lock the story lists, would play the
+	// variants as written (they did, until 2026-11-28: --time 2s left a
+	// random schedule of 5.5 s as it was).
+	if err := sc.overrideWorkload(o); err != nil {
+		return err
+	}
+	if sc.Shapes != nil {
+		shapes := make(map[locks.Shape]*Scenario, len(sc.Shapes))
+		for shape, v := range sc.Shapes {
+			c := *v
+			if err := c.overrideWorkload(o); err != nil {
+				return err
+			}
+			shapes[shape] = &c
+		}
+		sc.Shapes = shapes
+	}
+	return nil
+}
+
+// overrideWorkload applies --clients and --time to one variant of a story.
+//
+// --time stretches or shrinks each random schedule with the workload, in
+// proportion, so that the schedule keeps its place in the play: a random
+// schedule of 5 s in a workload of 5.5 s is one of 27.3 s under --time
+// 30s, drawing as many more faults, not 5 s of faults and 25 s of quiet.
+func (sc *Scenario) overrideWorkload(o Overrides) error {
 	if o.Clients != 0 {
 		for _, st := range sc.Steps {
 			for _, c := range append([]string{st.Client}, st.Clients...) {
@@ -110,7 +139,21 @@ func (sc *Scenario) Override(o Overrides) error {
 			return fmt.Errorf("--time %v: %s is scripted, its steps set its length; --time is for a generated workload (workload.kind %s)",
 				o.Duration, sc.Name, generatorKinds)
 		}
+		was := sc.Workload.Duration
 		sc.Workload.Duration = o.Duration
+		steps := slices.Clone(sc.Steps)
+		for i, st := range steps {
+			if st.Kind != StepRandom || was <= 0 {
+				continue
+			}
+			s := &steps[i].Schedule
+			s.Total = time.Duration(float64(s.Total) * float64(o.Duration) / float64(was))
+			if err := s.Validate(); err != nil {
+				return fmt.Errorf("--time %v: %s:%d: its random schedule of %v in a workload of %v, made %v, would be invalid: %w",
+					o.Duration, sc.File, st.Line, st.Schedule.Total, was, s.Total, err)
+			}
+		}
+		sc.Steps = steps
 	}
 	return nil
 }

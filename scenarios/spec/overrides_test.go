@@ -42,3 +42,82 @@ func TestOverridesCheck(t *testing.T) {
 		t.Errorf("no overrides: %v", err)
 	}
 }
+
+// --clients and --time reach every deployment's variant of a fault
+// family, whichever way it is played: a suite overrides the story and then
+// plays each lock's variant (PlayAgainst), a run with --lock picks the
+// variant first. A random schedule is stretched or shrunk with the
+// workload, in proportion; one that would be shorter than a fault is
+// refused, naming the flag, the file and the line.
+func TestOverrideReachesEveryShape(t *testing.T) {
+	const name = "random-clock-counter"
+	orig, err := Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orig.Shapes) < 2 {
+		t.Fatalf("%s: %d shapes, want a family of several", name, len(orig.Shapes))
+	}
+	randomTotal := func(sc *Scenario) time.Duration {
+		for _, st := range sc.Steps {
+			if st.Kind == StepRandom {
+				return st.Schedule.Total
+			}
+		}
+		t.Fatalf("%s (%s): no random step", sc.Name, sc.Shape)
+		return 0
+	}
+	o := Overrides{Clients: 5, Duration: 3 * time.Second}
+	for _, lock := range []string{locks.Redlock.Name, locks.Single.Name, "zookeeper"} {
+		want := orig.PlayAgainst(lock)
+		wantTotal := time.Duration(float64(randomTotal(want)) * float64(o.Duration) / float64(want.Workload.Duration))
+		suite, err := Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := suite.Override(o); err != nil {
+			t.Fatal(err)
+		}
+		run, err := Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		withLock := o
+		withLock.Lock = lock
+		if err := run.Override(withLock); err != nil {
+			t.Fatal(err)
+		}
+		for how, sc := range map[string]*Scenario{"suite": suite.PlayAgainst(lock), "run --lock": run} {
+			if sc.Shape != want.Shape || sc.Workload.Duration != o.Duration || len(sc.Clients) != o.Clients || randomTotal(sc) != wantTotal {
+				t.Errorf("%s against %s: shape %s, workload %v, %d clients, random schedule %v; want %s, %v, %d, %v",
+					how, lock, sc.Shape, sc.Workload.Duration, len(sc.Clients), randomTotal(sc), want.Shape, o.Duration, o.Clients, wantTotal)
+			}
+		}
+	}
+	// Loading again gives the story as written: nothing was shared.
+	again, err := Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := again.PlayAgainst("zookeeper"); sc.Workload.Duration != orig.PlayAgainst("zookeeper").Workload.Duration {
+		t.Errorf("a second load plays %v, the first %v", sc.Workload.Duration, orig.PlayAgainst("zookeeper").Workload.Duration)
+	}
+	// One override of a loaded story leaves the story's other copies alone.
+	before := randomTotal(orig.PlayAgainst("zookeeper"))
+	cp := *orig
+	if err := cp.Override(o); err != nil {
+		t.Fatal(err)
+	}
+	if got := randomTotal(orig.PlayAgainst("zookeeper")); got != before {
+		t.Errorf("overriding a copy changed the original's schedule from %v to %v", before, got)
+	}
+	// Too short for one fault of the schedule.
+	short, err := Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = short.Override(Overrides{Duration: 10 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "--time 10ms: ") || !strings.Contains(err.Error(), "random-clock-counter.yaml:") || !strings.Contains(err.Error(), "shorter than one fault") {
+		t.Errorf("--time 10ms: %v; want it refused, naming the file, the line and why", err)
+	}
+}
