@@ -54,11 +54,18 @@ func Connect(ctx context.Context) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoEngine, err)
 	}
-	if _, err := api.Ping(ctx); err != nil {
+	ping, err := api.Ping(ctx)
+	if err != nil {
 		host := api.DaemonHost()
 		_ = api.Close()
 		return nil, fmt.Errorf("%w at %s: %v", ErrNoEngine, host, err)
 	}
+	// Settle the API version now, before the client is shared: the
+	// client negotiates it lazily on its first request, writing the
+	// version under a lock that the other requests read it without (a
+	// data race the race detector found when two clusters started side
+	// by side as an engine's first requests; docker client v28.5.2).
+	api.NegotiateAPIVersionPing(ping)
 	return &Engine{api: api}, nil
 }
 
