@@ -58,16 +58,12 @@ tree:
 # against a nice-19 thread's 15 (a normal one: 1024).
 # Each step prints how long it took; a failing one fails make test.
 TEST_FLAGS ?= -race -vet=all -count=1 -p 3 -parallel 8 -timeout 25m
-# The longest packages first (go test starts packages in the order named;
-# ./... names each once more, which go test ignores), so that none of them
-# starts late: runner's plays (about 270 s on its own slot), the command
-# tests (170 s), fanout's swarm, pages' browser, then the middle-sized
-# ones. With the small packages at the end of the list, the last minute
-# packs small ones around runner's last plays; before, nemesis (38 s),
-# redlock (26 s) and workload (14 s) started when cluster/local ended and
-# made a tail of 80 s at half the CPUs (a fresh-clone run, go test -json,
-# 2026-11-28).
-FIRST := ./runner ./cmd/splitbrain ./fanout ./pages ./cluster/docker ./cluster/local ./nemesis ./shrink ./redlock ./workload ./history ./history/histgen
+# The packages with the longest single tests first (go test starts
+# packages in the order named; ./... names each once more, which go test
+# ignores), so that the last to finish does not start late: runner's
+# plays, pages' matrix in a browser, cluster/docker's ensembles, fanout's
+# swarm, the command's suites.
+FIRST := ./runner ./pages ./cluster/docker ./fanout ./cmd/splitbrain ./cluster/local ./shrink
 test: setup
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-fuzz
 
