@@ -22,11 +22,12 @@ import (
 )
 
 // TestMatrixInBrowser plays a real suite — three stories against a few
-// lock kinds, the other columns' cells n/a or left unplayed — assembles its matrix from the run folders
-// alone, and checks the rendered matrix.html in headless Chromium: rows
-// grouped by fault family, a column per lock, cells coloured by their
-// rate with the lock's promise and the resource apart, n/a cells that say
-// why on hover, links to reports that exist, the seeds and the re-run
+// lock kinds, the other columns' cells n/a or left unplayed — assembles
+// its matrix from the run folders alone, and checks the rendered
+// matrix.html in headless Chromium: rows grouped by fault family, a
+// column per lock, cells coloured by their rate with the lock's promise
+// and the resource apart, n/a cells that say why on hover, unplayed cells
+// shown as such, links to reports that exist, the seeds and the re-run
 // command at the top; each lock's summary on top as runstore's Summary
 // says; every lock column on a 1366-pixel screen; the fault picker
 // lighting the locks the plays say kept every promise. With -update-docs
@@ -58,8 +59,8 @@ func TestMatrixInBrowser(t *testing.T) {
 	}
 	store := t.TempDir()
 	// The plays: every cell of the few locks the checks below name, and
-	// etcd's for a lock on an ensemble (ZooKeeper's three JVMs per play
-	// cost four times as much CPU); every other lock's column keeps its
+	// etcd's for a lock on an ensemble (a ZooKeeper play starts three
+	// JVMs); every other lock's column keeps its
 	// n/a cells, and its other cells are left unplayed, as a suite cut
 	// short leaves them. Playing every cell (43 plays, 71 CPU-seconds)
 	// checked nothing more: the page draws a cell from its plays, not

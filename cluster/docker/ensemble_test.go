@@ -161,7 +161,8 @@ func testEnsemble(t *testing.T, k *cluster.Kind) {
 	c := startTestCluster(t, cfg)
 	t.Logf("%s: 3 members started and serving in %v (image %s)", k.Name, time.Since(start).Round(time.Millisecond), c.Image().Tag)
 	// Each step's time, in the log: under a loaded CI run the test once
-	// took 194 s where it takes 20-40 s alone.
+	// took 194 s, when it took 20-40 s alone (before its peer links were
+	// patient; 8-10 s since).
 	last := time.Now()
 	step := func(what string) {
 		t.Logf("%s: %s (%v)", k.Name, what, time.Since(last).Round(time.Millisecond))

@@ -107,8 +107,8 @@ func TestRunPlaysEveryLock(t *testing.T) {
 // cannot be moved). A random schedule beside it (random-clock-counter,
 // shortened by --time) doubled the plays, about 20 CPU-seconds, and
 // checked no more of the command: runner's TestBuiltinsRandomSchedules
-// plays each random schedule on every deployment, and --time is the
-// command tests' own (TestRunJSON and others).
+// plays each random schedule on every deployment, and a suite's --time is
+// TestSuiteMeetsItsExpectations' (one Redis play).
 // Every built-in cell is played in CI once, by the runner package's
 // TestBuiltinsMeetTheirExpectations and TestBuiltinsRandomSchedules; the
 // whole matrix is make suite. Its length is logged, not asserted.

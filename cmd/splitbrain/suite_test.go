@@ -140,7 +140,6 @@ func TestSuiteMeetsItsExpectations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("played: %+v", played)
 	if m, ok := played[random.Name]; !ok || !strings.Contains(m.Command, "--time 1s") || m.Duration >= random.Workload.Duration {
 		t.Errorf("%s: re-run %q, played %v; want --time 1s, shorter than its workload's %v", random.Name, m.Command, m.Duration, random.Workload.Duration)
 	}
