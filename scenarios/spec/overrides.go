@@ -95,15 +95,21 @@ func (sc *Scenario) Override(o Overrides) error {
 	// suite, and a run of every lock the story lists, would play the
 	// variants as written (they did, until 2026-11-28: --time 2s left a
 	// random schedule of 5.5 s as it was).
-	if err := sc.overrideWorkload(o); err != nil {
+	if err := sc.overrideWorkload(o, sc.File); err != nil {
 		return err
 	}
 	if sc.Shapes != nil {
 		shapes := make(map[locks.Shape]*Scenario, len(sc.Shapes))
 		for shape, v := range sc.Shapes {
 			c := *v
-			if err := c.overrideWorkload(o); err != nil {
-				return err
+			// With --lock only the lock's deployment plays: the others
+			// stay as written, so that an override they could not take
+			// (--time too short for the ensemble's longer faults) does
+			// not refuse a play that never meets them.
+			if o.Lock == "" || shape == sc.Shape {
+				if err := c.overrideWorkload(o, sc.File); err != nil {
+					return err
+				}
 			}
 			shapes[shape] = &c
 		}
@@ -118,13 +124,15 @@ func (sc *Scenario) Override(o Overrides) error {
 // proportion, so that the schedule keeps its place in the play: a random
 // schedule of 5 s in a workload of 5.5 s is one of 27.3 s under --time
 // 30s, drawing as many more faults, not 5 s of faults and 25 s of quiet.
-func (sc *Scenario) overrideWorkload(o Overrides) error {
+// file is the story's file, for the errors: a deployment's variant has
+// none of its own.
+func (sc *Scenario) overrideWorkload(o Overrides, file string) error {
 	if o.Clients != 0 {
 		for _, st := range sc.Steps {
 			for _, c := range append([]string{st.Client}, st.Clients...) {
 				if n, err := strconv.Atoi(strings.TrimPrefix(c, "c")); err == nil && n > o.Clients {
 					return fmt.Errorf("--clients %d: %s:%d: step %s uses %s; want at least %d clients",
-						o.Clients, sc.File, st.Line, st.Kind, c, n)
+						o.Clients, file, st.Line, st.Kind, c, n)
 				}
 			}
 		}
@@ -150,7 +158,7 @@ func (sc *Scenario) overrideWorkload(o Overrides) error {
 			s.Total = time.Duration(float64(s.Total) * float64(o.Duration) / float64(was))
 			if err := s.Validate(); err != nil {
 				return fmt.Errorf("--time %v: %s:%d: its random schedule of %v in a workload of %v, made %v, would be invalid: %w",
-					o.Duration, sc.File, st.Line, st.Schedule.Total, was, s.Total, err)
+					o.Duration, file, st.Line, st.Schedule.Total, was, s.Total, err)
 			}
 		}
 		sc.Steps = steps

@@ -120,4 +120,25 @@ func TestOverrideReachesEveryShape(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--time 10ms: ") || !strings.Contains(err.Error(), "random-clock-counter.yaml:") || !strings.Contains(err.Error(), "shorter than one fault") {
 		t.Errorf("--time 10ms: %v; want it refused, naming the file, the line and why", err)
 	}
+	// 400 ms fits the masters' faults (200 ms at least) and not the
+	// ensemble's (500 ms): a suite, which plays both, is refused, naming
+	// the file though the ensemble's variant has none of its own; a play
+	// against redlock alone is not.
+	mid, err := Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = mid.Override(Overrides{Duration: 400 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "random-clock-counter.yaml:") || !strings.Contains(err.Error(), "(500ms)") {
+		t.Errorf("a suite at --time 400ms: %v; want it refused for the ensemble's faults, naming the file", err)
+	}
+	one, err := Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Override(Overrides{Lock: locks.Redlock.Name, Duration: 400 * time.Millisecond}); err != nil {
+		t.Errorf("--lock redlock --time 400ms: %v; want it played", err)
+	} else if one.Workload.Duration != 400*time.Millisecond {
+		t.Errorf("--lock redlock --time 400ms: workload %v", one.Workload.Duration)
+	}
 }
