@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/splitbrain
 
-.PHONY: setup build suite test test-go test-fuzz vet tree fuzz clean bench
+.PHONY: setup build suite test test-tree test-go test-fuzz vet tree fuzz clean bench
 
 setup:
 	@bash scripts/setup.sh
@@ -65,10 +65,14 @@ TEST_FLAGS ?= -race -vet=all -count=1 -p 3 -parallel 8 -timeout 25m
 # swarm, the command's suites.
 FIRST := ./runner ./pages ./cluster/docker ./fanout ./cmd/splitbrain ./cluster/local ./shrink
 test: setup
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-fuzz
+	@$(MAKE) --no-print-directory -j3 --output-sync=target test-tree test-go test-fuzz
+
+# The tree checks beside the tests, not before them: they compile nothing,
+# and go test's compiling need not wait the seconds they take.
+test-tree:
+	@$(call timed,tree,$(MAKE) --no-print-directory tree)
 
 test-go:
-	@$(call timed,tree,$(MAKE) --no-print-directory tree)
 	@$(call timed,go test,GOFLAGS="$(GOFLAGS) $(NODEBUG)" $(GO) test $(TEST_FLAGS) $(FIRST) ./...)
 
 test-fuzz:
