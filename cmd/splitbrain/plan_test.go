@@ -193,3 +193,25 @@ func TestShardTaskEndsZero(t *testing.T) {
 		})
 	}
 }
+
+// TestSuiteLockTimeFitsItsDeployment: a suite's --time with --lock applies
+// to that lock's deployment alone. 400 ms fits the independent masters'
+// clock faults (200 ms at least) and not the ensemble's (500 ms), so the
+// suite plays random-clock-counter against redlock and refuses it against
+// zookeeper; before, it refused both, for the ensemble's faults.
+func TestSuiteLockTimeFitsItsDeployment(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	res := e.run("suite", "random-clock-counter", "--lock", "redlock", "--time", "400ms", "--seed", "4", "--plan", "--json")
+	var p planOut
+	if err := json.Unmarshal([]byte(res.stdout), &p); res.code != 0 || err != nil {
+		t.Fatalf("--lock redlock --time 400ms: exit %d, %v\n%s", res.code, err, res.stderr)
+	}
+	if len(p.Plays) != 1 || p.Plays[0].Lock != "redlock" || !strings.Contains(p.Plays[0].Command, "--time 400ms") {
+		t.Errorf("--lock redlock --time 400ms plans %+v; want one play of redlock at --time 400ms", p.Plays)
+	}
+	res = e.run("suite", "random-clock-counter", "--lock", "zookeeper", "--time", "400ms", "--plan")
+	if res.code != 254 || !strings.Contains(res.stderr, "(500ms)") {
+		t.Errorf("--lock zookeeper --time 400ms: exit %d, %s; want it refused as a usage error (254) for the ensemble's faults", res.code, res.stderr)
+	}
+}

@@ -185,8 +185,9 @@ func suiteScenarios(ctx context.Context, pos []string, f runFlags, progress io.W
 		p := pos[i]
 		o := f.overrides
 		// The suite plays every lock a story fits (or --lock's); the
-		// file's own list is checked for consistency only.
-		o.Lock = ""
+		// file's own list is checked for consistency only. With --lock,
+		// only that lock's deployment takes --clients and --time.
+		o.Lock, o.Only = "", o.Lock
 		if !sc.Workload.Generated() {
 			// A suite mixes scripted and generated scenarios; --time is
 			// for the generated ones (as the help says).

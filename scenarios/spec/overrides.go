@@ -13,7 +13,13 @@ import (
 // Overrides changes a loaded scenario from the command line; zero fields
 // keep the file's values.
 type Overrides struct {
-	Lock     string        // a lock kind (locks.Matrix()), in place of the file's list
+	Lock string // a lock kind (locks.Matrix()), in place of the file's list
+	// Only is a lock kind the caller plays alone while the story keeps
+	// its list (a suite's --lock: its row is still the whole story). As
+	// with Lock, only that lock's deployment's variant takes --clients
+	// and --time, so that a --time the other deployments cannot take
+	// does not refuse a suite that never plays them.
+	Only     string
 	Clients  int           // number of clients, c1..cN
 	Duration time.Duration // a generated workload's duration
 	// Drivers are the names of the user's lock drivers (--lock-driver),
@@ -95,18 +101,31 @@ func (sc *Scenario) Override(o Overrides) error {
 	// suite, and a run of every lock the story lists, would play the
 	// variants as written (they did, until 2026-11-28: --time 2s left a
 	// random schedule of 5.5 s as it was).
-	if err := sc.overrideWorkload(o, sc.File); err != nil {
-		return err
+	//
+	// With --lock only the lock's deployment plays: the others stay as
+	// written, so that an override they could not take (--time too short
+	// for the ensemble's longer faults) does not refuse a play that never
+	// meets them.
+	played := func(shape locks.Shape) bool { return true }
+	switch {
+	case o.Lock != "":
+		played = func(shape locks.Shape) bool { return shape == sc.Shape }
+	case o.Only != "":
+		// A lock the story does not fit plays none of it (its cells are
+		// n/a), and so overrides none of it.
+		lk := sc.KindOf(o.Only)
+		played = func(shape locks.Shape) bool { return lk != nil && shape == lk.Shape }
+	}
+	if sc.Shapes == nil || played(sc.Shape) {
+		if err := sc.overrideWorkload(o, sc.File); err != nil {
+			return err
+		}
 	}
 	if sc.Shapes != nil {
 		shapes := make(map[locks.Shape]*Scenario, len(sc.Shapes))
 		for shape, v := range sc.Shapes {
 			c := *v
-			// With --lock only the lock's deployment plays: the others
-			// stay as written, so that an override they could not take
-			// (--time too short for the ensemble's longer faults) does
-			// not refuse a play that never meets them.
-			if o.Lock == "" || shape == sc.Shape {
+			if played(shape) {
 				if err := c.overrideWorkload(o, sc.File); err != nil {
 					return err
 				}

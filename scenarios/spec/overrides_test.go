@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +141,45 @@ func TestOverrideReachesEveryShape(t *testing.T) {
 		t.Errorf("--lock redlock --time 400ms: %v; want it played", err)
 	} else if one.Workload.Duration != 400*time.Millisecond {
 		t.Errorf("--lock redlock --time 400ms: workload %v", one.Workload.Duration)
+	}
+}
+
+// TestOverrideOnlyOneLock is a suite's --lock: the story keeps its list
+// and its other deployments stay as written, so that a --time only they
+// could not take refuses nothing; against a lock whose deployment cannot
+// take it, it is refused as before.
+func TestOverrideOnlyOneLock(t *testing.T) {
+	const name = "random-clock-counter"
+	orig, err := Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		only string
+		ok   bool
+	}{{locks.Redlock.Name, true}, {"zookeeper", false}} {
+		sc, err := Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = sc.Override(Overrides{Only: c.only, Duration: 400 * time.Millisecond})
+		if !c.ok {
+			if err == nil || !strings.Contains(err.Error(), "(500ms)") {
+				t.Errorf("only %s at --time 400ms: %v; want it refused for the ensemble's faults", c.only, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("only %s at --time 400ms: %v; want it played", c.only, err)
+		}
+		if got := sc.PlayAgainst(c.only).Workload.Duration; got != 400*time.Millisecond {
+			t.Errorf("only %s: its play's workload %v, want 400ms", c.only, got)
+		}
+		if got, want := sc.PlayAgainst("zookeeper").Workload.Duration, orig.PlayAgainst("zookeeper").Workload.Duration; got != want {
+			t.Errorf("only %s: the ensemble's variant, never played, changed from %v to %v", c.only, want, got)
+		}
+		if !slices.Equal(sc.Locks, orig.Locks) {
+			t.Errorf("only %s: the story's locks became %v, want its list %v", c.only, sc.Locks, orig.Locks)
+		}
 	}
 }
