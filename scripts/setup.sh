@@ -38,9 +38,9 @@ ls /usr/lib/php/*/redis.so >/dev/null 2>&1 || missing+=(php-redis)
 [ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
 command -v go >/dev/null 2>&1 || { echo "setup: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
 # The Go modules (go.sum) into the module cache, so that building and
-# testing need no network: without this, make test's first minute on a
-# fresh machine is spent fetching them (400 MB, 13 s here, 2026-11-28)
-# before anything compiles. Nothing to do when they are already there.
+# testing need no network: without this, make test on a fresh machine
+# first fetches them (400 MB, 13 s here, 2026-11-28) before anything
+# compiles. Nothing to do when they are already there.
 (cd "$(dirname "$0")/.." && go mod download) || { echo "setup: go mod download failed" >&2; exit 1; }
 
 if [ ${#missing[@]} -eq 0 ]; then
