@@ -837,3 +837,74 @@ func TestCounterGapFilledOnlyByAWriteSentInTime(t *testing.T) {
 		t.Fatalf("counter %+v (%s), want valid with no update lost", res.Counter, res.Reason)
 	}
 }
+
+// A resource's harm names the applied writes that took effect outside
+// their writer's lease: there the lock guarded nothing, and a fencing
+// storage turns a stale write away only once a higher token has written.
+// Seen in a loaded make test (runner TestPauseInCriticalSectionOnEveryResource,
+// fenced bank): c2, starved of the CPU past its lease, landed its transfer
+// with an older token between the next holder's read and its write (token
+// 94); both were applied, and the reason named only the later, well-leased
+// transfer as stale.
+func TestHarmNamesUnguardedWrites(t *testing.T) {
+	all := history.Balances{"a1": "100.00", "a2": "100.00", "a3": "100.00"}
+	stalled := func() []history.Event {
+		b := newRB().init("k", all)
+		b.acquire("c2", "k", 0.01, 0.02, 1.0, 1)
+		b.read("c2", "k", 0.03, 0.04, all)
+		// Sent in c2's lease; the storage applies it only at 1.30s.
+		b.Add("c2", history.Invoke, history.Transfer, "k", 0.9,
+			val(history.TransferValue{From: "a1", To: "a3", Amount: "50.00", Balances: history.Balances{"a1": "50.00", "a3": "150.00"}}), tok(1))
+		b.acquire("c1", "k", 1.1, 1.11, 2.1, 2)
+		b.read("c1", "k", 1.12, 1.13, all)
+		b.Add("c2", history.OK, history.Transfer, "k", 1.3, val(history.Ack{Seq: 2}), tok(1))
+		b.write("c1", history.Transfer, "k", 1.5, 1.51,
+			history.TransferValue{From: "a1", To: "a2", Amount: "30.00", Balances: history.Balances{"a1": "70.00", "a2": "130.00"}}, 2, history.OK, 3)
+		b.release("c1", "k", 1.52, 1.53, history.OK)
+		b.release("c2", "k", 1.54, 1.55, history.Fail)
+		return b.read(history.ProcessFinal, "k", 2.5, 2.51, history.Balances{"a1": "70.00", "a2": "130.00", "a3": "150.00"}).Events()
+	}
+	// Two clients believing at once (the lock broke), each write inside
+	// its writer's lease: the harm is the lock's, and no write is named.
+	overlapping := func() []history.Event {
+		b := newRB().init("k", 0)
+		b.acquire("c1", "k", 0.01, 0.02, 1.0, 0)
+		b.acquire("c2", "k", 0.03, 0.04, 1.0, 0)
+		b.read("c1", "k", 0.05, 0.06, 0)
+		b.read("c2", "k", 0.07, 0.08, 0)
+		b.write("c1", history.Write, "k", 0.1, 0.11, 1, 0, history.OK, 2)
+		b.write("c2", history.Write, "k", 0.2, 0.21, 1, 0, history.OK, 3)
+		b.release("c1", "k", 0.3, 0.31, history.OK)
+		b.release("c2", "k", 0.32, 0.33, history.OK)
+		return b.read(history.ProcessFinal, "k", 1.5, 1.51, 1).Events()
+	}
+	const named = "took effect outside their writer's lease"
+	for _, tc := range []struct {
+		name   string
+		events []history.Event
+		reason func(Result) string
+		want   string // "" = the reason names no such write
+	}{
+		{"a stalled holder's late transfer, both tokens applied", stalled(), func(r Result) string { return r.Bank.Reason },
+			"1 applied write(s) " + named + ", where the lock did not guard them: c2's transfer of 50.00 a1→a3 (token 1, read at 0.040s, written at 1.30s), sent in c2's lease, which ended at 1.00s (validity deadline)"},
+		{"Kleppmann's figure 1 on the counter: c1 writes after its lease", pauseHistory(kindCounter, false), func(r Result) string { return r.Counter.Reason },
+			"c1's write of 1 (read at 0.040s, written at 1.51s), after c1's lease ended at 1.00s (validity deadline)"},
+		{"the same on the set", pauseHistory(kindSet, false), func(r Result) string { return r.Set.Reason },
+			"c1's add of 11"},
+		{"the lock broke, every write in its lease", overlapping(), func(r Result) string { return r.Counter.Reason }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Check(tc.events)
+			reason := tc.reason(res)
+			if res.Verdict != Invalid {
+				t.Fatalf("verdict %s (%s), want invalid", res.Verdict, res.Reason)
+			}
+			switch {
+			case tc.want == "" && strings.Contains(reason, named):
+				t.Errorf("reason %q names an unguarded write; every write was in its lease", reason)
+			case tc.want != "" && (!strings.Contains(reason, named) || !strings.Contains(reason, tc.want)):
+				t.Errorf("reason %q\nlacks %q", reason, tc.want)
+			}
+		})
+	}
+}

@@ -129,7 +129,7 @@ func checkBank(a *analysis, rs []*resource, cfg search.Config) (*BankResult, fun
 	res.Verdict = verdictOf(money, atomic)
 	switch res.Verdict {
 	case verdict.Invalid:
-		res.Reason = strings.Join(invalid, "; ")
+		res.Reason = strings.Join(invalid, "; ") + a.unguarded(rs)
 	case verdict.Unknown:
 		res.Reason = "the bank cannot be judged: " + paired.JoinFirst(append(moneyUnknown, atomicUnknown...), 3)
 	default:

@@ -298,7 +298,7 @@ func checkCounter(a *analysis, rs []*resource, cfg search.Config) (*CounterResul
 		res.Reason = "the counter cannot be judged: " + paired.JoinFirst(problems, 3)
 	case outcome == porcupine.Illegal || stale > 0:
 		res.Verdict = verdict.Invalid
-		res.Reason = counterReason(res, outcome)
+		res.Reason = counterReason(res, outcome) + a.unguarded(rs)
 	case outcome == porcupine.Unknown:
 		res.Verdict = verdict.Unknown
 		res.Reason = fmt.Sprintf("porcupine did not finish checking the counter within %s", cfg.Timeout)

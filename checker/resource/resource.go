@@ -69,6 +69,50 @@ type analysis struct {
 	notes   []string
 	// outside counts the writes made outside any lease of their client.
 	outside int
+	// late are the applied writes that no belief of their writer's lease
+	// covered when they took effect (paired.History.OutsideLease).
+	late []paired.OutsideWrite
+}
+
+// unguarded says, for an invalid resource's reason, which applied writes
+// to rs took effect outside their writer's lease: the lock did not guard
+// them, and a fencing storage turns such a write away only once a higher
+// token has written, so the harm a check finds may be theirs rather than
+// the later writer's it names (a holder stalled past its lease, its write
+// landing before the next holder's first one). Empty when there are none.
+func (a *analysis) unguarded(rs []*resource) string {
+	keys := map[string]bool{}
+	for _, r := range rs {
+		keys[r.key] = true
+	}
+	var ws []paired.OutsideWrite
+	for _, w := range a.late {
+		if keys[w.Key] {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 {
+		return ""
+	}
+	first := ws[0]
+	what := first.Text
+	for _, op := range a.ops {
+		if op.inv.Index == first.Index && op.write != nil {
+			// The write as the checks name it, not its raw value.
+			what = a.writeRef(op.write).Label()
+			switch b := first.Belief; {
+			case b == nil:
+				what += fmt.Sprintf(", while %s held no lock", first.Client)
+			case first.Late:
+				what += fmt.Sprintf(", sent in %s's lease, which ended at %s (%s)", b.Client, paired.Seconds(b.End), paired.EndText(b.EndReason))
+			default:
+				what += fmt.Sprintf(", after %s's lease ended at %s (%s)", b.Client, paired.Seconds(b.End), paired.EndText(b.EndReason))
+			}
+			break
+		}
+	}
+	return fmt.Sprintf("; %d applied write(s) took effect outside their writer's lease, where the lock did not guard them: %s",
+		len(ws), what)
 }
 
 // resourceOp is one operation on the protected resource: an invoke and its
@@ -348,7 +392,7 @@ func (g *grouping) collect(h *paired.History) {
 		return
 	}
 	*g = grouping{h: h, byKind: map[string][]*resource{}}
-	g.a = &analysis{end: h.End, clients: h.Clients, faults: h.Faults}
+	g.a = &analysis{end: h.End, clients: h.Clients, faults: h.Faults, late: h.OutsideLease}
 	if len(h.Ops) == 0 {
 		return
 	}

@@ -72,7 +72,7 @@ func checkSet(a *analysis, rs []*resource) *SetResult {
 		if len(res.Resurrected) > 0 {
 			parts = append(parts, fmt.Sprintf("%d rejected add(s) are in the final read: %v", len(res.Resurrected), firstInts(res.Resurrected, 10)))
 		}
-		res.Reason = strings.Join(parts, "; ")
+		res.Reason = strings.Join(parts, "; ") + a.unguarded(rs)
 	case verdict.Unknown:
 		res.Reason = "the set cannot be judged: " + paired.JoinFirst(unknown, 3)
 	default:
