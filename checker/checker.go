@@ -44,6 +44,7 @@ import (
 	"html"
 	"io"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -155,6 +156,11 @@ type Result struct {
 	// (a run without a lock has one per write); they are found again from
 	// the history.
 	OutsideLease []OutsideWrite `json:"-"`
+	// Stalls are the moments the harness stood still (history.Stall):
+	// its in-process clients, their timers and the nemesis with it. No
+	// verdict reads them; they tell a reader, and a test, that a play on a
+	// loaded machine had a pause the scenario did not script.
+	Stalls []Stall `json:"stalls,omitempty"`
 	// Visualized names the property whose failing window
 	// WriteVisualization shows.
 	Visualized string `json:"visualized,omitempty"`
@@ -203,6 +209,7 @@ func Check(events []history.Event, opts ...Option) (res Result) {
 	h := paired.Analyze(events)
 	res = Result{End: h.End, Clients: h.Clients, Faults: h.Faults, Keys: h.Keys, OutsideLease: h.OutsideLease}
 	notes := h.Notes
+	res.Stalls, notes = stalls(events, notes)
 	defer func() {
 		// The checks add notes as they go.
 		res.Notes = capNotes(append(notes, res.Notes...))
@@ -307,4 +314,45 @@ func capNotes(notes []string) []string {
 	}
 	out := append([]string(nil), notes[:MaxNotes]...)
 	return append(out, fmt.Sprintf("… and %d more note(s) not listed", len(notes)-MaxNotes))
+}
+
+// Stall is a gap in which the harness stood still (history.Stall): from
+// End-For to End, in nanoseconds of the history's clock.
+type Stall struct {
+	End int64 `json:"end"`
+	For int64 `json:"for"`
+}
+
+// stalls reads the harness's stall events, and notes each (the first few
+// by their times, the rest counted).
+func stalls(events []history.Event, notes []string) ([]Stall, []string) {
+	var out []Stall
+	var longest int64
+	for i := range events {
+		e := &events[i]
+		if e.F != history.Stall {
+			continue
+		}
+		var v history.StallValue
+		if err := e.Decode(&v); err != nil || v.For <= 0 {
+			notes = append(notes, fmt.Sprintf("event %d: a stall without its length: %v", e.Index, err))
+			continue
+		}
+		out = append(out, Stall{End: e.Time, For: v.For})
+		longest = max(longest, v.For)
+	}
+	if len(out) == 0 {
+		return nil, notes
+	}
+	var when []string
+	for i, st := range out {
+		if i == 3 {
+			when = append(when, fmt.Sprintf("and %d more", len(out)-3))
+			break
+		}
+		when = append(when, fmt.Sprintf("%s until %s", paired.Seconds(st.For), paired.Seconds(st.End)))
+	}
+	notes = append(notes, fmt.Sprintf("the harness stood still %d time(s), at most %s (%s): starved of the CPU or stopped, with its in-process clients, their timers and the nemesis — a pause the scenario did not script, and a lease can run out in it unseen",
+		len(out), paired.Seconds(longest), strings.Join(when, ", ")))
+	return out, notes
 }

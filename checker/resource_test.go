@@ -908,3 +908,59 @@ func TestHarmNamesUnguardedWrites(t *testing.T) {
 		})
 	}
 }
+
+// The harness's stall events are read into Result.Stalls and noted; they
+// decide nothing: the same history with and without them has the same
+// verdict. A stall without its length is noted as such.
+func TestStallsAreNotedNotJudged(t *testing.T) {
+	stall := func(ms int64) historytest.Mod {
+		return func(e *history.Event) {
+			if ms > 0 {
+				e.Value = history.MustValue(history.StallValue{For: ms * 1e6})
+			}
+		}
+	}
+	with := func(ms ...int64) []history.Event {
+		events := pauseHistory(kindCounter, false)
+		b := &historytest.Builder{}
+		for _, e := range events {
+			b.Add(e.Process, e.Type, e.F, e.Key, float64(e.Time)/1e9, func(n *history.Event) {
+				n.Value, n.Token, n.Lease, n.Deadline, n.Err = e.Value, e.Token, e.Lease, e.Deadline, e.Err
+			})
+			if e.Index == 10 {
+				for _, m := range ms {
+					b.Add(history.ProcessHarness, history.Info, history.Stall, "", float64(e.Time)/1e9, stall(m))
+				}
+			}
+		}
+		return b.Events()
+	}
+	base := Check(pauseHistory(kindCounter, false))
+	for _, tc := range []struct {
+		name   string
+		events []history.Event
+		stalls int
+		note   string
+	}{
+		{"none", with(), 0, ""},
+		{"two", with(450, 120), 2, "the harness stood still 2 time(s), at most 0.450s"},
+		{"one without its length", with(0), 0, "a stall without its length"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Check(tc.events)
+			if res.Verdict != base.Verdict || res.Reason != base.Reason {
+				t.Errorf("verdict %s (%s), want %s (%s) as without stalls", res.Verdict, res.Reason, base.Verdict, base.Reason)
+			}
+			if len(res.Stalls) != tc.stalls {
+				t.Errorf("stalls %+v, want %d", res.Stalls, tc.stalls)
+			}
+			notes := strings.Join(res.Notes, "\n")
+			if tc.note != "" && !strings.Contains(notes, tc.note) {
+				t.Errorf("notes lack %q:\n%s", tc.note, notes)
+			}
+			if tc.note == "" && strings.Contains(notes, "stood still") {
+				t.Errorf("a note of a stall with none:\n%s", notes)
+			}
+		})
+	}
+}

@@ -62,10 +62,20 @@ const (
 	// how soon it frees itself (LockSetup), which the liveness checks
 	// read. Like End, it is no operation.
 	Setup Func = "setup"
+	// Stall is the harness standing still, by ProcessHarness: the moment
+	// it ran again after a gap in which none of its
+	// goroutines ran (StallValue) — starved of the CPU, or stopped. Its in-process
+	// clients, their timers and the nemesis stood still with it. Like
+	// End, it is no operation, and no fault the scenario scripted.
+	Stall Func = "stall"
 )
 
 var funcs = map[Func]bool{Acquire: true, Release: true, Extend: true, Read: true,
-	Write: true, Transfer: true, Add: true, Nemesis: true, End: true, Setup: true}
+	Write: true, Transfer: true, Add: true, Nemesis: true, End: true, Setup: true, Stall: true}
+
+// Harness reports whether e is one of the harness's own events (End,
+// Setup, Stall): no operation and no fault.
+func (e *Event) Harness() bool { return e.F == End || e.F == Setup || e.F == Stall }
 
 // Valid reports whether f is a known function.
 func (f Func) Valid() bool { return funcs[f] }
@@ -73,7 +83,7 @@ func (f Func) Valid() bool { return funcs[f] }
 // ProcessNemesis is the process of every fault event.
 const ProcessNemesis = "nemesis"
 
-// ProcessHarness is the process of the End and Setup events.
+// ProcessHarness is the process of the End, Setup and Stall events.
 const ProcessHarness = "harness"
 
 // Event is one line of a history.

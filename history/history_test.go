@@ -248,7 +248,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown type", l0 + "\n" + strings.Replace(l1, `"type":"ok"`, `"type":"done"`, 1) + "\n", 2, 1,
 			[]string{`field "type" is "done"`, "invoke, ok, fail or info"}, false},
 		{"unknown f", l0 + "\n" + strings.Replace(l1, `"f":"acquire"`, `"f":"lock"`, 1) + "\n", 2, 1,
-			[]string{`field "f" is "lock"`, "acquire, release, extend, read, write, transfer, add, nemesis, setup or end"}, false},
+			[]string{`field "f" is "lock"`, "acquire, release, extend, read, write, transfer, add, nemesis, setup, stall or end"}, false},
 		{"missing p", l0 + "\n" + strings.Replace(l1, `"p":"c1",`, "", 1) + "\n", 2, 1,
 			[]string{`field "p" is missing`, `"c1"`, `"nemesis"`}, false},
 		{"empty p", strings.Replace(l0, `"p":"c1"`, `"p":""`, 1) + "\n", 1, 0,
@@ -436,7 +436,7 @@ func TestValidEnums(t *testing.T) {
 		}
 	}
 	for _, f := range []history.Func{history.Acquire, history.Release, history.Extend, history.Read,
-		history.Write, history.Transfer, history.Add, history.Nemesis} {
+		history.Write, history.Transfer, history.Add, history.Nemesis, history.End, history.Setup, history.Stall} {
 		if !f.Valid() {
 			t.Errorf("%q not valid", f)
 		}

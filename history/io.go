@@ -194,7 +194,7 @@ func validate(e *Event, want, lastTime int64) error {
 	case !e.Type.Valid():
 		return fmt.Errorf(`field "type" is %q, want invoke, ok, fail or info`, e.Type)
 	case !e.F.Valid():
-		return fmt.Errorf(`field "f" is %q, want acquire, release, extend, read, write, transfer, add, nemesis, setup or end`, e.F)
+		return fmt.Errorf(`field "f" is %q, want acquire, release, extend, read, write, transfer, add, nemesis, setup, stall or end`, e.F)
 	case e.TTL < 0:
 		return fmt.Errorf(`field "ttl" is %d, want a time to live in nanoseconds above 0 (or no field)`, e.TTL)
 	case e.Time < lastTime:

@@ -57,8 +57,8 @@ type Problem struct {
 // report alike.
 type Pairing struct {
 	// Ops are the operations in invoke order. Nemesis events are faults,
-	// not operations, and the End and Setup events are no operations
-	// either.
+	// not operations, and the harness's End, Setup and Stall events are
+	// no operations either.
 	Ops []Op
 	// Pending lists the operations still pending when the history ended,
 	// as indexes into Ops, in invoke order. An operation that never
@@ -91,7 +91,7 @@ func Pair(events []Event) Pairing {
 	for i := range events {
 		p.opOf[i] = -1
 		e := &events[i]
-		if e.F == End || e.F == Setup || e.F == Nemesis || e.Process == ProcessNemesis {
+		if e.Harness() || e.F == Nemesis || e.Process == ProcessNemesis {
 			continue
 		}
 		prev, seen := pending[e.Process]

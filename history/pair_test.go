@@ -11,6 +11,7 @@ func TestPair(t *testing.T) {
 	}
 	fault := Event{Process: ProcessNemesis, Type: Info, F: Nemesis}
 	end := Event{Process: ProcessHarness, Type: Info, F: End}
+	stall := Event{Process: ProcessHarness, Type: Info, F: Stall}
 	for _, tt := range []struct {
 		name   string
 		events []Event
@@ -21,10 +22,10 @@ func TestPair(t *testing.T) {
 	}{
 		{name: "empty"},
 		{
-			name: "interleaved clients, faults and the end are no operations",
-			events: []Event{ev("c1", Invoke, Acquire, "k"), fault, ev("c2", Invoke, Write, "r"), ev("c1", OK, Acquire, "k"),
+			name: "interleaved clients, faults, a stall and the end are no operations",
+			events: []Event{ev("c1", Invoke, Acquire, "k"), fault, ev("c2", Invoke, Write, "r"), stall, ev("c1", OK, Acquire, "k"),
 				ev("c2", Fail, Write, "r"), end},
-			ops: [][2]int{{0, 3}, {2, 4}},
+			ops: [][2]int{{0, 4}, {2, 5}},
 		},
 		{
 			name:    "pending at the end",

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"splitbrain/checker"
 	"splitbrain/fault"
@@ -99,7 +100,7 @@ func TestBuiltinsMeetTheirExpectations(t *testing.T) {
 			}
 			if !out.AsExpected {
 				a := checker.AnswersOf(out.Result)
-				t.Errorf("verdict %s (lock %s, resource %q: %s), want %s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, play.Expect)
+				t.Errorf("verdict %s (lock %s, resource %q: %s), want %s%s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, play.Expect, stallsOf(out.Result))
 			}
 		})
 	}
@@ -298,4 +299,18 @@ func randomPlays(randoms []*spec.Scenario) []*spec.Scenario {
 		}
 	}
 	return plays
+}
+
+// stallsOf says, for a failure message, how often and how long the
+// harness stood still during the play (checker.Result.Stalls): a miss on
+// a loaded machine next to one may be the machine's pause, not the lock.
+func stallsOf(res checker.Result) string {
+	if len(res.Stalls) == 0 {
+		return ""
+	}
+	var longest int64
+	for _, s := range res.Stalls {
+		longest = max(longest, s.For)
+	}
+	return fmt.Sprintf("; the harness stood still %d time(s), at most %v", len(res.Stalls), time.Duration(longest).Round(time.Millisecond))
 }

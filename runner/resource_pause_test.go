@@ -130,7 +130,7 @@ func TestPauseInCriticalSectionOnEveryResource(t *testing.T) {
 							t.Errorf("%s reason %q names none of %q", tc.kind, reason, tc.named)
 						}
 						if res.Verdict != checker.Invalid || !out.AsExpected {
-							t.Errorf("verdict %s (%s), want invalid", res.Verdict, res.Reason)
+							t.Errorf("verdict %s (%s), want invalid%s", res.Verdict, res.Reason, stallsOf(res))
 						}
 						return
 					}
@@ -138,7 +138,7 @@ func TestPauseInCriticalSectionOnEveryResource(t *testing.T) {
 						t.Errorf("%s check %s with %d lost (%s), want valid", tc.kind, v, lost, reason)
 					}
 					if res.Verdict != checker.Valid || !out.AsExpected {
-						t.Errorf("verdict %s (%s), want valid", res.Verdict, res.Reason)
+						t.Errorf("verdict %s (%s), want valid%s", res.Verdict, res.Reason, stallsOf(res))
 					}
 					if res.Fencing == nil || res.Fencing.Verdict != checker.Valid || res.Fencing.Rejected == 0 {
 						t.Errorf("fencing = %+v, want a stale write rejected", res.Fencing)

@@ -130,7 +130,9 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		runErr = r.recordLockSetup()
 	}
 	if runErr == nil {
+		stop := r.watchStalls(ctx)
 		runErr = r.play(ctx)
+		stop()
 	}
 	// A step that did not go as scripted is an outcome of the run, not a
 	// failure of the harness: no error, but no valid verdict either.

@@ -251,10 +251,11 @@ func analyze(events []history.Event) *analysis {
 		if i == 0 || e.Time > a.end {
 			a.end = e.Time
 		}
-		if e.F == history.End || e.F == history.Setup {
+		if e.Harness() {
 			// Whether the run was complete is the caller's to judge
 			// (checker.Incomplete), the lock's setup the liveness
-			// checks': neither is an operation.
+			// checks', a stall the checker's notes: none is an
+			// operation.
 			continue
 		}
 		if e.F == history.Nemesis || e.Process == history.ProcessNemesis {
