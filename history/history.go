@@ -63,10 +63,10 @@ const (
 	// read. Like End, it is no operation.
 	Setup Func = "setup"
 	// Stall is the harness standing still, by ProcessHarness: the moment
-	// it ran again after a gap in which none of its
-	// goroutines ran (StallValue) — starved of the CPU, or stopped. Its in-process
-	// clients, their timers and the nemesis stood still with it. Like
-	// End, it is no operation, and no fault the scenario scripted.
+	// it ran again after a gap in which none of its goroutines ran
+	// (StallValue), starved of the CPU or stopped. Its in-process clients,
+	// their timers and the nemesis stood still with it. Like End, it is no
+	// operation, and it is no fault the scenario scripted.
 	Stall Func = "stall"
 )
 
