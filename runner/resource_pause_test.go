@@ -102,12 +102,12 @@ func TestPauseInCriticalSectionOnEveryResource(t *testing.T) {
 					// Fenced, the storage turns c1's scripted stale write
 					// away; a write it applied outside its writer's lease
 					// is a client stalled past its lease that the story
-					// did not script (a loaded make test, once: c2 starved of the CPU
-					// landed its transfer between the next holder's read
-					// and write, before any higher token had written, as
-					// a fencing storage allows). The checker names such a
-					// write; the story tests c1's pause, so up to three
-					// plays here too.
+					// did not script (once, in a loaded make test: c2,
+					// starved of the CPU, landed its transfer between the
+					// next holder's read and write, before any higher
+					// token had written, as a fencing storage allows).
+					// The checker names such a write; the story tests
+					// c1's pause, so up to three plays here too.
 					for seed := int64(2); fenced && seed <= 3; seed++ {
 						if _, v, _, _ := tc.check(out.Result); v == checker.Valid || len(out.Result.OutsideLease) == 0 {
 							break
