@@ -215,3 +215,14 @@ func otherFaultBars(tl *timeline, faults []checker.FaultWindow, li int, sc scale
 		tl.Over = append(tl.Over, textAt(f.Start, 4, ln.TextY, f.Label(), "bar-label", sc))
 	}
 }
+
+// stallBars draws the moments the harness stood still (checker.Stall) on
+// lane li.
+func stallBars(tl *timeline, stalls []checker.Stall, li int, sc scale) {
+	for _, st := range stalls {
+		ln := tl.Lanes[li]
+		title := fmt.Sprintf("the harness stood still for %s until %s: starved of the CPU or stopped, its in-process clients, their timers and the nemesis with it",
+			checker.Seconds(st.For), checker.Seconds(st.End))
+		tl.Under = append(tl.Under, sc.bar("fault-node fault-paused fault-stall", st.End-st.For, st.End, ln.Y+3, ln.H-6, title))
+	}
+}

@@ -678,3 +678,32 @@ func TestWriteJudgedAgainstTheLeaseItNames(t *testing.T) {
 		t.Errorf("findings %q, want the first write inside c1's lease and the second after it", findings)
 	}
 }
+
+// The harness's stalls are drawn on a lane of their own, each with what
+// it was; a report without them has no such lane.
+func TestReportShowsHarnessStalls(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stall bool
+	}{{"a stall", true}, {"none", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			events := pauseHistory()
+			if tc.stall {
+				last := events[len(events)-1]
+				events = append(events, history.Event{Index: last.Index + 1, Process: history.ProcessHarness, Type: history.Info,
+					F: history.Stall, Time: last.Time, Value: history.MustValue(history.StallValue{For: 400e6})})
+			}
+			res := checker.Check(events)
+			if err := Write(dir, meta("pause-critical-section", "violation"), events, res); err != nil {
+				t.Fatal(err)
+			}
+			page := readFile(t, filepath.Join(dir, runstore.ReportFile))
+			for _, want := range []string{`class="fault-node fault-paused fault-stall z"`, "the harness stood still for 0.400s until"} {
+				if strings.Contains(page, want) != tc.stall {
+					t.Errorf("report has %q: %v, want %v", want, !tc.stall, tc.stall)
+				}
+			}
+		})
+	}
+}

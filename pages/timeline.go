@@ -145,6 +145,12 @@ func buildTimeline(meta runstore.Meta, res checker.Result, events eventIndex, re
 	if len(otherFaults) > 0 {
 		otherLane = ls.add("nemesis", "nemesis", "lane-net", nodeLaneH)
 	}
+	// The harness's own pauses, which no scenario scripted, on a lane of
+	// their own.
+	stallLane := -1
+	if len(res.Stalls) > 0 {
+		stallLane = ls.add("harness", "harness", "lane-net", nodeLaneH)
+	}
 	tl.Bottom = ls.y - laneGap
 	tl.Height = tl.Bottom + 8
 
@@ -178,6 +184,7 @@ func buildTimeline(meta runstore.Meta, res checker.Result, events eventIndex, re
 	nodeFaults(tl, ls, res.Faults, sc)
 	netFaultBars(tl, netFaults, rows, netLane, sc)
 	otherFaultBars(tl, otherFaults, otherLane, sc)
+	stallBars(tl, res.Stalls, stallLane, sc)
 	return tl
 }
 
