@@ -100,6 +100,29 @@ func TestPlayOfAvailability(t *testing.T) {
 	if p.Answers.DeadlockFreedom != I || p.Answers.FaultTolerance != V {
 		t.Errorf("answers %+v", p.Answers)
 	}
+	if p.Stalled != 0 {
+		t.Errorf("stalled %d without a stall", p.Stalled)
+	}
+	rec.Result.Stalls = []checker.Stall{{End: 5e9, For: 120e6}, {End: 9e9, For: 450e6}}
+	if p := PlayOf("d", rec); p.Stalled != 450e6 {
+		t.Errorf("stalled %d, want the longest, 450 ms", p.Stalled)
+	}
+}
+
+// The misses are counted, and of them those with the harness stalled;
+// plays that met their expectation are not, stalled or not.
+func TestStalledMisses(t *testing.T) {
+	m := Matrix{Cells: []MatrixCell{
+		{Plays: []MatrixPlay{{AsExpected: true, Stalled: 900e6}, {AsExpected: false}}},
+		{Plays: []MatrixPlay{{AsExpected: false, Stalled: 300e6}, {AsExpected: false, Stalled: 200e6}}},
+		{NA: "n/a"},
+	}}
+	if missed, stalled, longest := m.StalledMisses(); missed != 3 || stalled != 2 || longest != 300*time.Millisecond {
+		t.Errorf("missed %d, stalled %d, longest %v; want 3, 2, 300ms", missed, stalled, longest)
+	}
+	if missed, stalled, longest := (Matrix{}).StalledMisses(); missed != 0 || stalled != 0 || longest != 0 {
+		t.Errorf("an empty matrix: %d %d %v", missed, stalled, longest)
+	}
 }
 
 // A matrix.json written before the liveness tally reads, with the new

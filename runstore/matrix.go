@@ -36,6 +36,9 @@ type MatrixPlay struct {
 	// Availability is the play's availability figures; nil for a play
 	// judged before they were, or that recorded nothing.
 	Availability *PlayAvailability `json:"availability,omitempty"`
+	// Stalled is the longest the harness stood still during the play
+	// (checker.Result.Stalls), in nanoseconds; 0 when it never did.
+	Stalled int64 `json:"stalled,omitempty"`
 }
 
 // PlayAvailability is what a play's liveness cost its clients, as the
@@ -76,9 +79,32 @@ func availabilityOf(a *checker.Availability) *PlayAvailability {
 
 // PlayOf reads a play from its run folder's record.
 func PlayOf(dir string, rec Record) MatrixPlay {
-	return MatrixPlay{Seed: rec.Meta.Seed, Verdict: checker.Verdict(ShownVerdict(rec.Result.Verdict)),
+	p := MatrixPlay{Seed: rec.Meta.Seed, Verdict: checker.Verdict(ShownVerdict(rec.Result.Verdict)),
 		Answers: checker.AnswersOf(rec.Result), AsExpected: rec.AsExpected, Reason: rec.Result.Reason,
 		Dir: dir, Command: rec.Meta.Command, Availability: availabilityOf(rec.Result.Availability)}
+	for _, st := range rec.Result.Stalls {
+		p.Stalled = max(p.Stalled, st.For)
+	}
+	return p
+}
+
+// StalledMisses counts the plays that missed their expectation, those of
+// them during which the harness stood still, and the longest such stall:
+// a miss next to one may be the machine's pause, not the scenario's.
+func (m Matrix) StalledMisses() (missed, stalled int, longest time.Duration) {
+	for _, c := range m.Cells {
+		for _, p := range c.Plays {
+			if p.AsExpected {
+				continue
+			}
+			missed++
+			if p.Stalled > 0 {
+				stalled++
+				longest = max(longest, time.Duration(p.Stalled))
+			}
+		}
+	}
+	return missed, stalled, longest
 }
 
 // MatrixCell is a story against one lock: its plays and their tally, or

@@ -353,6 +353,7 @@ func fanoutPrint(stdout io.Writer, g fanout.Gathered, store string, f runFlags) 
 				}
 			}
 		}
+		printStalledMisses(stdout, g.Matrix)
 		fmt.Fprintf(stdout, "%d of %d plays met their expectation (%d flaky cells; %d run folders, seed %d, %d run(s) per cell)\n",
 			met, plays, flaky, g.Folders, g.Matrix.Seed, g.Matrix.Runs)
 		fmt.Fprintf(stdout, "safety matrix: %s\n", path)

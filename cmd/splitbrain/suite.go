@@ -152,9 +152,19 @@ func printSuite(stdout io.Writer, plan suite.Plan, res suite.Result, seed int64,
 	if m.Partial != "" {
 		fmt.Fprintf(stdout, "PARTIAL: %s\n", m.Partial)
 	}
+	printStalledMisses(stdout, m)
 	fmt.Fprintf(stdout, "%d of %d plays met their expectation (%d cells played, %d n/a (%s), %d flaky; %d stories, seed %d, %d run(s) per cell, up to %d side by side, %v)\n",
 		met, plays, played, na, percent(na, played+na), flaky, len(plan.Scenarios), seed, f.runs, f.parallel, res.Wall.Round(time.Second))
 	fmt.Fprintf(stdout, "safety matrix: %s\n", res.Path)
+}
+
+// printStalledMisses says how many of the plays that missed their
+// expectation had the harness stand still, if any did.
+func printStalledMisses(stdout io.Writer, m runstore.Matrix) {
+	if missed, stalled, longest := m.StalledMisses(); stalled > 0 {
+		fmt.Fprintf(stdout, "stalls: in %d of the %d plays that missed their expectation the harness stood still (up to %v), a pause no scenario scripted: on a loaded machine, replay one alone with its command\n",
+			stalled, missed, longest.Round(time.Millisecond))
+	}
 }
 
 // suiteScenarios loads the suite's stories (every built-in one unless
