@@ -21,10 +21,11 @@ func TestWatchSeesTheProcessStopped(t *testing.T) {
 		want bool
 	}{
 		{"a stop past min", 100 * time.Millisecond, true},
-		{"a stop below min", 5 * time.Second, false},
+		{"min above the stop", 5 * time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			var mu sync.Mutex
 			var got []time.Duration
 			done := make(chan struct{})
