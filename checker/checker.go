@@ -323,23 +323,34 @@ type Stall struct {
 	For int64 `json:"for"`
 }
 
+// LongestStall is the longest of stalls, in nanoseconds; 0 for none.
+func LongestStall(stalls []Stall) int64 {
+	var longest int64
+	for _, st := range stalls {
+		longest = max(longest, st.For)
+	}
+	return longest
+}
+
 // stalls reads the harness's stall events, and notes each (the first few
 // by their times, the rest counted).
 func stalls(events []history.Event, notes []string) ([]Stall, []string) {
 	var out []Stall
-	var longest int64
 	for i := range events {
 		e := &events[i]
 		if e.F != history.Stall {
 			continue
 		}
 		var v history.StallValue
-		if err := e.Decode(&v); err != nil || v.For <= 0 {
+		if err := e.Decode(&v); err != nil {
 			notes = append(notes, fmt.Sprintf("event %d: a stall without its length: %v", e.Index, err))
 			continue
 		}
+		if v.For <= 0 {
+			notes = append(notes, fmt.Sprintf("event %d: a stall without its length (for %d ns)", e.Index, v.For))
+			continue
+		}
 		out = append(out, Stall{End: e.Time, For: v.For})
-		longest = max(longest, v.For)
 	}
 	if len(out) == 0 {
 		return nil, notes
@@ -353,6 +364,6 @@ func stalls(events []history.Event, notes []string) ([]Stall, []string) {
 		when = append(when, fmt.Sprintf("%s until %s", paired.Seconds(st.For), paired.Seconds(st.End)))
 	}
 	notes = append(notes, fmt.Sprintf("the harness stood still %d time(s), at most %s (%s): starved of the CPU or stopped, with its in-process clients, their timers and the nemesis — a pause the scenario did not script, and a lease can run out in it unseen",
-		len(out), paired.Seconds(longest), strings.Join(when, ", ")))
+		len(out), paired.Seconds(LongestStall(out)), strings.Join(when, ", ")))
 	return out, notes
 }

@@ -317,9 +317,5 @@ func stallsOf(res checker.Result) string {
 	if len(res.Stalls) == 0 {
 		return ""
 	}
-	var longest int64
-	for _, s := range res.Stalls {
-		longest = max(longest, s.For)
-	}
-	return fmt.Sprintf("; the harness stood still %d time(s), at most %v", len(res.Stalls), time.Duration(longest).Round(time.Millisecond))
+	return fmt.Sprintf("; the harness stood still %d time(s), at most %v", len(res.Stalls), time.Duration(checker.LongestStall(res.Stalls)).Round(time.Millisecond))
 }

@@ -79,13 +79,10 @@ func availabilityOf(a *checker.Availability) *PlayAvailability {
 
 // PlayOf reads a play from its run folder's record.
 func PlayOf(dir string, rec Record) MatrixPlay {
-	p := MatrixPlay{Seed: rec.Meta.Seed, Verdict: checker.Verdict(ShownVerdict(rec.Result.Verdict)),
+	return MatrixPlay{Seed: rec.Meta.Seed, Verdict: checker.Verdict(ShownVerdict(rec.Result.Verdict)),
 		Answers: checker.AnswersOf(rec.Result), AsExpected: rec.AsExpected, Reason: rec.Result.Reason,
-		Dir: dir, Command: rec.Meta.Command, Availability: availabilityOf(rec.Result.Availability)}
-	for _, st := range rec.Result.Stalls {
-		p.Stalled = max(p.Stalled, st.For)
-	}
-	return p
+		Dir: dir, Command: rec.Meta.Command, Availability: availabilityOf(rec.Result.Availability),
+		Stalled: checker.LongestStall(rec.Result.Stalls)}
 }
 
 // StalledMisses counts the plays that missed their expectation, those of
