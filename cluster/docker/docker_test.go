@@ -112,11 +112,32 @@ func startTestCluster(t *testing.T, cfg cluster.Config) *Cluster {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
+		if t.Failed() {
+			logContainers(ctx, t, c)
+		}
 		if err := c.Close(ctx); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	})
 	return c
+}
+
+// logContainers puts each container's state and the end of its log into
+// a failed test's output, before the cluster is closed and they are gone:
+// a server that refused a connection a moment after it answered (seen
+// once in CI) says there whether it crashed, restarted or was killed.
+func logContainers(ctx context.Context, t *testing.T, c *Cluster) {
+	for _, n := range c.all() {
+		info, err := c.eng.api.ContainerInspect(ctx, n.id)
+		if err != nil || info.ContainerJSONBase == nil || info.State == nil {
+			t.Logf("container %s: no state: %v", n.Name(), err)
+			continue
+		}
+		s := info.State
+		logs, err := c.eng.containerLogs(ctx, n.id, "40", time.Time{})
+		t.Logf("container %s: status %s, exit code %d, OOM-killed %v, started %s, finished %s, restarts %d; last log lines (%v):\n%s",
+			n.Name(), s.Status, s.ExitCode, s.OOMKilled, s.StartedAt, s.FinishedAt, info.RestartCount, err, logs)
+	}
 }
 
 // opCtx bounds one command; pauses and isolations make commands hang.
