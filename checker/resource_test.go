@@ -910,8 +910,11 @@ func TestHarmNamesUnguardedWrites(t *testing.T) {
 }
 
 // The harness's stall events are read into Result.Stalls and noted; they
-// decide nothing: the same history with and without them has the same
-// verdict. A stall without its length is noted as such.
+// decide nothing of safety or the resource, judged on what happened,
+// stalled or not: the same history with and without them has the same
+// verdict (the liveness promises read them: package liveness's
+// TestHarnessStallsHoldEveryClient). A stall without its length is noted
+// as such.
 func TestStallsAreNotedNotJudged(t *testing.T) {
 	stall := func(ms int64) historytest.Mod {
 		return func(e *history.Event) {

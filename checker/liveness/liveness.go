@@ -17,11 +17,13 @@
 // Both read the history alone: the lock's setup (the history's Setup
 // event: its nodes, quorum, expiry and retry interval), the faults (which
 // nodes were down, which links cut, whose clocks moved, which clients
-// stopped) and the lock's operations. A lock is free when no operation
-// may keep it taken: a grant until its release came back ok (from every
-// node, for a lock of independent masters) or until it expired, an
-// expiry after its holder's last word (its grant or extension; for a lock
-// renewed in the background, after the holder stopped or was cut off); a
+// stopped; a stall of the harness stops every client and its background
+// renewals for its length) and the lock's operations. A lock is free
+// when no operation may keep it taken: a grant until its release came
+// back ok (from every node, for a lock of independent masters) or until
+// it expired, an expiry after its holder's last word (its grant or
+// extension; for a lock renewed in the background, after the holder
+// stopped or was cut off); a
 // refused acquire while it ran, and an expiry more when a node it needed
 // was down or cut or the refusal names nodes where its key may remain
 // (its rollback may not have reached them); an acquire or
@@ -168,7 +170,7 @@ func Judge(events []history.Event, h *paired.History) (*Result, *Availability) {
 		res.FaultTolerance = res.DeadlockFreedom
 		return res, availability(atts, h, nil)
 	}
-	j := newJudge(*setup, atts, h)
+	j := newJudge(*setup, atts, h, events)
 	j.judge(res)
 	return res, availability(atts, h, setup)
 }
@@ -199,7 +201,7 @@ type judge struct {
 	certain, possible map[string]claims
 }
 
-func newJudge(s history.LockSetup, atts []*attempt, h *paired.History) *judge {
+func newJudge(s history.LockSetup, atts []*attempt, h *paired.History, events []history.Event) *judge {
 	j := &judge{setup: s, atts: atts}
 	seen := map[string]bool{}
 	var clients []string
@@ -218,7 +220,7 @@ func newJudge(s history.LockSetup, atts []*attempt, h *paired.History) *judge {
 	for _, a := range atts {
 		add(a.client)
 	}
-	j.reach = reaches(s, faultsOf(h.Faults), clients)
+	j.reach = reaches(s, append(faultsOf(h.Faults), stalls(events, clients)...), clients)
 	certain, possible := map[string][]claim{}, map[string][]claim{}
 	for _, a := range atts {
 		c := claim{span: span{a.inv, a.end}, owner: a.id}

@@ -628,3 +628,67 @@ func TestAvailability(t *testing.T) {
 		t.Error("Merge of nothing is not nil")
 	}
 }
+
+// stall adds the harness standing still for length ms, recorded when it
+// ran again at to.
+func (b *hist) stall(to, length int64) *hist {
+	b.add(history.Event{Process: history.ProcessHarness, Type: history.Info, F: history.Stall, Time: to * ms,
+		Value: history.MustValue(history.StallValue{For: length * ms})})
+	return b
+}
+
+// A stall of the harness (history.Stall: starved of the CPU or stopped)
+// holds every client and what it runs in the background for its length:
+// an attempt it overlapped is owed nothing, one after it is judged as
+// after any fault on the client's path, and a holder that could not renew
+// for an expiry may have lost its lock. Both sides of each edge.
+func TestHarnessStallsHoldEveryClient(t *testing.T) {
+	t.Parallel()
+	// c2 is refused at 4990–5000 by a single instance nothing holds.
+	refused := func(b *hist) []history.Event {
+		return b.acquire("c2", "k", 4990, 5000, history.Fail, "v2").events(9000)
+	}
+	// c1 holds a lock renewed in the background from 1010 and never
+	// releases; c2 is refused at 4990–5000.
+	renewed := func(b *hist) []history.Event {
+		return b.acquire("c1", "k", 1000, 1010, history.OK, "v1").acquire("c2", "k", 4990, 5000, history.Fail, "v2").events(9000)
+	}
+	for _, tc := range []struct {
+		name string
+		h    func() []history.Event
+		want verdicts
+	}{
+		{"no stall: a refusal of a free lock breaks deadlock freedom", func() []history.Event {
+			return refused(new(hist).setup(single))
+		}, verdicts{invalid, unknown, 1, 0}},
+		{"a stall during the attempt: owed nothing", func() []history.Event {
+			return refused(new(hist).setup(single).stall(4995, 45))
+		}, verdicts{unknown, unknown, 0, 0}},
+		{"a stall into the retry interval before its end: owed nothing", func() []history.Event {
+			return refused(new(hist).setup(single).stall(4905, 45))
+		}, verdicts{unknown, unknown, 0, 0}},
+		{"a stall that ended before that retry interval: judged, as after a fault", func() []history.Event {
+			return refused(new(hist).setup(single).stall(4895, 45))
+		}, verdicts{unknown, invalid, 0, 1}},
+		{"a stall more than the bound before: deadlock freedom again", func() []history.Event {
+			return refused(new(hist).setup(single).stall(3880, 45))
+		}, verdicts{invalid, unknown, 1, 0}},
+		{"a renewed holder alive: its lock is taken", func() []history.Event {
+			return renewed(new(hist).setup(ensemble))
+		}, verdicts{valid, unknown, 1, 0}},
+		{"a renewed holder stalled for less than an expiry keeps it", func() []history.Event {
+			return renewed(new(hist).setup(ensemble).stall(2999, 999))
+		}, verdicts{valid, unknown, 1, 0}},
+		{"a renewed holder stalled for an expiry may have lost it", func() []history.Event {
+			return renewed(new(hist).setup(ensemble).stall(3500, 1500))
+		}, verdicts{invalid, unknown, 2, 0}},
+		{"a stall of no length holds no one", func() []history.Event {
+			return refused(new(hist).setup(single).stall(4995, 0))
+		}, verdicts{invalid, unknown, 1, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := judge(t, tc.h())
+			tc.want.check(t, res)
+		})
+	}
+}

@@ -25,6 +25,11 @@ const (
 	kindStop        = "stop"
 	kindClientPause = "client-pause"
 	kindClientHeld  = "client-pause-held"
+	// kindStall is no nemesis fault but the harness standing still
+	// (history.Stall): its in-process clients, their background renewals
+	// and the links it relays stood still with it, so the checker reads
+	// it as every client held (stalls).
+	kindStall = "stall"
 	// pointAfterAcquire is fault.AfterAcquire, where a held client has
 	// its grant in hand.
 	pointAfterAcquire = "after-acquire"
@@ -62,7 +67,7 @@ func classOf(kind string) faultClass {
 		return classNode
 	case kindClockJump, kindClockStrobe, kindClockReset:
 		return classClock
-	case kindClientPause, kindClientHeld:
+	case kindClientPause, kindClientHeld, kindStall:
 		return classClient
 	}
 	return classOther
@@ -84,6 +89,31 @@ func faultsOf(ws []paired.FaultWindow) []fault {
 			from = w.Began
 		}
 		out[i] = fault{FaultWindow: w, class: classOf(w.Kind), from: from}
+	}
+	return out
+}
+
+// stalls are the harness's stalls in events as faults that hold every
+// one of clients for their length: a client that could not run is owed
+// no grant, and a holder that could not renew may have lost its lock.
+// Without this a stall on a slow machine would be judged the lock's
+// failure to serve; the checker notes each stall besides (package
+// checker), so none goes unseen.
+func stalls(events []history.Event, clients []string) []fault {
+	var out []fault
+	for i := range events {
+		e := &events[i]
+		if e.F != history.Stall {
+			continue
+		}
+		var v history.StallValue
+		if err := e.Decode(&v); err != nil || v.For <= 0 {
+			// Noted by the checker; a stall of no known length holds
+			// no one.
+			continue
+		}
+		w := paired.FaultWindow{Fault: history.Fault{Kind: kindStall, Nodes: clients}, Start: e.Time - v.For, End: e.Time, Healed: true}
+		out = append(out, fault{FaultWindow: w, class: classClient, from: w.Start})
 	}
 	return out
 }
@@ -315,7 +345,7 @@ func stateOf(s history.LockSetup, active map[int]fault) state {
 		case classClient:
 			for _, c := range f.Nodes {
 				st.stopped[c] = true
-				if f.Kind == kindClientHeld {
+				if f.Kind == kindClientHeld || f.Kind == kindStall {
 					st.held[c] = true
 				}
 			}

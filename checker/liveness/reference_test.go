@@ -165,6 +165,16 @@ func genHistory(seed uint64) ([]history.Event, history.LockSetup) {
 		}
 	}
 
+	// The harness standing still now and then (history.Stall), recorded
+	// when it ran again.
+	for range r.IntN(3) {
+		if r.IntN(2) == 0 {
+			d := int64(1 + r.IntN(6))
+			add(d+int64(r.IntN(int(span))), history.Event{Process: history.ProcessHarness, Type: history.Info, F: history.Stall,
+				Value: history.MustValue(history.StallValue{For: d * ms})})
+		}
+	}
+
 	// Each client's operations, one after another.
 	values := 0
 	end := span + 20
@@ -296,6 +306,15 @@ func refJudge(events []history.Event, s history.LockSetup) refResult {
 			o := pending[e.Process]
 			o.end, o.typ = tick(e.Time), e.Type
 			o.remain = e.Type == history.Fail && len(e.Nodes) > 0
+		case history.Stall:
+			// The harness stood still: every client, and what it runs
+			// in the background, held for as long.
+			var v history.StallValue
+			if err := e.Decode(&v); err != nil {
+				panic(err)
+			}
+			faults = append(faults, &refFault{Fault: history.Fault{Kind: "client-pause-held", Nodes: s.Clients},
+				from: tick(e.Time - v.For), to: tick(e.Time)})
 		}
 	}
 	j := &refJudgeState{s: s, ops: ops, faults: faults, end: end, freedAt: map[*refOp]int64{}, quorums: map[refAt]refQuorum{}}
