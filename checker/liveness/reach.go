@@ -98,7 +98,9 @@ func faultsOf(ws []paired.FaultWindow) []fault {
 // no grant, and a holder that could not renew may have lost its lock.
 // Without this a stall on a slow machine would be judged the lock's
 // failure to serve; the checker notes each stall besides (package
-// checker), so none goes unseen.
+// checker), so none goes unseen. A stall is on no client's path (reach's
+// path): nothing of the lock's was faulted, so an attempt after it is
+// judged by the promise it would be judged by without it.
 func stalls(events []history.Event, clients []string) []fault {
 	var out []fault
 	for i := range events {
@@ -218,7 +220,7 @@ func reaches(s history.LockSetup, faults []fault, clientList []string) map[strin
 	}
 	for _, f := range faults {
 		for _, c := range clientList {
-			if to := f.End + f.grace(); to > f.from && f.onPath(c, clients) {
+			if to := f.End + f.grace(); to > f.from && f.Kind != kindStall && f.onPath(c, clients) {
 				// A fault that lasted no time was on no one's path.
 				acc[c].path = append(acc[c].path, span{f.from, to})
 			}

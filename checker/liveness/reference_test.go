@@ -308,12 +308,12 @@ func refJudge(events []history.Event, s history.LockSetup) refResult {
 			o.remain = e.Type == history.Fail && len(e.Nodes) > 0
 		case history.Stall:
 			// The harness stood still: every client, and what it runs
-			// in the background, held for as long.
+			// in the background, held for as long (a "stall", below).
 			var v history.StallValue
 			if err := e.Decode(&v); err != nil {
 				panic(err)
 			}
-			faults = append(faults, &refFault{Fault: history.Fault{Kind: "client-pause-held", Nodes: s.Clients},
+			faults = append(faults, &refFault{Fault: history.Fault{Kind: "stall", Nodes: s.Clients},
 				from: tick(e.Time - v.For), to: tick(e.Time)})
 		}
 	}
@@ -436,7 +436,7 @@ func cutBetween(active []*refFault, a, b string) bool {
 
 func known(kind string) bool {
 	return slices.Contains([]string{"cut", "partition", "reset", "refuse", "delay", "kill", "stop", "pause",
-		"clock-jump", "clock-strobe", "clock-reset", "client-pause", "client-pause-held"}, kind)
+		"clock-jump", "clock-strobe", "clock-reset", "client-pause", "client-pause-held", "stall"}, kind)
 }
 
 // quorum reports whether client c reaches a quorum of the lock's nodes
@@ -530,7 +530,7 @@ func (j *refJudgeState) reaches(c string, x int64) bool {
 			ok = false
 		}
 	}
-	return ok && j.replicasUp(active) && !paused(active, c, "client-pause", "client-pause-held") && !anyUnknown(active) && !j.electing(x)
+	return ok && j.replicasUp(active) && !paused(active, c, "client-pause", "client-pause-held", "stall") && !anyUnknown(active) && !j.electing(x)
 }
 
 // electing: an ensemble's member went down or was cut from another
@@ -557,7 +557,7 @@ func (j *refJudgeState) electing(x int64) bool {
 // renews: a holder c keeps a renewed lock alive at x.
 func (j *refJudgeState) renews(c string, x int64) bool {
 	ok, _, active := j.quorum(c, x)
-	return ok && !paused(active, c, "client-pause-held") && !anyUnknown(active)
+	return ok && !paused(active, c, "client-pause-held", "stall") && !anyUnknown(active)
 }
 
 // lostAt: node n was down or cut from c at x (or a fault the checker
@@ -706,7 +706,8 @@ func (j *refJudgeState) maybe(o *refOp, x int64) bool {
 }
 
 // onPath: the fault acts on the lock's servers (not the storage alone), on
-// c's own links to them, on links between servers, or on c itself.
+// c's own links to them, on links between servers, or on c itself; a
+// stall of the harness is on no one's path.
 func (f *refFault) onPath(c string, clients []string) bool {
 	switch {
 	case slices.Contains([]string{"cut", "partition", "reset", "refuse", "delay"}, f.Kind):
@@ -723,6 +724,9 @@ func (f *refFault) onPath(c string, clients []string) bool {
 		return slices.ContainsFunc(f.Nodes, func(n string) bool { return n != "storage" })
 	case strings.HasPrefix(f.Kind, "client-pause"):
 		return slices.Contains(f.Nodes, c)
+	case f.Kind == "stall":
+		// The harness ran again; nothing of the lock's was faulted.
+		return false
 	}
 	return true
 }
