@@ -49,6 +49,7 @@ var (
 	php         = need{PHP, "php-cli"}
 	phpredis    = need{"/usr/lib/php/*/redis.so", "php-redis"}
 	symfonyLock = need{"/usr/share/php/Symfony/Component/Lock", "php-symfony-lock"}
+	kazooPkg    = need{"/usr/lib/python3/dist-packages/kazoo", "python3-kazoo"}
 )
 
 var builtins = map[string]builtinDriver{
@@ -57,7 +58,10 @@ var builtins = map[string]builtinDriver{
 		needs:   []need{python, {"/usr/lib/python3/dist-packages/redis", "python3-redis"}}},
 	"kazoo": {files: []string{"kazoo_lock.py", "sbdriver.py"},
 		command: pythonCommand("kazoo_lock.py"),
-		needs:   []need{python, {"/usr/lib/python3/dist-packages/kazoo", "python3-kazoo"}}},
+		needs:   []need{python, kazooPkg}},
+	"kazoo-listener": {files: []string{"kazoo_lock.py", "sbdriver.py"},
+		command: pythonCommand("kazoo_lock.py", "listener"),
+		needs:   []need{python, kazooPkg}},
 	"symfony-redis": {files: []string{"symfony_lock.php", "sbdriver.php"},
 		command: phpCommand("symfony_lock.php", "redis"), needs: []need{php, phpredis, symfonyLock}},
 	"symfony-redlock": {files: []string{"symfony_lock.php", "sbdriver.php"},
@@ -71,8 +75,8 @@ var builtins = map[string]builtinDriver{
 			{"/usr/share/java/slf4j-simple.jar", "libslf4j-java"}}},
 }
 
-func pythonCommand(file string) func(string) []string {
-	return func(dir string) []string { return []string{Python, "-u", filepath.Join(dir, file)} }
+func pythonCommand(file string, args ...string) func(string) []string {
+	return func(dir string) []string { return append([]string{Python, "-u", filepath.Join(dir, file)}, args...) }
 }
 
 // phpCommand runs a PHP driver with its warnings on stderr.
@@ -84,7 +88,7 @@ func phpCommand(file string, args ...string) func(string) []string {
 
 // Builtins are the drivers shipped inside the binary, by name: the lock
 // kinds they play.
-var Builtins = []string{"redis-py", "kazoo", "curator", "symfony-redis", "symfony-redlock", "laravel"}
+var Builtins = []string{"redis-py", "kazoo", "kazoo-listener", "curator", "symfony-redis", "symfony-redlock", "laravel"}
 
 // Builtin writes built-in driver name into dir (a private folder of the
 // run) and returns the command that runs it; it says which Debian package

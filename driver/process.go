@@ -379,6 +379,16 @@ func (p *Proc) sayLost(value string) bool {
 	if !p.ready.Lost {
 		return false
 	}
+	select {
+	case <-p.quit:
+		// Said after Stop closed the driver's stdin: the play is over,
+		// and a library that ends its leases as it closes (kazoo's
+		// client goes LOST at its stop) tells no one anything — a
+		// client that acted on it would release through a closed pipe.
+		p.logf("# a lost after the driver was told to stop: ignored")
+		return true
+	default:
+	}
 	if n := p.lostNote(value); !n.said {
 		n.said = true
 		close(n.ch)

@@ -190,6 +190,32 @@ read req; echo '{"op":"reply","id":3,"result":"ok"}'; while read line; do :; don
 	}
 }
 
+// A lost said as the driver exits, after Stop closed its stdin (kazoo's
+// client goes LOST at its own stop), is no news: the lease's belief is
+// not ended by it, and nothing acts on it.
+func TestLostAtStopIsIgnored(t *testing.T) {
+	t.Parallel()
+	p, err := start(t, `read hello; echo '{"op":"ready","name":"fake","lost":true}'
+read req; echo '{"op":"reply","id":1,"result":"ok","value":"v1"}'
+while read line; do :; done; echo '{"op":"lost","value":"v1"}'`, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Lock{Proc: p}
+	l1, err := l.Acquire(context.Background(), "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	select {
+	case <-l1.Lost:
+		t.Fatal("a lost said after the stop closed the lease's Lost channel")
+	default:
+	}
+}
+
 func TestRepliesAndPoints(t *testing.T) {
 	t.Parallel()
 	// acquire: a point, then ok; extend: ok; release: fail; acquire: fail;

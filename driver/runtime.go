@@ -22,7 +22,7 @@ func RuntimeOf(name string) (Runtime, bool) {
 	switch name {
 	case "redis-py":
 		return Runtime{PythonModules: []string{"redis", "redis.sentinel", "redis.exceptions", "redis.lock"}}, true
-	case "kazoo":
+	case "kazoo", "kazoo-listener":
 		return Runtime{PythonModules: []string{"kazoo", "kazoo.client", "kazoo.exceptions", "kazoo.recipe.lock", "kazoo.security"}}, true
 	case "symfony-redis", "symfony-redlock", "laravel":
 		return Runtime{PHP: true}, true

@@ -108,6 +108,10 @@ func TestBuiltinDriversCheck(t *testing.T) {
 			"ok    acquire: granted", "no validity_ms: the belief lasts until the release, token ", "ok    release: released; c2 took the key after it, token ",
 			"cannot tell release of a lost lease", "ok    unknown outcome: every server stopped: unknown after",
 			"every check passed (11); 1 the lock does not report (cannot tell)"}},
+		// With a state listener: the lease of the holder stopped until c2
+		// took its key is told lost when it runs again.
+		{"kazoo-listener", []string{"with a state listener\", announces points", "ok    lost told: c1 said its lease lost",
+			"cannot tell release of a lost lease", "every check passed (12); 1 the lock does not report (cannot tell)"}},
 		{"curator", []string{"ok    describe: claims zookeeper; curator 5.", ", zookeeper 3.", "ok    release: released; c2 took the key after it, token ",
 			"cannot tell release of a lost lease", "every check passed (11); 1 the lock does not report (cannot tell)"}},
 		{"symfony-redis", []string{"ok    describe: claims redis, one master with replicas; symfony/lock 5.", ", phpredis ",
@@ -149,7 +153,7 @@ func TestDriverCheckUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"driver"}, "driver wants a subcommand: check"},
-		{[]string{"driver", "check"}, "driver check wants the driver's command (or a built-in driver: redis-py, kazoo, curator, symfony-redis, symfony-redlock, laravel)"},
+		{[]string{"driver", "check"}, "driver check wants the driver's command (or a built-in driver: redis-py, kazoo, kazoo-listener, curator, symfony-redis, symfony-redlock, laravel)"},
 		{[]string{"driver", "check", "--nodes", "0", "x"}, "--nodes 0: want a whole number from 1 to 9"},
 	} {
 		res := e.run(tc.args...)

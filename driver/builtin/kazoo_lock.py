@@ -10,6 +10,14 @@ release() returns True whether the znode was still there or not. The
 driver reports no validity (the belief lasts until the release) and says
 in its ready that a release's outcome is not reported.
 
+Run with the argument "listener" (lock kind kazoo-listener), the driver
+is the user that documentation asks for: a state listener on the client
+says, of every lock it holds, that it is lost (the protocol's lost) the
+moment the connection goes SUSPENDED or LOST — kazoo's KazooState: on
+SUSPENDED "a client should not assume that locks are valid during this
+time", on LOST locks "can be considered lost as well" — and the user
+stops believing there.
+
 Fencing token: the lock znode's creation zxid (czxid), read once the lock
 is ours (one more request): ZooKeeper's zxids grow with every write, so a
 later holder's znode, created later, has a larger one — Kleppmann's
@@ -17,9 +25,10 @@ suggestion. kazoo hands out no token itself; a user who fences reads it so.
 """
 
 import sys
+import threading
 
 import kazoo
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, LockTimeout, NoNodeError
 from kazoo.recipe.lock import Lock
 from kazoo.security import make_digest_acl
@@ -28,11 +37,14 @@ from sbdriver import Protocol
 
 proto = Protocol()
 VERSION = kazoo.__version__
+LISTENER = sys.argv[1:] == ["listener"]
 
-READY = {"op": "ready", "name": "kazoo " + VERSION,
+READY = {"op": "ready", "name": "kazoo " + VERSION + (" with a state listener" if LISTENER else ""),
          "points": ["after-replies", "after-acquire", "before-release"],
          "servers": ["zookeeper"], "fenced": True, "unreported": ["release"],
          "library": "kazoo " + VERSION}
+if LISTENER:
+    READY["lost"] = True
 
 
 class PointedLock(Lock):
@@ -58,12 +70,29 @@ def main():
     client = KazooClient(hosts=",".join(n["addr"] for n in hello["nodes"]), timeout=session,
                          auth_data=[("digest", "%s:%s" % (user, password))],
                          default_acl=[make_digest_acl(user, password, all=True)])
-    client.add_listener(lambda state: print("kazoo: connection state %s" % state, file=sys.stderr, flush=True))
+    held = {}  # lease value (the lock znode's name) -> Lock
+    told = set()  # leases said lost
+    held_lock = threading.Lock()
+    # Set once the harness closed stdin: the client's own stop goes LOST,
+    # which is no lock's loss to tell (and the harness reads no more).
+    stopping = threading.Event()
+
+    def listen(state):
+        print("kazoo: connection state %s" % state, file=sys.stderr, flush=True)
+        if not LISTENER or stopping.is_set() or state not in (KazooState.SUSPENDED, KazooState.LOST):
+            return
+        # On kazoo's event thread, which must not block: lost lines only.
+        with held_lock:
+            for value in held:
+                if value not in told:
+                    told.add(value)
+                    proto.send({"op": "lost", "value": value, "detail": "the connection went %s" % state})
+
+    client.add_listener(listen)
     client.start(timeout=30)
     proto.send(READY)
     ttl = (hello.get("ttl_ms") or 1000) / 1000
     attempts = max(1, hello.get("retries", 1))
-    held = {}  # lease value (the lock znode's name) -> Lock
 
     def handle(req):
         op, key = req.get("op"), req.get("key")
@@ -72,7 +101,8 @@ def main():
                 return acquire(req, key)
             elif op == "release":
                 proto.point("before-release")
-                lock = held.pop(req["value"], None)
+                with held_lock:
+                    lock = held.pop(req["value"], None)
                 if lock is None:
                     proto.reply(req, "fail", detail="no lock of this driver has that znode")
                 elif lock.release():
@@ -82,7 +112,8 @@ def main():
             elif op == "extend":
                 # kazoo's lock lasts as long as its session; there is
                 # nothing to extend. The driver shows the znode is there.
-                lock = held.get(req["value"])
+                with held_lock:
+                    lock = held.get(req["value"])
                 if lock is None or client.exists(lock.path + "/" + lock.node) is None:
                     proto.reply(req, "fail", detail="the lock znode is gone")
                 else:
@@ -117,12 +148,26 @@ def main():
         if stat is None:
             proto.reply(req, "fail", detail="acquired, but the lock znode %s is gone (session expired)" % path)
             return None
-        held[lock.node] = lock
+        with held_lock:
+            held[lock.node] = lock
+            if LISTENER and client.state != KazooState.CONNECTED:
+                # The connection went while the znode was read: the
+                # listener has spoken already, of the locks it knew.
+                told.add(lock.node)
+                lost = True
+            else:
+                lost = False
+        if lost:
+            proto.send({"op": "lost", "value": lock.node, "detail": "the connection went %s as the lock was granted" % client.state})
         proto.point("after-acquire")
         proto.reply(req, "ok", value=lock.node, token=stat.czxid, detail=path)
         # Given up (answered unknown) before it was granted: the harness
         # took the grant for unknown, and nobody will release it.
-        return lambda: held.pop(lock.node, None) and lock.release()
+        def undo():
+            with held_lock:
+                gone = held.pop(lock.node, None)
+            return gone and lock.release()
+        return undo
 
     # kazoo's requests wait, without bound, for a server to answer while
     # none does (its timeout bounds its retries, not a request): a request
@@ -131,6 +176,7 @@ def main():
     # time to reconnect; at most 8 s, under the harness's 10) is answered
     # unknown.
     proto.serve(handle, min(max(2 * session, 4), 8))
+    stopping.set()
     client.stop()
     client.close()
 
