@@ -50,6 +50,10 @@ var (
 	phpredis    = need{"/usr/lib/php/*/redis.so", "php-redis"}
 	symfonyLock = need{"/usr/share/php/Symfony/Component/Lock", "php-symfony-lock"}
 	kazooPkg    = need{"/usr/lib/python3/dist-packages/kazoo", "python3-kazoo"}
+	// curatorNeeds: Curator and ZooKeeper's client; the JDK is asked for
+	// by prepareCurator, with its package.
+	curatorNeeds = []need{{"/usr/share/java/curator-recipes.jar", "libcurator-recipes-java"}, {"/usr/share/java/zookeeper.jar", "libzookeeper-java"},
+		{"/usr/share/java/slf4j-simple.jar", "libslf4j-java"}}
 )
 
 var builtins = map[string]builtinDriver{
@@ -70,9 +74,8 @@ var builtins = map[string]builtinDriver{
 		command: phpCommand("laravel_lock.php"),
 		needs: []need{php, phpredis, {"/usr/share/php/Illuminate/Cache", "php-illuminate-cache"},
 			{"/usr/share/php/Illuminate/Redis", "php-illuminate-redis"}}},
-	"curator": {files: []string{"CuratorDriver.java"}, prepare: prepareCurator,
-		needs: []need{{"/usr/share/java/curator-recipes.jar", "libcurator-recipes-java"}, {"/usr/share/java/zookeeper.jar", "libzookeeper-java"},
-			{"/usr/share/java/slf4j-simple.jar", "libslf4j-java"}}},
+	"curator":          {files: []string{"CuratorDriver.java"}, prepare: prepareCurator, needs: curatorNeeds},
+	"curator-listener": {files: []string{"CuratorDriver.java"}, prepare: prepareCuratorListener, needs: curatorNeeds},
 }
 
 func pythonCommand(file string, args ...string) func(string) []string {
@@ -88,7 +91,7 @@ func phpCommand(file string, args ...string) func(string) []string {
 
 // Builtins are the drivers shipped inside the binary, by name: the lock
 // kinds they play.
-var Builtins = []string{"redis-py", "kazoo", "kazoo-listener", "curator", "symfony-redis", "symfony-redlock", "laravel"}
+var Builtins = []string{"redis-py", "kazoo", "kazoo-listener", "curator", "curator-listener", "symfony-redis", "symfony-redlock", "laravel"}
 
 // Builtin writes built-in driver name into dir (a private folder of the
 // run) and returns the command that runs it; it says which Debian package

@@ -95,6 +95,17 @@ func prepareCurator(dir string) ([]string, error) {
 	return append(cmd, "-cp", cp, "CuratorDriver"), nil
 }
 
+// prepareCuratorListener is prepareCurator's command run with
+// "listener": the lock kind curator-listener, a ConnectionStateListener
+// whose user stops believing on SUSPENDED or LOST.
+func prepareCuratorListener(dir string) ([]string, error) {
+	cmd, err := prepareCurator(dir)
+	if err != nil {
+		return nil, err
+	}
+	return append(cmd, "listener"), nil
+}
+
 // curatorKey names a compilation: the source, the JDK and the jars.
 func curatorKey(src []byte, java, javac string) (string, error) {
 	h := sha256.New()

@@ -26,7 +26,7 @@ func RuntimeOf(name string) (Runtime, bool) {
 		return Runtime{PythonModules: []string{"kazoo", "kazoo.client", "kazoo.exceptions", "kazoo.recipe.lock", "kazoo.security"}}, true
 	case "symfony-redis", "symfony-redlock", "laravel":
 		return Runtime{PHP: true}, true
-	case "curator":
+	case "curator", "curator-listener":
 		return Runtime{Jars: slices.Clone(curatorJars)}, true
 	}
 	return Runtime{}, false

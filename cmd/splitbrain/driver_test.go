@@ -114,6 +114,8 @@ func TestBuiltinDriversCheck(t *testing.T) {
 			"cannot tell release of a lost lease", "every check passed (12); 1 the lock does not report (cannot tell)"}},
 		{"curator", []string{"ok    describe: claims zookeeper; curator 5.", ", zookeeper 3.", "ok    release: released; c2 took the key after it, token ",
 			"cannot tell release of a lost lease", "every check passed (11); 1 the lock does not report (cannot tell)"}},
+		{"curator-listener", []string{"with a state listener\", announces points", "ok    lost told: c1 said its lease lost",
+			"cannot tell release of a lost lease", "every check passed (12); 1 the lock does not report (cannot tell)"}},
 		{"symfony-redis", []string{"ok    describe: claims redis, one master with replicas; symfony/lock 5.", ", phpredis ",
 			"ok    points: reached [after-replies after-acquire before-release], as announced",
 			"cannot tell release of a lost lease", "every check passed (11); 1 the lock does not report (cannot tell)"}},
@@ -153,7 +155,7 @@ func TestDriverCheckUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"driver"}, "driver wants a subcommand: check"},
-		{[]string{"driver", "check"}, "driver check wants the driver's command (or a built-in driver: redis-py, kazoo, kazoo-listener, curator, symfony-redis, symfony-redlock, laravel)"},
+		{[]string{"driver", "check"}, "driver check wants the driver's command (or a built-in driver: redis-py, kazoo, kazoo-listener, curator, curator-listener, symfony-redis, symfony-redlock, laravel)"},
 		{[]string{"driver", "check", "--nodes", "0", "x"}, "--nodes 0: want a whole number from 1 to 9"},
 	} {
 		res := e.run(tc.args...)

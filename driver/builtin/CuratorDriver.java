@@ -31,6 +31,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -38,6 +39,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -45,6 +47,7 @@ import org.apache.curator.framework.api.ACLProvider;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.PredicateResults;
 import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.data.ACL;
@@ -71,15 +74,30 @@ public final class CuratorDriver {
         }
     }
 
+    /**
+     * Run with "listener" (lock kind curator-listener), the driver is the
+     * user Curator's error-handling note asks for: a ConnectionStateListener
+     * says, of every lock it holds, that it is lost (the protocol's lost)
+     * the moment the connection goes SUSPENDED or LOST ("If a SUSPENDED
+     * state is reported you cannot be certain that you still hold the lock
+     * unless you subsequently receive a RECONNECTED state. If a LOST state
+     * is reported it is certain that you no longer hold the lock"), and the
+     * user stops believing there.
+     */
+    static boolean listener;
+
     static Map<String, Object> ready() {
         Map<String, Object> m = new LinkedHashMap<>();
         String lib = "curator " + version(InterProcessMutex.class, "org.apache.curator", "curator-recipes");
         m.put("op", "ready");
-        m.put("name", "Curator InterProcessMutex " + lib);
+        m.put("name", "Curator InterProcessMutex " + lib + (listener ? " with a state listener" : ""));
         m.put("points", List.of("after-replies", "after-acquire", "before-release"));
         m.put("servers", List.of("zookeeper"));
         m.put("fenced", true);
         m.put("unreported", List.of("release"));
+        if (listener) {
+            m.put("lost", true);
+        }
         m.put("library", lib);
         m.put("client_library", "zookeeper " + version(org.apache.zookeeper.ZooKeeper.class, "org.apache.zookeeper", "zookeeper"));
         return m;
@@ -191,6 +209,7 @@ public final class CuratorDriver {
             Json.parse("{\"a\":[1,2.5,\"x\",{\"b\":null,\"c\":true}]}");
             return;
         }
+        listener = args.length > 0 && args[0].equals("listener");
         Thread reader = new Thread(CuratorDriver::readStdin, "stdin");
         reader.setDaemon(true);
         reader.start();
@@ -224,7 +243,23 @@ public final class CuratorDriver {
                 public List<ACL> getAclForPath(String path) { return acl; }
             })
             .build();
-        client.getConnectionStateListenable().addListener((c, state) -> System.err.println("curator: connection state " + state));
+        // By lease value; the listener reads it from Curator's event thread.
+        Map<String, Mutex> held = new ConcurrentHashMap<>();
+        Set<String> told = ConcurrentHashMap.newKeySet();
+        // Set once the harness closed stdin: the client's own close is no
+        // lock's loss to tell.
+        AtomicBoolean stopping = new AtomicBoolean();
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            System.err.println("curator: connection state " + state);
+            if (!listener || stopping.get() || (state != ConnectionState.SUSPENDED && state != ConnectionState.LOST)) {
+                return;
+            }
+            for (String value : held.keySet()) {
+                if (told.add(value)) {
+                    send(Map.<String, Object>of("op", "lost", "value", value, "detail", "the connection went " + state));
+                }
+            }
+        });
         client.start();
         if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
             System.err.println("curator driver: no connection to " + hosts + " within 30s");
@@ -234,7 +269,6 @@ public final class CuratorDriver {
 
         double ttl = Math.max(num(hello.get("ttl_ms")), 1) / 1000.0;
         int attempts = (int) Math.max(1, num(hello.get("retries")));
-        Map<String, Mutex> held = new HashMap<>();
         ExecutorService worker = Executors.newSingleThreadExecutor();
         // The ZooKeeper client waits, without bound, for a server to answer
         // while none does: a request still blocked after twice the session
@@ -253,7 +287,7 @@ public final class CuratorDriver {
             final boolean[] givenUp = {false};
             Future<?> f = worker.submit(() -> {
                 current.set(id);
-                Mutex late = serve(client, req, id, held, ttl, attempts);
+                Mutex late = serve(client, req, id, held, told, ttl, attempts);
                 synchronized (givenUp) {
                     if (givenUp[0] && late != null) {
                         // Granted after it was answered unknown: nobody will release it.
@@ -275,6 +309,7 @@ public final class CuratorDriver {
                 }
             }
         }
+        stopping.set(true);
         worker.shutdownNow();
         client.close();
     }
@@ -309,7 +344,7 @@ public final class CuratorDriver {
     }
 
     /** Serves one request; returns the mutex it granted, if any. */
-    static Mutex serve(CuratorFramework client, Map<String, Object> req, long id, Map<String, Mutex> held, double ttl, int attempts) {
+    static Mutex serve(CuratorFramework client, Map<String, Object> req, long id, Map<String, Mutex> held, Set<String> told, double ttl, int attempts) {
         String op = (String) req.get("op");
         try {
             switch (op) {
@@ -336,6 +371,11 @@ public final class CuratorDriver {
                     }
                     String value = path.substring(path.lastIndexOf('/') + 1);
                     held.put(value, m);
+                    if (listener && !client.getZookeeperClient().isConnected() && told.add(value)) {
+                        // The connection went while the znode was read: the
+                        // listener has spoken already, of the locks it knew.
+                        send(Map.<String, Object>of("op", "lost", "value", value, "detail", "the connection went as the lock was granted"));
+                    }
                     point("after-acquire");
                     reply(id, "ok", "value", value, "token", st.getCzxid(), "detail", path);
                     return m;
