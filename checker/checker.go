@@ -341,16 +341,12 @@ func stalls(events []history.Event, notes []string) ([]Stall, []string) {
 		if e.F != history.Stall {
 			continue
 		}
-		var v history.StallValue
-		if err := e.Decode(&v); err != nil {
-			notes = append(notes, fmt.Sprintf("event %d: a stall without its length: %v", e.Index, err))
+		stood, err := e.Stood()
+		if err != nil {
+			notes = append(notes, err.Error())
 			continue
 		}
-		if v.For <= 0 {
-			notes = append(notes, fmt.Sprintf("event %d: a stall without its length (for %d ns)", e.Index, v.For))
-			continue
-		}
-		out = append(out, Stall{End: e.Time, For: v.For})
+		out = append(out, Stall{End: e.Time, For: stood})
 	}
 	if len(out) == 0 {
 		return nil, notes

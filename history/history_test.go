@@ -640,3 +640,26 @@ func FuzzStringValue(f *testing.F) {
 		}
 	})
 }
+
+// Stood reads a stall's length, and says what is wrong with one it cannot.
+func TestStood(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		e    history.Event
+		want int64
+		err  string
+	}{
+		{"a stall", history.Event{F: history.Stall, Value: history.MustValue(history.StallValue{For: 450e6})}, 450e6, ""},
+		{"no length", history.Event{F: history.Stall, Value: history.MustValue(history.StallValue{})}, 0, "a stall without its length (for 0 ns)"},
+		{"a value of another shape", history.Event{F: history.Stall, Value: history.MustValue("x")}, 0, "a stall without its length: "},
+		{"not a stall", history.Event{F: history.Setup}, 0, "is setup, not a stall"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.e.Stood()
+			if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("Stood() = %d, %v; want %d, %q", got, err, tc.want, tc.err)
+			}
+		})
+	}
+}

@@ -76,3 +76,20 @@ func (e Event) Decode(v any) error {
 type StallValue struct {
 	For int64 `json:"for"`
 }
+
+// Stood is how long a Stall event says the harness stood still, in
+// nanoseconds; an error for another event, or a stall without a length
+// (none, or none above zero), which says so.
+func (e Event) Stood() (int64, error) {
+	if e.F != Stall {
+		return 0, fmt.Errorf("event %d is %s, not a stall", e.Index, e.F)
+	}
+	var v StallValue
+	if err := e.Decode(&v); err != nil {
+		return 0, fmt.Errorf("event %d: a stall without its length: %w", e.Index, err)
+	}
+	if v.For <= 0 {
+		return 0, fmt.Errorf("event %d: a stall without its length (for %d ns)", e.Index, v.For)
+	}
+	return v.For, nil
+}

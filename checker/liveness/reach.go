@@ -108,13 +108,13 @@ func stalls(events []history.Event, clients []string) []fault {
 		if e.F != history.Stall {
 			continue
 		}
-		var v history.StallValue
-		if err := e.Decode(&v); err != nil || v.For <= 0 {
+		stood, err := e.Stood()
+		if err != nil {
 			// Noted by the checker; a stall of no known length holds
 			// no one.
 			continue
 		}
-		w := paired.FaultWindow{Fault: history.Fault{Kind: kindStall, Nodes: clients}, Start: e.Time - v.For, End: e.Time, Healed: true}
+		w := paired.FaultWindow{Fault: history.Fault{Kind: kindStall, Nodes: clients}, Start: e.Time - stood, End: e.Time, Healed: true}
 		out = append(out, fault{FaultWindow: w, class: classClient, from: w.Start})
 	}
 	return out
