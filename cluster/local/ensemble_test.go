@@ -15,6 +15,7 @@ import (
 	"splitbrain/cluster"
 	"splitbrain/cluster/local"
 	"splitbrain/fault"
+	"splitbrain/internal/testgate"
 )
 
 // ensembleOps is what the ensemble tests do to one kind of consensus
@@ -35,6 +36,12 @@ type ensembleOps struct {
 
 func startEnsemble(t *testing.T, kind *cluster.Kind) *local.Cluster {
 	t.Helper()
+	// Three JVMs (or etcds) starting and electing are the costliest start
+	// of any test here: they wait, as the plays do, until the machine's
+	// CPUs have room (on CI's busy machine an ungated ensemble took 18.6
+	// s to serve, and its two members left after a pause then found no
+	// session for 3 minutes).
+	testgate.Enter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
