@@ -17,8 +17,9 @@
 // Both read the history alone: the lock's setup (the history's Setup
 // event: its nodes, quorum, expiry and retry interval), the faults (which
 // nodes were down, which links cut, whose clocks moved, which clients
-// stopped; a stall of the harness stops every client and its background
-// renewals for its length) and the lock's operations. A lock is free
+// stopped; a stall of the harness holds every client's background
+// renewals for its length, and a refusal in it is owed nothing) and the
+// lock's operations. A lock is free
 // when no operation may keep it taken: a grant until its release came
 // back ok (from every node, for a lock of independent masters) or until
 // it expired, an expiry after its holder's last word (its grant or
@@ -316,6 +317,9 @@ func (j *judge) judge(res *Result) {
 		r := j.reach[a.client]
 		if r.cannot.overlaps(min(a.inv, a.end-s.Retry-s.Reconnect), a.end) {
 			continue // the lock promised nothing
+		}
+		if a.outcome != history.OK && r.stalled.overlaps(min(a.inv, a.end-s.Retry-s.Reconnect), a.end) {
+			continue // a refusal while the client could not run
 		}
 		if _, held := j.certain[a.key].other(a.id, a.inv, a.end); held && a.outcome != history.OK {
 			// It was not free: a refusal says nothing. A grant does,

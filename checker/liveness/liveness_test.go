@@ -639,7 +639,7 @@ func (b *hist) stall(to, length int64) *hist {
 
 // A stall of the harness (history.Stall: starved of the CPU or stopped)
 // holds every client and what it runs in the background for its length:
-// an attempt it overlapped is owed nothing, one after it is judged as if
+// a refusal it overlapped is owed nothing (a grant still counts), one after it is judged as if
 // it had not been (nothing of the lock's was faulted: deadlock freedom),
 // and a holder that could not renew for an expiry may have lost its lock.
 // Both sides of each edge.
@@ -665,6 +665,9 @@ func TestHarnessStallsHoldEveryClient(t *testing.T) {
 		{"a stall during the attempt: owed nothing", func() []history.Event {
 			return refused(new(hist).setup(single).stall(4995, 45))
 		}, verdicts{unknown, unknown, 0, 0}},
+		{"a grant during a stall still shows the lock live", func() []history.Event {
+			return new(hist).setup(single).stall(4995, 45).acquire("c2", "k", 4990, 5000, history.OK, "v2").events(9000)
+		}, verdicts{valid, unknown, 1, 0}},
 		{"a stall into the retry interval before its end: owed nothing", func() []history.Event {
 			return refused(new(hist).setup(single).stall(4905, 45))
 		}, verdicts{unknown, unknown, 0, 0}},

@@ -323,9 +323,10 @@ func refJudge(events []history.Event, s history.LockSetup) refResult {
 		if a.f != history.Acquire {
 			continue
 		}
-		promised, free, maybe := true, true, false
+		promised, free, maybe, stalled := true, true, false, false
 		for _, x := range halves(min(a.inv, a.end-tick(s.Retry)-tick(s.Reconnect)), a.end) {
 			promised = promised && j.reaches(a.client, x)
+			stalled = stalled || paused(j.active(x), a.client, "stall")
 		}
 		for _, x := range halves(a.inv, a.end) {
 			for _, o := range ops {
@@ -343,6 +344,11 @@ func refJudge(events []history.Event, s history.LockSetup) refResult {
 		// A refusal counts only on a lock free all along; a grant
 		// counts whenever the client could reach the lock.
 		if !promised || !free && a.typ != history.OK {
+			continue
+		}
+		// A refusal while the harness stood still is owed nothing; a
+		// grant then still shows the lock live.
+		if stalled && a.typ != history.OK {
 			continue
 		}
 		p := &res.df
@@ -530,7 +536,7 @@ func (j *refJudgeState) reaches(c string, x int64) bool {
 			ok = false
 		}
 	}
-	return ok && j.replicasUp(active) && !paused(active, c, "client-pause", "client-pause-held", "stall") && !anyUnknown(active) && !j.electing(x)
+	return ok && j.replicasUp(active) && !paused(active, c, "client-pause", "client-pause-held") && !anyUnknown(active) && !j.electing(x)
 }
 
 // electing: an ensemble's member went down or was cut from another
