@@ -1,7 +1,5 @@
 package locks
 
-import "time"
-
 // CuratorListener is Curator's InterProcessMutex used as Curator's
 // error-handling note asks: with a ConnectionStateListener whose user
 // stops believing the moment the connection goes SUSPENDED or LOST. The
@@ -9,20 +7,8 @@ import "time"
 // landscape, it shows what that remedy mends (a holder cut off, a
 // session Curator itself ends after SUSPENDED) and what it cannot (a
 // holder paused hears only once it runs again — Kleppmann's point).
-var CuratorListener = &Kind{
-	Name:   "curator-listener",
-	About:  "Apache Curator's InterProcessMutex (Java) with a ConnectionStateListener, as Curator asks, a built-in driver, on a ZooKeeper 3.8 ensemble",
-	Server: "zookeeper",
-	Shape:  Ensemble,
-	// As Curator's: the lock znode's czxid.
-	Fenced: true,
-	Belief: "until the release or the moment the connection goes SUSPENDED or LOST, whichever is first: a ConnectionStateListener " +
-		"says the lock lost then (Curator: \"If a SUSPENDED state is reported you cannot be certain that you still hold the lock\"), " +
-		"and the user stops believing",
-	Driver:     true,
-	PauseStops: true,
-	// The client and its retries are Curator's (Curator).
-	Liveness:   zooKeeperSessions(time.Second),
-	Adapter:    "driver",
-	Unreported: []string{"release"},
-}
+var CuratorListener = listening(Curator, "curator-listener",
+	"Apache Curator's InterProcessMutex (Java) with a ConnectionStateListener, as Curator asks, a built-in driver, on a ZooKeeper 3.8 ensemble",
+	"until the release or the moment the connection goes SUSPENDED or LOST, whichever is first: a ConnectionStateListener "+
+		"says the lock lost then (Curator: \"If a SUSPENDED state is reported you cannot be certain that you still hold the lock\"), "+
+		"and the user stops believing")
