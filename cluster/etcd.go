@@ -112,6 +112,12 @@ func etcdConfig(c ServerConfig) string {
 		"logger: \"zap\"",
 		"log-outputs: [\"stderr\"]",
 		"enable-v2: false",
+		// The gRPC gateway (JSON over HTTP, /v3/...), which a client
+		// without gRPC talks to (tooz's etcd3gw driver). etcd 3.4 serves
+		// it by default, but not when started from a config file (etcd
+		// issue 12093, changed in 3.5). On the client port, behind the
+		// same TLS and authentication as gRPC.
+		"enable-grpc-gateway: true",
 	}
 	// TLS on both ports, for clients of the run's authority only
 	// (etcdtls.go).

@@ -29,10 +29,10 @@ import (
 // password goes from the harness to the clients, and no file of keys
 // outlives the run.
 
-// etcdServerName is the name every member's certificate carries and
+// EtcdServerName is the name every member's certificate carries and
 // every client checks: clients dial proxies and containers by address,
 // and the name stays the same whichever.
-const etcdServerName = "etcd.splitbrain.invalid"
+const EtcdServerName = "etcd.splitbrain.invalid"
 
 // The files of a member's TLS material, in its data folder (Kind.Files).
 const (
@@ -78,19 +78,25 @@ func etcdCA(password string) (*x509.Certificate, ed25519.PrivateKey, error) {
 // etcdLeaf is the certificate (DER) and key of a member at ip (also its
 // client certificate toward its peers), or of a client (ip nil).
 func etcdLeaf(password string, ip net.IP) ([]byte, ed25519.PrivateKey, *x509.Certificate, error) {
+	return etcdCert(password, "leaf", "splitbrain", ip)
+}
+
+// etcdCert is a certificate of the run's authority with key purpose and
+// common name cn.
+func etcdCert(password, purpose, cn string, ip net.IP) ([]byte, ed25519.PrivateKey, *x509.Certificate, error) {
 	ca, caKey, err := etcdCA(password)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	key := etcdKey(password, "leaf")
+	key := etcdKey(password, purpose)
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "splitbrain"},
+		Subject:      pkix.Name{CommonName: cn},
 		NotBefore:    etcdValidity[0],
 		NotAfter:     etcdValidity[1],
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		DNSNames:     []string{etcdServerName},
+		DNSNames:     []string{EtcdServerName},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
 	}
 	if ip != nil && !ip.IsLoopback() {
@@ -137,7 +143,30 @@ func EtcdTLS(password string) (*tls.Config, error) {
 	return &tls.Config{
 		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
 		RootCAs:      pool,
-		ServerName:   etcdServerName,
+		ServerName:   EtcdServerName,
 		MinVersion:   tls.VersionTLS12,
 	}, nil
+}
+
+// EtcdClientPEM is a client's TLS material for a run with password, as
+// PEM: the run's authority, the client's certificate and its key (PKCS #8,
+// ed25519) — for a lock client in another process (a driver), which gets
+// them as files. Its certificate names no common name: etcd 3.4's gRPC
+// gateway, which a client without gRPC talks to, refuses a request whose
+// client certificate names one ("CommonName of client sending a request
+// against gateway will be ignored and not used as expected": with
+// client-cert-auth, etcd would take it for the user), so the client
+// authenticates with the run's user and password alone.
+func EtcdClientPEM(password string) (ca, cert, key []byte, err error) {
+	der, k, caCert, err := etcdCert(password, "driver", "", nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), nil
 }

@@ -74,6 +74,9 @@ var builtins = map[string]builtinDriver{
 		command: phpCommand("laravel_lock.php"),
 		needs: []need{php, phpredis, {"/usr/share/php/Illuminate/Cache", "php-illuminate-cache"},
 			{"/usr/share/php/Illuminate/Redis", "php-illuminate-redis"}}},
+	"tooz-etcd": {files: []string{"tooz_etcd.py", "sbdriver.py"},
+		command: pythonCommand("tooz_etcd.py"),
+		needs:   []need{python, {"/usr/lib/python3/dist-packages/tooz", "python3-tooz"}}},
 	"curator":          {files: []string{"CuratorDriver.java"}, prepare: prepareCurator, needs: curatorNeeds},
 	"curator-listener": {files: []string{"CuratorDriver.java"}, prepare: prepareCuratorListener, needs: curatorNeeds},
 }
@@ -91,7 +94,7 @@ func phpCommand(file string, args ...string) func(string) []string {
 
 // Builtins are the drivers shipped inside the binary, by name: the lock
 // kinds they play.
-var Builtins = []string{"redis-py", "kazoo", "kazoo-listener", "curator", "curator-listener", "symfony-redis", "symfony-redlock", "laravel"}
+var Builtins = []string{"redis-py", "kazoo", "kazoo-listener", "curator", "curator-listener", "symfony-redis", "symfony-redlock", "laravel", "tooz-etcd"}
 
 // Builtin writes built-in driver name into dir (a private folder of the
 // run) and returns the command that runs it; it says which Debian package

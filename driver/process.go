@@ -206,6 +206,13 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 		// misses.
 		Pdeathsig: syscall.SIGKILL,
 	}
+	var tlsFiles *TLSFiles
+	if cfg.Server == ServerEtcd && !cfg.Describe {
+		var err error
+		if tlsFiles, err = writeTLS(cfg); err != nil {
+			return nil, fmt.Errorf("driver %s of %s: %w", cfg.Name, cfg.Client, err)
+		}
+	}
 	own, ownErr := newOwner()
 	if own != nil {
 		own.attr(cmd.SysProcAttr)
@@ -237,6 +244,7 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 		if own != nil {
 			_ = own.remove()
 		}
+		removeTLS(tlsFiles)
 		return nil, fmt.Errorf("driver %s of %s: starting %s: %w", cfg.Name, cfg.Client, cfg.Command[0], err)
 	}
 	p := &Proc{cfg: cfg, cmd: cmd, stdin: stdin, lines: make(chan line, 16),
@@ -271,6 +279,9 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 		stderr.Close()
 		<-drained
 		p.logf("# process exited: %s", p.exit)
+		// Its TLS material goes with it (a kill of its client is a new
+		// process, with material of its own).
+		removeTLS(tlsFiles)
 		close(p.exited)
 	}()
 	if own == nil {
@@ -283,7 +294,7 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 	}
 	p.logf("# started %s (pid %d)", strings.Join(cfg.Command, " "), cmd.Process.Pid)
 	hello := Request{Op: OpHello, Protocol: Version, Client: cfg.Client, Server: cfg.Server, Deployment: cfg.Deployment,
-		Nodes: cfg.Nodes, User: cfg.User, Password: cfg.Password, Sentinel: cfg.Sentinel,
+		Nodes: cfg.Nodes, User: cfg.User, Password: cfg.Password, Sentinel: cfg.Sentinel, TLS: tlsFiles,
 		SessionTimeoutMS: ms(cfg.SessionTimeout), TTLMS: ms(cfg.TTL), NodeTimeoutMS: ms(cfg.NodeTimeout), Retries: cfg.Retries}
 	if cfg.Describe {
 		hello = Request{Op: OpHello, Protocol: Version, Client: cfg.Client, Describe: true}

@@ -109,6 +109,23 @@ type SentinelInfo struct {
 	Routes map[string]string `json:"routes"`
 }
 
+// TLSFiles is a client's TLS material, as files of the run's private
+// folder that live as long as the driver's process (hello's tls, with
+// server etcd: every member takes TLS connections only, from clients with
+// a certificate of the run's own authority).
+type TLSFiles struct {
+	// CAFile is the run's authority (PEM): check the servers against it.
+	CAFile string `json:"ca_file"`
+	// CertFile and KeyFile are the client's certificate and key (PEM; the
+	// key is ed25519, PKCS #8): present them.
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+	// ServerName is the name the servers' certificates carry (they also
+	// name 127.0.0.1, where the nodes' addresses are): check it when
+	// dialling any other address.
+	ServerName string `json:"server_name"`
+}
+
 // Request is one line the harness writes to the driver.
 type Request struct {
 	Op string `json:"op"`
@@ -130,6 +147,7 @@ type Request struct {
 	User     string        `json:"user,omitempty"`
 	Password string        `json:"password,omitempty"`
 	Sentinel *SentinelInfo `json:"sentinel,omitempty"`
+	TLS      *TLSFiles     `json:"tls,omitempty"`
 	// SessionTimeoutMS is the ZooKeeper session timeout to ask for: the
 	// story's TTL, within what the servers grant.
 	SessionTimeoutMS float64 `json:"session_timeout_ms,omitempty"`

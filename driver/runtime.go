@@ -24,6 +24,11 @@ func RuntimeOf(name string) (Runtime, bool) {
 		return Runtime{PythonModules: []string{"redis", "redis.sentinel", "redis.exceptions", "redis.lock"}}, true
 	case "kazoo", "kazoo-listener":
 		return Runtime{PythonModules: []string{"kazoo", "kazoo.client", "kazoo.exceptions", "kazoo.recipe.lock", "kazoo.security"}}, true
+	case "tooz-etcd":
+		// tooz finds its etcd driver through stevedore's entry points,
+		// which read tooz's metadata (copied with each package).
+		return Runtime{PythonModules: []string{"tooz", "tooz.coordination", "tooz.drivers.etcd3gw", "etcd3gw", "stevedore",
+			"requests.adapters", "requests.exceptions", "urllib3.exceptions", "tenacity"}}, true
 	case "symfony-redis", "symfony-redlock", "laravel":
 		return Runtime{PHP: true}, true
 	case "curator", "curator-listener":

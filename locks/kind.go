@@ -218,7 +218,7 @@ const (
 // kind is one file declaring it and its line here.
 var All = []*Kind{
 	Redlock, Single, Naive, FencedSimple, FencedTwoRound, Redsync, Redislock, WaitReplicas, RedisPy,
-	Rueidislock, SymfonyRedis, SymfonyRedlock, Laravel, ZooKeeper, Etcd, EtcdV3Lock, Kazoo, KazooListener, Curator, CuratorListener,
+	Rueidislock, SymfonyRedis, SymfonyRedlock, Laravel, ZooKeeper, Etcd, EtcdV3Lock, Kazoo, KazooListener, Curator, CuratorListener, ToozEtcd,
 	Driver,
 }
 

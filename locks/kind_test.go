@@ -41,7 +41,7 @@ func TestRegistry(t *testing.T) {
 // columns in their order, the file's kinds, the fenced ones.
 func TestLists(t *testing.T) {
 	matrix := "redlock single naive fenced-simple fenced-two-round redsync redislock wait-replicas redis-py rueidislock " +
-		"symfony-redis symfony-redlock laravel zookeeper etcd etcd-v3lock kazoo kazoo-listener curator curator-listener"
+		"symfony-redis symfony-redlock laravel zookeeper etcd etcd-v3lock kazoo kazoo-listener curator curator-listener tooz-etcd"
 	for _, tc := range []struct {
 		name string
 		got  []string
@@ -49,7 +49,7 @@ func TestLists(t *testing.T) {
 	}{
 		{"Matrix", locks.Matrix(), matrix},
 		{"Names", locks.Names(), matrix + " driver"},
-		{"FencedNames", locks.FencedNames(), "fenced-simple fenced-two-round zookeeper etcd etcd-v3lock kazoo kazoo-listener curator curator-listener"},
+		{"FencedNames", locks.FencedNames(), "fenced-simple fenced-two-round zookeeper etcd etcd-v3lock kazoo kazoo-listener curator curator-listener tooz-etcd"},
 	} {
 		if got := strings.Join(tc.got, " "); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

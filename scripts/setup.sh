@@ -31,8 +31,10 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing+=(python3-redis)
 # The other built-in lock drivers (driver/builtin), each from Debian's
 # packages: kazoo's Lock (Python), Symfony's Lock and Laravel's cache lock
-# (PHP, on phpredis), Apache Curator's InterProcessMutex (Java).
+# (PHP, on phpredis), Apache Curator's InterProcessMutex (Java), tooz's
+# etcd lock (Python, OpenStack's coordination library).
 [ -d /usr/lib/python3/dist-packages/kazoo ] || missing+=(python3-kazoo)
+[ -d /usr/lib/python3/dist-packages/tooz ] || missing+=(python3-tooz)
 command -v php >/dev/null 2>&1 || missing+=(php-cli)
 ls /usr/lib/php/*/redis.so >/dev/null 2>&1 || missing+=(php-redis)
 [ -d /usr/share/php/Symfony/Component/Lock ] || missing+=(php-symfony-lock)
@@ -72,5 +74,6 @@ command -v chromium >/dev/null 2>&1 || { echo "setup: chromium still missing aft
 command -v etcd >/dev/null 2>&1 || { echo "setup: etcd-server still missing after install" >&2; exit 1; }
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || { echo "setup: python3-redis still missing after install" >&2; exit 1; }
 [ -d /usr/lib/python3/dist-packages/kazoo ] || { echo "setup: python3-kazoo still missing after install" >&2; exit 1; }
+[ -d /usr/lib/python3/dist-packages/tooz ] || { echo "setup: python3-tooz still missing after install" >&2; exit 1; }
 [ -d /usr/share/php/Symfony/Component/Lock ] || { echo "setup: php-symfony-lock still missing after install" >&2; exit 1; }
 [ -f /usr/share/java/curator-recipes.jar ] || { echo "setup: libcurator-recipes-java still missing after install" >&2; exit 1; }

@@ -65,9 +65,28 @@ func assertRunRemoved(t *testing.T, eng *docker.Engine, stdout string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(left) != 0 {
-		t.Errorf("run %s left %v in the engine", m[1], left)
+	if len(left) == 0 {
+		return
 	}
+	// The one leftover excused: a network whose endpoint count the engine
+	// got wrong (moby/moby#42119, open; seen once here after a Ctrl-C) —
+	// no container on it, and still refused with "active endpoints" after
+	// 10 s of tries. Anything the engine can remove is the run's fault.
+	var stale *docker.StaleNetworkError
+	if err := eng.RemoveRun(ctx, m[1]); errors.As(err, &stale) && onlyNetworks(left) {
+		t.Logf("run %s left %v: the engine's stale endpoint, not the run's leftover: %v", m[1], left, err)
+		return
+	}
+	t.Errorf("run %s left %v in the engine", m[1], left)
+}
+
+func onlyNetworks(objs []string) bool {
+	for _, o := range objs {
+		if !strings.HasPrefix(o, "network ") {
+			return false
+		}
+	}
+	return true
 }
 
 // Without an engine, --backend docker fails before making a run folder,

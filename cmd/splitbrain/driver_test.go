@@ -94,9 +94,9 @@ func TestDriverCheck(t *testing.T) {
 
 // The built-in drivers of the locks people run conform, each on real
 // servers of the kind it claims (kazoo and Curator on a ZooKeeper
-// ensemble, Symfony and Laravel on redis-server nodes): one check each,
-// one after another (a ZooKeeper ensemble and three JVMs are a lot for
-// two cores).
+// ensemble, Symfony and Laravel on redis-server nodes, tooz on an etcd
+// cluster): one check each, one after another (a ZooKeeper ensemble and
+// three JVMs are a lot for two cores).
 func TestBuiltinDriversCheck(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -123,6 +123,11 @@ func TestBuiltinDriversCheck(t *testing.T) {
 			"cannot tell release of a lost lease", "every check passed (11); 1 the lock does not report (cannot tell)"}},
 		{"laravel", []string{"ok    describe: claims redis, one master with replicas; illuminate/cache ",
 			"ok    extend: the lock has no extension (its ready: unsupported extend)", "ok    release of a lost lease: c1 stopped",
+			"every check passed (12)"}},
+		// On etcd: TLS from hello's files, through the gRPC gateway; a
+		// release of a lost lease says fail (release() returns False).
+		{"tooz-etcd", []string{"ok    describe: claims etcd; tooz 3.", "on a 3-member etcd cluster", "ok    acquire: granted",
+			"ok    release of a lost lease: c1 stopped", "ok    release: released; c2 took the key after it, token ",
 			"every check passed (12)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,7 +160,7 @@ func TestDriverCheckUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"driver"}, "driver wants a subcommand: check"},
-		{[]string{"driver", "check"}, "driver check wants the driver's command (or a built-in driver: redis-py, kazoo, kazoo-listener, curator, curator-listener, symfony-redis, symfony-redlock, laravel)"},
+		{[]string{"driver", "check"}, "driver check wants the driver's command (or a built-in driver: redis-py, kazoo, kazoo-listener, curator, curator-listener, symfony-redis, symfony-redlock, laravel, tooz-etcd)"},
 		{[]string{"driver", "check", "--nodes", "0", "x"}, "--nodes 0: want a whole number from 1 to 9"},
 	} {
 		res := e.run(tc.args...)
