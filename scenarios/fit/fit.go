@@ -129,6 +129,9 @@ func fitEnsemble(sc *spec.Scenario, lk *locks.Kind) (bool, string) {
 			}
 		}
 	}
+	if why, ok := sc.NotFor[k]; ok {
+		return false, fmt.Sprintf("the story makes no claim about %s: %s", k, why)
+	}
 	if _, ok := sc.ExpectFor(k); !ok {
 		return false, fmt.Sprintf("the story states no expectation for %s", k)
 	}

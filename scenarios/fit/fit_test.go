@@ -80,6 +80,11 @@ func TestFit(t *testing.T) {
 		{"server-clock-ahead", locks.Redsync.Name, ""},
 		{"server-clock-ahead", locks.Rueidislock.Name, ""},
 		{"failover-wait", locks.Redsync.Name, ""},
+		// An ensemble kind's na gives its reason too (it said "no
+		// expectation" before); tooz-etcd plays the others.
+		{"failover-wait", locks.ToozEtcd.Name, "makes no claim about tooz-etcd: tooz reaches etcd through n1 alone"},
+		{"liveness-nodes-down", locks.ToozEtcd.Name, ""},
+		{"clock-jump", locks.ToozEtcd.Name, "etcd is a Go binary"},
 	} {
 		sc, err := spec.Load(tc.story)
 		if err != nil {
