@@ -213,6 +213,14 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 			return nil, fmt.Errorf("driver %s of %s: %w", cfg.Name, cfg.Client, err)
 		}
 	}
+	// The process's waiter removes the files once it runs; until then, a
+	// failed start does.
+	tlsHandedOver := false
+	defer func() {
+		if !tlsHandedOver {
+			removeTLS(tlsFiles)
+		}
+	}()
 	own, ownErr := newOwner()
 	if own != nil {
 		own.attr(cmd.SysProcAttr)
@@ -244,7 +252,6 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 		if own != nil {
 			_ = own.remove()
 		}
-		removeTLS(tlsFiles)
 		return nil, fmt.Errorf("driver %s of %s: starting %s: %w", cfg.Name, cfg.Client, cfg.Command[0], err)
 	}
 	p := &Proc{cfg: cfg, cmd: cmd, stdin: stdin, lines: make(chan line, 16),
@@ -254,6 +261,7 @@ func Start(ctx context.Context, cfg Config) (_ *Proc, err error) {
 			_ = p.Stop(context.WithoutCancel(ctx))
 		}
 	}()
+	tlsHandedOver = true
 	var streams sync.WaitGroup
 	streams.Go(func() { p.readStdout(stdout) })
 	streams.Go(func() { p.readStderr(stderr) })
