@@ -106,11 +106,7 @@ func TestEstimateAndPlayOrder(t *testing.T) {
 
 	var scs []*spec.Scenario
 	for _, n := range []string{"clock-jump", "random-kill-counter", "consensus-lease-expires-waiting", "clock-jump-control"} {
-		sc, err := spec.Load(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scs = append(scs, sc)
+		scs = append(scs, loadConsensusOnly(t, n))
 	}
 	cells := Cells(scs, []string{locks.Redlock.Name, locks.Etcd.Name})
 	var got []string
@@ -133,11 +129,7 @@ func TestEstimateAndPlayOrder(t *testing.T) {
 	// each kind.
 	scs = scs[:0]
 	for _, n := range []string{"restart-amnesia-aof-always", "consensus-lease-expires-waiting", "random-kill-counter", "clock-jump"} {
-		sc, err := spec.Load(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		scs = append(scs, sc)
+		scs = append(scs, loadConsensusOnly(t, n))
 	}
 	cells = Cells(scs, []string{locks.Redlock.Name, locks.Redsync.Name, locks.Naive.Name, locks.Etcd.Name})
 	got = got[:0]
@@ -163,6 +155,22 @@ func TestEstimateAndPlayOrder(t *testing.T) {
 	}
 }
 
+// loadConsensusOnly loads built-in story name; the lease-expires story
+// with its expectations for the consensus locks alone (as it was written:
+// its default, for the Redis locks, came later), so that it stands for a
+// story that fits only ensembles.
+func loadConsensusOnly(t *testing.T, name string) *spec.Scenario {
+	t.Helper()
+	sc, err := spec.Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name == "consensus-lease-expires-waiting" {
+		delete(sc.Expects, spec.ExpectDefault)
+	}
+	return sc
+}
+
 // A plan's cells are Cells' with a backend that does not exist marked
 // n/a; what must be ready is the backends of the cells played, once each.
 func TestPlan(t *testing.T) {
@@ -184,12 +192,9 @@ func TestPlan(t *testing.T) {
 	if played, na := p.Played(); played != 4 || na != 0 {
 		t.Errorf("played %d, n/a %d; want 4 and 0", played, na)
 	}
-	// A story that does not fit a lock is n/a: the lease-expires story
-	// names the consensus locks alone.
-	sc, err := spec.Load("consensus-lease-expires-waiting")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A story that does not fit a lock is n/a: the lease-expires story,
+	// its expectation for the consensus locks alone.
+	sc := loadConsensusOnly(t, "consensus-lease-expires-waiting")
 	if played, na := NewPlan([]*spec.Scenario{sc}, locks, "").Played(); played != 0 || na != 2 {
 		t.Errorf("consensus-lease-expires-waiting against redlock and single: played %d, n/a %d; want 0 and 2", played, na)
 	}

@@ -216,7 +216,8 @@ func TestFitUserDriver(t *testing.T) {
 		{"pause-critical-section", redisOne, ""},
 		{"clock-rate-drift", redisOne, ""}, // a family: its one-master variant
 		{"clock-jump", redisOne, ""},       // a family: its one-master variant
-		{"consensus-lease-expires-waiting", redisOne, "a story of the locks on consensus ensembles"},
+		// Its default is the Redis locks' (a control of extension).
+		{"consensus-lease-expires-waiting", redisOne, ""},
 		{"consensus-lease-expires-waiting", zk, ""},
 		{"restart-amnesia", zk, "a story of Redis locks"},
 		{"pause-critical-section", zk, ""}, // a family: its ensemble variant
@@ -236,5 +237,16 @@ func TestFitUserDriver(t *testing.T) {
 				t.Errorf("%s against %s: expects %q, want any", tc.story, tc.kind.Name, e)
 			}
 		}
+	}
+	// A story whose expect names only locks on ensembles is no Redis
+	// driver's.
+	sc, err := spec.Parse([]byte("name: t\nexpect: {zookeeper: safe, etcd: safe}\ncluster: {nodes: 3}\nlock: {kind: zookeeper, ttl: 2s}\n"+
+		"workload: {clients: 2}\nsteps:\n  - acquire: {client: c1}\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Drivers = []*locks.Kind{redisOne}
+	if ok, why := Lock(sc, redisOne.Name); ok || !strings.Contains(why, "a story of the locks on consensus ensembles") {
+		t.Errorf("an ensemble story against mine: fit %v %q, want refused", ok, why)
 	}
 }
