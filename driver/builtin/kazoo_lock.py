@@ -33,7 +33,7 @@ from kazoo.exceptions import KazooException, LockTimeout, NoNodeError
 from kazoo.recipe.lock import Lock
 from kazoo.security import make_digest_acl
 
-from sbdriver import Protocol
+from sbdriver import Held, Protocol
 
 proto = Protocol()
 VERSION = kazoo.__version__
@@ -59,20 +59,16 @@ class PointedLock(Lock):
 
 
 def main():
-    hello = proto.hello()
+    hello = proto.start(READY)
     if hello is None:
-        return
-    if hello.get("describe"):
-        proto.send(READY)
         return
     user, password = hello["user"], hello["password"]
     session = (hello.get("session_timeout_ms") or 10000) / 1000
     client = KazooClient(hosts=",".join(n["addr"] for n in hello["nodes"]), timeout=session,
                          auth_data=[("digest", "%s:%s" % (user, password))],
                          default_acl=[make_digest_acl(user, password, all=True)])
-    held = {}  # lease value (the lock znode's name) -> Lock
+    held = Held()  # lease value (the lock znode's name) -> Lock
     told = set()  # leases said lost
-    held_lock = threading.Lock()
     # Set once the harness closed stdin: the client's own stop goes LOST,
     # which is no lock's loss to tell (and the harness reads no more).
     stopping = threading.Event()
@@ -82,8 +78,8 @@ def main():
         if not LISTENER or stopping.is_set() or state not in (KazooState.SUSPENDED, KazooState.LOST):
             return
         # On kazoo's event thread, which must not block: lost lines only.
-        with held_lock:
-            for value in held:
+        with held.mutex:
+            for value in held.by_value:
                 if value not in told:
                     told.add(value)
                     proto.send({"op": "lost", "value": value, "detail": "the connection went %s" % state})
@@ -94,32 +90,24 @@ def main():
     ttl = (hello.get("ttl_ms") or 1000) / 1000
     attempts = max(1, hello.get("retries", 1))
 
+    def release(req):
+        proto.release_held(req, held, lambda lock: lock.release(),
+                           done="release() returned True (it does so for a znode already gone)",
+                           refused="release() returned False: not acquired",
+                           missing="no lock of this driver has that znode")
+
+    def extend(req):
+        # kazoo's lock lasts as long as its session; there is nothing to
+        # extend. The driver shows the znode is there.
+        lock = held.get(req["value"])
+        if lock is None or client.exists(lock.path + "/" + lock.node) is None:
+            proto.reply(req, "fail", detail="the lock znode is gone")
+        else:
+            proto.reply(req, "ok", value=req["value"])
+
     def handle(req):
-        op, key = req.get("op"), req.get("key")
         try:
-            if op == "acquire":
-                return acquire(req, key)
-            elif op == "release":
-                proto.point("before-release")
-                with held_lock:
-                    lock = held.pop(req["value"], None)
-                if lock is None:
-                    proto.reply(req, "fail", detail="no lock of this driver has that znode")
-                elif lock.release():
-                    proto.reply(req, "ok", detail="release() returned True (it does so for a znode already gone)")
-                else:
-                    proto.reply(req, "fail", detail="release() returned False: not acquired")
-            elif op == "extend":
-                # kazoo's lock lasts as long as its session; there is
-                # nothing to extend. The driver shows the znode is there.
-                with held_lock:
-                    lock = held.get(req["value"])
-                if lock is None or client.exists(lock.path + "/" + lock.node) is None:
-                    proto.reply(req, "fail", detail="the lock znode is gone")
-                else:
-                    proto.reply(req, "ok", value=req["value"])
-            else:
-                proto.reply(req, "unknown", detail="unknown op %r" % op)
+            return proto.dispatch(req, acquire, release, extend)
         except LockTimeout as e:
             proto.reply(req, "fail", detail="LockTimeout: %s" % e)
         except KazooException as e:
@@ -148,8 +136,8 @@ def main():
         if stat is None:
             proto.reply(req, "fail", detail="acquired, but the lock znode %s is gone (session expired)" % path)
             return None
-        with held_lock:
-            held[lock.node] = lock
+        with held.mutex:
+            held.by_value[lock.node] = lock
             if LISTENER and client.state != KazooState.CONNECTED:
                 # The connection went while the znode was read: the
                 # listener has spoken already, of the locks it knew.
@@ -164,9 +152,7 @@ def main():
         # Given up (answered unknown) before it was granted: the harness
         # took the grant for unknown, and nobody will release it.
         def undo():
-            with held_lock:
-                gone = held.pop(lock.node, None)
-            return gone and lock.release()
+            return held.take(lock.node) and lock.release()
         return undo
 
     # kazoo's requests wait, without bound, for a server to answer while

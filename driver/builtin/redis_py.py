@@ -75,11 +75,8 @@ def connect(hello):
 
 
 def main():
-    hello = proto.hello()
+    hello = proto.start(READY)
     if hello is None:
-        return
-    if hello.get("describe"):
-        proto.send(READY)
         return
     conn = connect(hello)
     # Connected now, as the harness connects the clients of the locks it

@@ -55,6 +55,43 @@ class Protocol:
         """The hello, or None when stdin closed first."""
         return self._requests.get()
 
+    def start(self, ready):
+        """The real hello, or None when there is none to serve: stdin
+        closed first, or a describe hello, answered with ready."""
+        hello = self.hello()
+        if hello is not None and hello.get("describe"):
+            self.send(ready)
+            return None
+        return hello
+
+    def dispatch(self, req, acquire, release, extend):
+        """Serve req by its op: acquire(req, key) (what it returns is
+        serve's undo), release(req), extend(req); any other op is
+        answered unknown."""
+        op = req.get("op")
+        if op == "acquire":
+            return acquire(req, req.get("key"))
+        if op == "release":
+            release(req)
+        elif op == "extend":
+            extend(req)
+        else:
+            self.reply(req, "unknown", detail="unknown op %r" % op)
+        return None
+
+    def release_held(self, req, held, release, done, refused, missing):
+        """Serve a release of a lease in held: announce before-release,
+        take the lease's lock out, and answer by what release(lock)
+        returns — done, refused or missing as the detail."""
+        self.point("before-release")
+        lock = held.take(req["value"])
+        if lock is None:
+            self.reply(req, "fail", detail=missing)
+        elif release(lock):
+            self.reply(req, "ok", detail=done)
+        else:
+            self.reply(req, "fail", detail=refused)
+
     def requests(self):
         """Each request until stdin closes."""
         while True:
@@ -139,6 +176,29 @@ class Protocol:
             if busy > deadline:
                 return False
         return True
+
+
+class Held:
+    """The leases a driver's lock handed out, by value, shared by the
+    requests' threads (and a state listener's): hold mutex to read
+    by_value as a whole."""
+
+    def __init__(self):
+        self.mutex = threading.Lock()
+        self.by_value = {}
+
+    def put(self, value, lock):
+        with self.mutex:
+            self.by_value[value] = lock
+
+    def get(self, value):
+        with self.mutex:
+            return self.by_value.get(value)
+
+    def take(self, value):
+        """The lock of value, no longer held; None if none was."""
+        with self.mutex:
+            return self.by_value.pop(value, None)
 
 
 def addr(a):

@@ -59,7 +59,7 @@ from etcd3gw import exceptions as etcd3gw_exc
 from tooz import coordination
 from tooz.drivers import etcd3gw as tooz_etcd3gw
 
-from sbdriver import Protocol
+from sbdriver import Held, Protocol
 
 # See the top: Debian's etcd3gw.client() takes no api_path.
 tooz_etcd3gw.etcd3gw.client = etcd3gw.Etcd3Client
@@ -133,11 +133,8 @@ def never_sent(e):
 
 
 def main():
-    hello = proto.hello()
+    hello = proto.start(READY)
     if hello is None:
-        return
-    if hello.get("describe"):
-        proto.send(READY)
         return
     tls = hello["tls"]
     host, port = hello["nodes"][0]["addr"].rsplit(":", 1)
@@ -161,35 +158,26 @@ def main():
     coord.start(start_heart=True)
     proto.send(READY)
     attempts = max(1, hello.get("retries", 1))
-    held = {}  # lease value (the lease id, hex) -> lock
-    held_lock = threading.Lock()
+    held = Held()  # lease value (the lease id, hex) -> lock
+
+    def release(req):
+        proto.release_held(req, held, lambda lock: lock.release(),
+                           done="release() returned True: the key held the lock's uuid and was deleted",
+                           refused="release() returned False: the key is gone or another's",
+                           missing="no lock of this driver has that lease")
+
+    def extend(req):
+        # The heartbeat refreshes the lease; the driver shows the key is
+        # still the lock's.
+        lock = held.get(req["value"])
+        if lock is None or not still_ours(lock):
+            proto.reply(req, "fail", detail="the lock key is gone or another's")
+        else:
+            proto.reply(req, "ok", value=req["value"])
 
     def handle(req):
-        op, key = req.get("op"), req.get("key")
         try:
-            if op == "acquire":
-                return acquire(req, key)
-            elif op == "release":
-                proto.point("before-release")
-                with held_lock:
-                    lock = held.pop(req["value"], None)
-                if lock is None:
-                    proto.reply(req, "fail", detail="no lock of this driver has that lease")
-                elif lock.release():
-                    proto.reply(req, "ok", detail="release() returned True: the key held the lock's uuid and was deleted")
-                else:
-                    proto.reply(req, "fail", detail="release() returned False: the key is gone or another's")
-            elif op == "extend":
-                # The heartbeat refreshes the lease; the driver shows
-                # the key is still the lock's.
-                with held_lock:
-                    lock = held.get(req["value"])
-                if lock is None or not still_ours(lock):
-                    proto.reply(req, "fail", detail="the lock key is gone or another's")
-                else:
-                    proto.reply(req, "ok", value=req["value"])
-            else:
-                proto.reply(req, "unknown", detail="unknown op %r" % op)
+            return proto.dispatch(req, acquire, release, extend)
         except (tooz.ToozError, etcd3gw_exc.Etcd3Exception) as e:
             if never_sent(e):
                 proto.reply(req, "fail", detail="n1 refused the connection: nothing was sent (%s)" % type(e).__name__)
@@ -252,17 +240,14 @@ def main():
             proto.reply(req, "fail", detail="acquire() returned True, but the lock key is %s by the time its revision was read "
                         "(its lease expired)" % ("gone" if not kvs else "another's"))
             return None
-        with held_lock:
-            held[value] = lock
+        held.put(value, lock)
         proto.point("after-acquire")
         proto.reply(req, "ok", value=value, token=int(kvs[0][1]["create_revision"]), detail="lease %s" % value)
 
         # Given up (answered unknown) before it was granted: the harness
         # took the grant for unknown, and nobody will release it.
         def undo():
-            with held_lock:
-                gone = held.pop(value, None)
-            return gone and lock.release()
+            return held.take(value) and lock.release()
         return undo
 
     # etcd3gw's requests wait without bound (see the top): a request
