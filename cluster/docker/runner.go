@@ -368,6 +368,24 @@ print(json.dumps({"stdlib": sysconfig.get_paths()["stdlib"], "path": sys.path, "
 			break
 		}
 	}
+	// OpenSSL's provider modules, which cryptography loads with dlopen
+	// when it starts (its legacy provider; ldd does not see them): tooz's
+	// etcd driver imports futurist, which imports eventlet, which
+	// imports pyOpenSSL, and without them cryptography fails its import
+	// ("DSO support routines: could not load the shared library").
+	if slices.ContainsFunc(got.Modules, func(m string) bool { return strings.Contains(m, "/cryptography/") }) {
+		mods, _ := filepath.Glob("/usr/lib/*/ossl-modules/*.so")
+		extra = append(extra, mods...)
+	}
+	// Debian's pytz reads the system's time zones (tooz's oslo.utils
+	// imports it), not a copy of its own: the zone files, without the
+	// right/ and posix/ trees of the same zones.
+	if slices.ContainsFunc(got.Modules, func(m string) bool { return strings.Contains(m, "/pytz/") }) {
+		err := walk("/usr/share/zoneinfo", func(rel string) bool { return rel == "right" || rel == "posix" })
+		if err != nil {
+			return nil, fmt.Errorf("python: %w", err)
+		}
+	}
 	files, err := rootfsFiles(ctx, python, python, shim)
 	if err != nil {
 		return nil, err

@@ -164,3 +164,38 @@ func TestUntar(t *testing.T) {
 		}
 	}
 }
+
+// What tooz's etcd driver loads reaches beyond its packages: cryptography
+// (through futurist, eventlet and pyOpenSSL) dlopens OpenSSL's legacy
+// provider when it starts, and Debian's pytz reads the system's time
+// zones; without them the driver died at its import in a runner image
+// ("could not load the shared library", then tzdata.zi missing). Both
+// are in the files the Python drivers take.
+func TestPythonFilesOfTooz(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/usr/lib/python3/dist-packages/tooz"); err != nil {
+		t.Skipf("no tooz (scripts/setup.sh installs python3-tooz): %v", err)
+	}
+	rt, ok := driver.RuntimeOf("tooz-etcd")
+	if !ok {
+		t.Fatal("no runtime for tooz-etcd")
+	}
+	ctx := context.Background()
+	shim, err := imageShimBuilt(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := pythonFiles(ctx, driver.Python, rt.PythonModules, shim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var provider, zones, toozMeta bool
+	for _, f := range files {
+		provider = provider || strings.HasSuffix(f.dest, "/ossl-modules/legacy.so")
+		zones = zones || f.dest == "/usr/share/zoneinfo/tzdata.zi"
+		toozMeta = toozMeta || strings.Contains(f.dest, "/tooz-") && strings.HasSuffix(f.dest, "/entry_points.txt")
+	}
+	if !provider || !zones || !toozMeta {
+		t.Errorf("OpenSSL's legacy provider %v, the time zones %v, tooz's entry points %v: want all", provider, zones, toozMeta)
+	}
+}
