@@ -282,9 +282,40 @@ func (z *ZooKeeperLock) Release(_ context.Context, lease *workload.Lease) error 
 		if errors.Is(err, zk.ErrNoNode) {
 			return errors.Join(workload.ErrNotHeld, err)
 		}
+		if zkTransient(err) {
+			go z.deleteUntilDone(l.path)
+		}
 		return fmt.Errorf("zookeeper release %q: %w", lease.Key, err)
 	}
 	return nil
+}
+
+// zkDeleteRetry is how soon deleteUntilDone tries again.
+const zkDeleteRetry = 100 * time.Millisecond
+
+// zkTransient reports whether err is the connection's, not the request's:
+// the request may succeed once the client has reconnected.
+func zkTransient(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)
+}
+
+// deleteUntilDone deletes a lock znode whose release failed on the
+// connection, in the background, again and again until the delete is
+// done, the znode is gone (its session ended) or the failure is no longer
+// the connection's (the client closed at the run's end: ErrClosing) — as
+// Curator's guaranteed() delete, which its mutex releases with for this
+// case ("deleting a node can fail due to connection issues"). Without it
+// the znode lived on with the session, which the client keeps alive once
+// it reconnects, and nobody got the lock again (release-cut-off; the
+// release is one Delete in go-zookeeper's zk.Lock, which still does so).
+// The release itself stays failed: its user was told so.
+func (z *ZooKeeperLock) deleteUntilDone(path string) {
+	for {
+		time.Sleep(zkDeleteRetry)
+		if err := z.Conn.Delete(path, -1); err == nil || !zkTransient(err) {
+			return
+		}
+	}
 }
 
 // Extend implements Lock: the session is what holds the lock, so an
