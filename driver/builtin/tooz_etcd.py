@@ -44,6 +44,7 @@ token itself; a user who fences reads it so.
 """
 
 import base64
+from importlib import metadata
 import math
 import sys
 import threading
@@ -65,10 +66,8 @@ from sbdriver import Held, Protocol
 tooz_etcd3gw.etcd3gw.client = etcd3gw.Etcd3Client
 
 proto = Protocol()
-VERSION = getattr(tooz, "__version__", None)
-if VERSION is None:
-    from importlib import metadata
-    VERSION = metadata.version("tooz")
+# tooz says its version only in its package's metadata.
+VERSION = metadata.version("tooz")
 
 READY = {"op": "ready", "name": "tooz " + VERSION + " (etcd3gw)",
          "points": ["after-replies", "after-acquire", "before-release"],
@@ -170,7 +169,7 @@ def main():
         # The heartbeat refreshes the lease; the driver shows the key is
         # still the lock's.
         lock = held.get(req["value"])
-        if lock is None or not still_ours(lock):
+        if lock is None or read_key(lock)[0] is None:
             proto.reply(req, "fail", detail="the lock key is gone or another's")
         else:
             proto.reply(req, "ok", value=req["value"])
@@ -185,9 +184,15 @@ def main():
                 proto.reply(req, "unknown", detail="%s: %s" % (type(e).__name__, e))
         return None
 
-    def still_ours(lock):
-        values = coord.client.get(lock._key)
-        return bool(values) and values[0] == base64.b64decode(lock._uuid)
+    def read_key(lock):
+        """The lock key's metadata while it holds the lock's uuid (None
+        else), and what became of it: ours, gone or another's."""
+        kvs = coord.client.get(lock._key, metadata=True)
+        if not kvs:
+            return None, "gone"
+        if kvs[0][0] != base64.b64decode(lock._uuid):
+            return None, "another's"
+        return kvs[0][1], "ours"
 
     # The after-replies point: the transaction that creates the key
     # answered, acquire() has not returned yet. Requests run on threads of
@@ -219,7 +224,7 @@ def main():
             return None
         value = "%x" % lock._lease.id
         try:
-            kvs = coord.client.get(lock._key, metadata=True)
+            meta, became = read_key(lock)
         except (tooz.ToozError, etcd3gw_exc.Etcd3Exception) as e:
             # Granted (acquire() returned True), but no token: give it
             # back. If the release fails too, the lock stays among tooz's
@@ -236,13 +241,13 @@ def main():
         # its lease ran out between the transaction and this read (the
         # client stopped), the key is gone or another's, and so is the
         # lock, whatever tooz says.
-        if not kvs or kvs[0][0] != base64.b64decode(lock._uuid):
+        if meta is None:
             proto.reply(req, "fail", detail="acquire() returned True, but the lock key is %s by the time its revision was read "
-                        "(its lease expired)" % ("gone" if not kvs else "another's"))
+                        "(its lease expired)" % became)
             return None
         held.put(value, lock)
         proto.point("after-acquire")
-        proto.reply(req, "ok", value=value, token=int(kvs[0][1]["create_revision"]), detail="lease %s" % value)
+        proto.reply(req, "ok", value=value, token=int(meta["create_revision"]), detail="lease %s" % value)
 
         # Given up (answered unknown) before it was granted: the harness
         # took the grant for unknown, and nobody will release it.
