@@ -74,6 +74,8 @@ var builtins = map[string]builtinDriver{
 		command: phpCommand("laravel_lock.php"),
 		needs: []need{php, phpredis, {"/usr/share/php/Illuminate/Cache", "php-illuminate-cache"},
 			{"/usr/share/php/Illuminate/Redis", "php-illuminate-redis"}}},
+	"malkusch-redlock": {files: []string{"malkusch_lock.php", "sbdriver.php"},
+		command: phpCommand("malkusch_lock.php"), needs: []need{php, phpredis, {"/usr/share/php/Malkusch/Lock", "php-malkusch-lock"}}},
 	"tooz-etcd": {files: []string{"tooz_etcd.py", "sbdriver.py"},
 		command: pythonCommand("tooz_etcd.py"),
 		needs:   []need{python, {"/usr/lib/python3/dist-packages/tooz", "python3-tooz"}}},
@@ -94,7 +96,7 @@ func phpCommand(file string, args ...string) func(string) []string {
 
 // Builtins are the drivers shipped inside the binary, by name: the lock
 // kinds they play.
-var Builtins = []string{"redis-py", "kazoo", "kazoo-listener", "curator", "curator-listener", "symfony-redis", "symfony-redlock", "laravel", "tooz-etcd"}
+var Builtins = []string{"redis-py", "kazoo", "kazoo-listener", "curator", "curator-listener", "symfony-redis", "symfony-redlock", "laravel", "malkusch-redlock", "tooz-etcd"}
 
 // Builtin writes built-in driver name into dir (a private folder of the
 // run) and returns the command that runs it; it says which Debian package

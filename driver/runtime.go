@@ -29,7 +29,7 @@ func RuntimeOf(name string) (Runtime, bool) {
 		// which read tooz's metadata (copied with each package).
 		return Runtime{PythonModules: []string{"tooz", "tooz.coordination", "tooz.drivers.etcd3gw", "etcd3gw", "stevedore",
 			"requests.adapters", "requests.exceptions", "urllib3.exceptions", "tenacity"}}, true
-	case "symfony-redis", "symfony-redlock", "laravel":
+	case "symfony-redis", "symfony-redlock", "laravel", "malkusch-redlock":
 		return Runtime{PHP: true}, true
 	case "curator", "curator-listener":
 		return Runtime{Jars: slices.Clone(curatorJars)}, true

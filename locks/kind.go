@@ -101,6 +101,14 @@ type Kind struct {
 	// seconds does not fit it — the lock would hold its key longer than
 	// the story's TTL, which the checker takes for an impossible grant.
 	WholeSeconds bool
+	// KeyPrefix is what the lock puts before the key it is asked for, in
+	// the name it stores on the servers (malkusch/lock's "lock_"): where
+	// the harness reads the key itself (wait until gone).
+	KeyPrefix string
+	// MinTTL: the shortest TTL the lock can be asked for (malkusch/lock's
+	// key lives its timeout + 1 s, and a timeout is at least 1 s): a
+	// story with a shorter one does not fit the kind.
+	MinTTL time.Duration
 	// Unsupported are the requests the lock has no call for ("extend":
 	// Laravel's lock cannot be extended): a story that makes them does
 	// not fit the kind.
@@ -218,7 +226,7 @@ const (
 // kind is one file declaring it and its line here.
 var All = []*Kind{
 	Redlock, Single, Naive, FencedSimple, FencedTwoRound, Redsync, Redislock, WaitReplicas, RedisPy,
-	Rueidislock, SymfonyRedis, SymfonyRedlock, Laravel, ZooKeeper, Etcd, EtcdV3Lock, Kazoo, KazooListener, Curator, CuratorListener, ToozEtcd,
+	Rueidislock, SymfonyRedis, SymfonyRedlock, Laravel, MalkuschRedlock, ZooKeeper, Etcd, EtcdV3Lock, Kazoo, KazooListener, Curator, CuratorListener, ToozEtcd,
 	Driver,
 }
 

@@ -41,7 +41,7 @@ func TestRegistry(t *testing.T) {
 // columns in their order, the file's kinds, the fenced ones.
 func TestLists(t *testing.T) {
 	matrix := "redlock single naive fenced-simple fenced-two-round redsync redislock wait-replicas redis-py rueidislock " +
-		"symfony-redis symfony-redlock laravel zookeeper etcd etcd-v3lock kazoo kazoo-listener curator curator-listener tooz-etcd"
+		"symfony-redis symfony-redlock laravel malkusch-redlock zookeeper etcd etcd-v3lock kazoo kazoo-listener curator curator-listener tooz-etcd"
 	for _, tc := range []struct {
 		name string
 		got  []string

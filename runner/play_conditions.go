@@ -161,6 +161,9 @@ func (r *runner) waitCondition(ctx context.Context, st spec.Step, key string) er
 	}
 	switch st.Until {
 	case spec.UntilGone:
+		if k := r.sc.LockKind(); k != nil {
+			key = k.KeyPrefix + key // the name the lock stores it under
+		}
 		return r.waitGone(ctx, st.Node, key, timeout)
 	case spec.UntilPromoted:
 		return r.waitPromoted(ctx, timeout)

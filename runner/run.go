@@ -82,6 +82,9 @@ const cleanupTimeout = 30 * time.Second
 // folder was made, even with an error.
 func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, error) {
 	started := time.Now()
+	// A lock that cannot be asked for the story's TTL plays it slowed
+	// down (a play made by PlayAgainst is already).
+	sc = sc.Slowed(sc.LockKind())
 	dir, err := runstore.NewRunDir(opts.Store, sc.Name, started)
 	if err != nil {
 		return nil, err
@@ -120,6 +123,9 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 	}
 	backend := Backend(opts.Backend, sc.Backend)
 	hlogf("scenario %s (%s), lock %s, backend %s, seed %d", sc.Name, sc.File, sc.Lock.Kind, backend, opts.Seed)
+	if sc.ScaleWhy != "" {
+		logf("%s", sc.ScaleWhy)
+	}
 
 	r := &runner{sc: sc, rec: rec, logf: logf, seed: opts.Seed, progressEvery: opts.ProgressEvery,
 		nemRand: rand.New(rand.NewPCG(uint64(opts.Seed), spec.StreamNemesis)),
@@ -211,6 +217,7 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		Command:     cmd,
 		Backend:     backend,
 		Belief:      belief(sc),
+		Slowed:      sc.ScaleWhy,
 		Library:     r.drivers.library(),
 	}
 	write := pages.Write

@@ -46,6 +46,9 @@ type Meta struct {
 	// lock is theirs — where a belief interval ends (P1) — since locks
 	// differ: a validity deadline, a TTL from the grant, until release.
 	Belief string `json:"belief,omitempty"`
+	// Slowed says how much slower than written the story was played, and
+	// why: a lock that cannot be asked for its TTL (spec.Scenario.Slowed).
+	Slowed string `json:"slowed,omitempty"`
 	// Library names the library and client a lock driver runs, with
 	// their versions, as its ready said them ("symfony/lock 5.4.53,
 	// phpredis 5.3.7"): a finding is about a version. Empty for a lock

@@ -30,8 +30,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 # python3-redis (another python3 earlier on PATH may not see it).
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing+=(python3-redis)
 # The other built-in lock drivers (driver/builtin), each from Debian's
-# packages: kazoo's Lock (Python), Symfony's Lock and Laravel's cache lock
-# (PHP, on phpredis), Apache Curator's InterProcessMutex (Java), tooz's
+# packages: kazoo's Lock (Python), Symfony's Lock, Laravel's cache lock and
+# malkusch/lock's PHPRedisMutex (PHP, on phpredis), Apache Curator's InterProcessMutex (Java), tooz's
 # etcd lock (Python, OpenStack's coordination library).
 [ -d /usr/lib/python3/dist-packages/kazoo ] || missing+=(python3-kazoo)
 [ -d /usr/lib/python3/dist-packages/tooz ] || missing+=(python3-tooz)
@@ -40,6 +40,7 @@ ls /usr/lib/php/*/redis.so >/dev/null 2>&1 || missing+=(php-redis)
 [ -d /usr/share/php/Symfony/Component/Lock ] || missing+=(php-symfony-lock)
 [ -d /usr/share/php/Illuminate/Cache ] || missing+=(php-illuminate-cache)
 [ -d /usr/share/php/Illuminate/Redis ] || missing+=(php-illuminate-redis)
+[ -d /usr/share/php/Malkusch/Lock ] || missing+=(php-malkusch-lock)
 [ -f /usr/share/java/curator-recipes.jar ] || missing+=(libcurator-recipes-java)
 command -v go >/dev/null 2>&1 || { echo "setup: Go is not installed (https://go.dev/dl/)" >&2; exit 1; }
 # The Go modules (go.sum) into the module cache, so that building and
@@ -76,4 +77,5 @@ command -v etcd >/dev/null 2>&1 || { echo "setup: etcd-server still missing afte
 [ -d /usr/lib/python3/dist-packages/kazoo ] || { echo "setup: python3-kazoo still missing after install" >&2; exit 1; }
 [ -d /usr/lib/python3/dist-packages/tooz ] || { echo "setup: python3-tooz still missing after install" >&2; exit 1; }
 [ -d /usr/share/php/Symfony/Component/Lock ] || { echo "setup: php-symfony-lock still missing after install" >&2; exit 1; }
+[ -d /usr/share/php/Malkusch/Lock ] || { echo "setup: php-malkusch-lock still missing after install" >&2; exit 1; }
 [ -f /usr/share/java/curator-recipes.jar ] || { echo "setup: libcurator-recipes-java still missing after install" >&2; exit 1; }

@@ -83,6 +83,17 @@ func cmdDriver(args []string, stdout, stderr io.Writer) (int, error) {
 	var kind *locks.Kind
 	if len(command) == 1 && driver.IsBuiltin(command[0]) {
 		kind = locks.ByName(command[0])
+		if kind.MinTTL > *ttl {
+			// A lock that cannot be asked for the default TTL is checked
+			// at its shortest; one asked below it by --ttl is refused.
+			given := false
+			flags.Visit(func(fl *flag.Flag) { given = given || fl.Name == "ttl" })
+			if given {
+				_ = os.RemoveAll(dir)
+				return exitUsage, &usageError{fmt.Sprintf("--ttl %v: %s cannot be asked for a TTL under %v", *ttl, kind.Name, kind.MinTTL)}
+			}
+			*ttl = kind.MinTTL
+		}
 		if command, err = driver.Builtin(command[0], dir); err != nil {
 			_ = os.RemoveAll(dir)
 			return exitInternal, err

@@ -47,6 +47,10 @@ func TestDriverCheck(t *testing.T) {
 			want: []string{"FAIL  acquire", "answered #99, a request never sent or already answered, while acquire #1 was asked"}},
 		{name: "dies mid-run", args: []string{"sh", "-c", fakeReady + `read req; echo 'panic: assignment to entry in nil map' >&2; exit 2`}, code: 1,
 			want: []string{"FAIL  acquire", "exited before answering acquire #1 (exit status 2)", "panic: assignment to entry in nil map"}},
+		// malkusch/lock's keys live 2 s at the least: checked there, and
+		// a --ttl under it refused before anything starts.
+		{name: "a TTL the lock cannot take", args: []string{"--ttl", "1s", "malkusch-redlock"}, code: 254,
+			want: []string{"--ttl 1s: malkusch-redlock cannot be asked for a TTL under 2s"}},
 		{name: "never answers", args: []string{"--reply-timeout", "1s", "sh", "-c", fakeReady + `read req; sleep 60`}, code: 1,
 			want: []string{"FAIL  acquire", "acquire #1: no answer in time (1s)"}},
 		{name: "grants everything", args: []string{"sh", "-c", fakeReady +
@@ -82,8 +86,8 @@ func TestDriverCheck(t *testing.T) {
 				t.Errorf("exit %d, want %d\n%s%s", res.code, tc.code, res.stdout, res.stderr)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(res.stdout, w) {
-					t.Errorf("output lacks %q:\n%s", w, res.stdout)
+				if !strings.Contains(res.stdout+res.stderr, w) {
+					t.Errorf("output lacks %q:\n%s%s", w, res.stdout, res.stderr)
 				}
 			}
 			t.Logf("%s", res.stdout)
@@ -124,6 +128,11 @@ func TestBuiltinDriversCheck(t *testing.T) {
 		{"laravel", []string{"ok    describe: claims redis, one master with replicas; illuminate/cache ",
 			"ok    extend: the lock has no extension (its ready: unsupported extend)", "ok    release of a lost lease: c1 stopped",
 			"every check passed (12)"}},
+		// At its shortest TTL, 2 s (its key lives the mutex's timeout
+		// + 1 s); a release after the timeout is refused by unlock().
+		{"malkusch-redlock", []string{"ok    describe: claims redis, independent masters; malkusch/lock 2.", "TTL 2s",
+			"ok    extend: the lock has no extension (its ready: unsupported extend)",
+			"ok    release of a lost lease: c1 stopped", "ExecutionOutsideLockException", "every check passed (12)"}},
 		// On etcd: TLS from hello's files, through the gRPC gateway; a
 		// release of a lost lease says fail (release() returns False).
 		{"tooz-etcd", []string{"ok    describe: claims etcd; tooz 3.", "on a 3-member etcd cluster", "ok    acquire: granted",

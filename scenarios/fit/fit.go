@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"splitbrain/cluster"
 	"splitbrain/fault"
@@ -53,9 +52,9 @@ func Lock(sc *spec.Scenario, name string) (bool, string) {
 	if ok, why := fitUser(sc, k); !ok {
 		return false, why
 	}
-	if k.WholeSeconds && sc.Lock.TTL%time.Second != 0 {
-		return false, fmt.Sprintf("%s counts a lock's life in whole seconds, and the story's TTL is %v", name, sc.Lock.TTL)
-	}
+	// A TTL the lock cannot be asked for: the lock plays the story
+	// slowed down to its shortest (spec.Scenario.Slowed), never n/a.
+	sc = sc.Slowed(k)
 	if slices.Contains(k.Unsupported, "extend") && extends(sc) {
 		return false, fmt.Sprintf("the story extends leases, and %s has no extension", name)
 	}

@@ -3,6 +3,7 @@ package fit
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"splitbrain/locks"
 	"splitbrain/scenarios/spec"
@@ -110,13 +111,22 @@ func TestFit(t *testing.T) {
 	if ok, _ := Lock(sc, locks.Redsync.Name); !ok {
 		t.Error("redsync, which the story names, does not fit")
 	}
-	// Laravel counts a lock's life in whole seconds.
-	sc, err = spec.Parse([]byte("name: f\nexpect: safe\ncluster: {nodes: 1}\nlock: {kind: laravel, ttl: 600ms}\nworkload: {clients: 2}\nsteps:\n  - acquire: {client: c1}\n"), "f.yaml")
+	// Laravel counts a lock's life in whole seconds, malkusch/lock in 2 s
+	// at the least: each plays a story of 600 ms slowed down, not n/a.
+	sc, err = spec.Parse([]byte("name: f\nexpect: safe\ncluster: {nodes: 3}\nlock: {kind: laravel, ttl: 600ms}\nworkload: {clients: 2}\nsteps:\n  - acquire: {client: c1}\n"), "f.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, why := Lock(sc, locks.Laravel.Name); ok || !strings.Contains(why, "whole seconds, and the story's TTL is 600ms") {
-		t.Errorf("laravel at 600ms: fit %v %q, want whole seconds", ok, why)
+	for _, tc := range []struct {
+		kind string
+		ttl  time.Duration
+	}{{locks.Laravel.Name, time.Second}, {locks.MalkuschRedlock.Name, 2 * time.Second}} {
+		if ok, why := Lock(sc, tc.kind); !ok {
+			t.Errorf("%s at 600ms: n/a %q, want a slowed play", tc.kind, why)
+		}
+		if play := sc.PlayAgainst(tc.kind); play.Lock.TTL != tc.ttl || !strings.Contains(play.ScaleWhy, "slower") {
+			t.Errorf("%s at 600ms: plays at %v (%q), want %v", tc.kind, play.Lock.TTL, play.ScaleWhy, tc.ttl)
+		}
 	}
 }
 

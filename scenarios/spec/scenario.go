@@ -76,6 +76,10 @@ type Scenario struct {
 	// story of one deployment. Shape is the deployment of this variant.
 	Shapes map[locks.Shape]*Scenario
 	Shape  locks.Shape
+	// Scale is how much slower than written the play runs (Slowed): 0
+	// or 1 as written; ScaleWhy says why, for the log and the report.
+	Scale    float64
+	ScaleWhy string
 }
 
 // KindOf is lock kind name as the scenario knows it: one of its Drivers,
@@ -158,7 +162,7 @@ func (sc *Scenario) PlayAgainst(k string) *Scenario {
 	if v := sc.ForLock(k); v != nil {
 		base = v
 	}
-	c := *base
+	c := *base.Slowed(sc.KindOf(k))
 	c.Lock.Kind = k
 	c.Locks = []string{k}
 	c.Expect, _ = base.ExpectFor(k)
