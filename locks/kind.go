@@ -97,17 +97,19 @@ type Kind struct {
 	// at a point would not stop and a GC pause does.
 	PauseStops bool
 	// WholeSeconds: the lock counts a lease's life in whole seconds
-	// (Laravel's SET … EX): a story whose TTL is not a whole number of
-	// seconds does not fit it — the lock would hold its key longer than
-	// the story's TTL, which the checker takes for an impossible grant.
+	// (Laravel's SET … EX): it cannot be asked for a story's TTL that is
+	// not a whole number of seconds — it would hold its key longer than
+	// the story's TTL, which the checker takes for an impossible grant —
+	// so it plays such a story slowed down to the next whole second
+	// (spec.Scenario.Slowed).
 	WholeSeconds bool
 	// KeyPrefix is what the lock puts before the key it is asked for, in
 	// the name it stores on the servers (malkusch/lock's "lock_"): where
 	// the harness reads the key itself (wait until gone).
 	KeyPrefix string
 	// MinTTL: the shortest TTL the lock can be asked for (malkusch/lock's
-	// key lives its timeout + 1 s, and a timeout is at least 1 s): a
-	// story with a shorter one does not fit the kind.
+	// key lives its timeout + 1 s, and a timeout is at least 1 s): it
+	// plays a story with a shorter one slowed down to it.
 	MinTTL time.Duration
 	// Unsupported are the requests the lock has no call for ("extend":
 	// Laravel's lock cannot be extended): a story that makes them does

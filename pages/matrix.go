@@ -242,6 +242,9 @@ func cellView(c runstore.MatrixCell, ok bool, v *matrixView) matrixCellView {
 		}
 	}
 	cv.Title += "; expected " + orNone(c.Expect)
+	if len(c.Plays) > 0 && c.Plays[0].Slowed != "" {
+		cv.Title += "; " + c.Plays[0].Slowed
+	}
 	if !cv.Expected {
 		cv.Title += " — NOT as expected"
 	}

@@ -364,7 +364,8 @@ func TestMatrix(t *testing.T) {
 			}},
 			{Scenario: "clock-jump-control", Lock: "redlock-fenced", Family: "clock", NA: "needs <b>tokens</b>"},
 			{Scenario: "pause", Lock: "redlock", Family: "process pause", Expect: "safe", Plays: []runstore.MatrixPlay{
-				{Verdict: checker.Valid, Answers: checker.Answers{Lock: checker.Valid, DeadlockFreedom: checker.Valid, FaultTolerance: checker.Valid}, AsExpected: true, Seed: 42, Dir: ctl}}},
+				{Verdict: checker.Valid, Answers: checker.Answers{Lock: checker.Valid, DeadlockFreedom: checker.Valid, FaultTolerance: checker.Valid}, AsExpected: true, Seed: 42, Dir: ctl,
+					Slowed: "played 2× slower, at a TTL of 2s"}}},
 			{Scenario: evilScenario, Lock: evilLockKey, Plays: []runstore.MatrixPlay{{Verdict: checker.Unknown, Reason: evilErr, Dir: ctl}}},
 		},
 	}
@@ -412,6 +413,7 @@ func TestMatrix(t *testing.T) {
 		`title="redlock: safety kept in 2 of 3 (broken by clock-jump); deadlock freedom 2/2; fault tolerance 1/2 (broken by clock-jump-control); granted 50% of attempts in its worst row (clock-jump-control), unavailable up to 1.20s (clock-jump-control)`,
 		`data-keeps="1"`,
 		`<span class="bar live r5">1/2</span>`,
+		"; expected safe; played 2× slower, at a TTL of 2s", // a slowed play says so on hover
 		// The hostile cell's one play is unknown: its lock bar is
 		// neither green nor red.
 		`<span class="bar lock r-unknown">0/1<span class="unk"> ?</span></span>`,

@@ -39,6 +39,9 @@ type MatrixPlay struct {
 	// Stalled is the longest the harness stood still during the play
 	// (checker.Result.Stalls), in nanoseconds; 0 when it never did.
 	Stalled int64 `json:"stalled,omitempty"`
+	// Slowed says how much slower than written the story was played, for
+	// a lock that cannot take its TTL (Meta.Slowed); empty: as written.
+	Slowed string `json:"slowed,omitempty"`
 }
 
 // PlayAvailability is what a play's liveness cost its clients, as the
@@ -82,7 +85,7 @@ func PlayOf(dir string, rec Record) MatrixPlay {
 	return MatrixPlay{Seed: rec.Meta.Seed, Verdict: checker.Verdict(ShownVerdict(rec.Result.Verdict)),
 		Answers: checker.AnswersOf(rec.Result), AsExpected: rec.AsExpected, Reason: rec.Result.Reason,
 		Dir: dir, Command: rec.Meta.Command, Availability: availabilityOf(rec.Result.Availability),
-		Stalled: checker.LongestStall(rec.Result.Stalls)}
+		Stalled: checker.LongestStall(rec.Result.Stalls), Slowed: rec.Meta.Slowed}
 }
 
 // StalledMisses counts the plays that missed their expectation, those of

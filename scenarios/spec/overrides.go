@@ -106,17 +106,27 @@ func (sc *Scenario) Override(o Overrides) error {
 	// written, so that an override they could not take (--time too short
 	// for the ensemble's longer faults) does not refuse a play that never
 	// meets them.
+	//
+	// A lock that plays the story slowed down (Slowed) takes --time as the
+	// length of its play, with --lock as with --only: its deployment's
+	// variant is slowed first. Played for every lock, a story's --time is
+	// the story's, and a slowed play stretches it with the rest.
 	played := func(shape locks.Shape) bool { return true }
+	var only *locks.Kind
 	switch {
 	case o.Lock != "":
+		only = sc.KindOf(o.Lock)
 		played = func(shape locks.Shape) bool { return shape == sc.Shape }
 	case o.Only != "":
 		// A lock the story does not fit plays none of it (its cells are
 		// n/a), and so overrides none of it.
-		lk := sc.KindOf(o.Only)
-		played = func(shape locks.Shape) bool { return lk != nil && shape == lk.Shape }
+		only = sc.KindOf(o.Only)
+		played = func(shape locks.Shape) bool { return only != nil && shape == only.Shape }
 	}
 	if sc.Shapes == nil || played(sc.Shape) {
+		if only != nil {
+			*sc = *sc.Slowed(only)
+		}
 		if err := sc.overrideWorkload(o, sc.File); err != nil {
 			return err
 		}
@@ -126,6 +136,9 @@ func (sc *Scenario) Override(o Overrides) error {
 		for shape, v := range sc.Shapes {
 			c := *v
 			if played(shape) {
+				if only != nil {
+					c = *c.Slowed(only)
+				}
 				if err := c.overrideWorkload(o, sc.File); err != nil {
 					return err
 				}

@@ -183,3 +183,25 @@ func TestOverrideOnlyOneLock(t *testing.T) {
 		}
 	}
 }
+
+// --time is the length of a slowed play, whether --lock or a suite's one
+// lock chose it: the story is slowed to the lock's TTL first.
+func TestOverrideTimeOfASlowedPlay(t *testing.T) {
+	t.Parallel()
+	for _, o := range []Overrides{
+		{Lock: locks.MalkuschRedlock.Name, Duration: 4 * time.Second},
+		{Only: locks.MalkuschRedlock.Name, Duration: 4 * time.Second},
+	} {
+		sc, err := Load("random-pause-set")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.Override(o); err != nil {
+			t.Fatalf("%+v: %v", o, err)
+		}
+		play := sc.PlayAgainst(locks.MalkuschRedlock.Name)
+		if play.Workload.Duration != 4*time.Second || play.Lock.TTL != 2*time.Second || play.ScaleWhy == "" {
+			t.Errorf("%+v: plays %v at a TTL of %v (%q); want 4s at 2s, slowed", o, play.Workload.Duration, play.Lock.TTL, play.ScaleWhy)
+		}
+	}
+}
