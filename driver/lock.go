@@ -15,12 +15,14 @@ import (
 // in time, a broken or dead driver) onto an unknown outcome.
 //
 // The belief. A driver reports the lease's remaining validity at the
-// moment it wrote its reply; the harness puts the deadline at the moment
-// it read the reply plus that validity. The reply was written after the
-// request was sent (or, after a point, after the go-ahead), so the
-// deadline is late by at most the time between the two (Reply.Slack),
-// which the transcript records for each reply: on an idle machine tens
-// of microseconds. A driver that claims lost ends the belief earlier, when
+// moment it wrote its reply, and stamps the reply with the machine's
+// monotonic clock (mono_ns); the harness puts the deadline at that moment
+// plus the validity. Without a stamp it uses the moment it read the
+// reply, late by at most the time since the request was sent (or, after
+// a point, the go-ahead; Reply.Slack) — on an idle machine tens of
+// microseconds, under 32 plays on 2 cores a few milliseconds, more than
+// some locks' margin (a false overlap of 1.4 ms, delayed-write against
+// symfony-redis, 2026-11-29). The transcript records which, per reply. A driver that claims lost ends the belief earlier, when
 // it says the lock told its user the lease is over (Lease.Lost).
 type Lock struct {
 	Proc *Proc
@@ -88,8 +90,12 @@ func (l *Lock) lease(key string, r Reply) *workload.Lease {
 	// channel: the client releases the moment the driver says lost.
 	out := &workload.Lease{Key: key, Value: r.Value, Token: r.Token, Lost: l.Proc.LostChan(r.Value)}
 	if v, ok := r.Validity(); ok {
-		out.Deadline = r.At.Add(v)
-		l.Proc.logf("# %s #%d: validity %.3fms converted at the reply's reading, late by at most %v", OpReply, r.ID, ms(v), r.Slack)
+		out.Deadline = r.Written.Add(v)
+		if r.MonoNS != nil {
+			l.Proc.logf("# %s #%d: validity %.3fms counted from its writing (mono_ns), %v before its reading", OpReply, r.ID, ms(v), r.At.Sub(r.Written))
+		} else {
+			l.Proc.logf("# %s #%d: validity %.3fms converted at the reply's reading, late by at most %v", OpReply, r.ID, ms(v), r.Slack)
+		}
 	}
 	return out
 }

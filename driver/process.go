@@ -586,6 +586,20 @@ type Reply struct {
 	// since the request (or the last go-ahead at a point) was sent. A
 	// validity converted at At is late by at most Slack.
 	Slack time.Duration
+	// Written is when the driver wrote it, on the harness's clock: At
+	// less the reply's age by its mono_ns, within Slack; At when it
+	// says none.
+	Written time.Time
+}
+
+// written is when a reply read at at, sent at most slack before, was
+// written by a driver that stamped it mono (CLOCK_MONOTONIC) and read
+// now on the same clock: the age is clamped to [0, slack], so that a
+// stamp from a clock not the harness's (a driver on another machine)
+// can move the moment no further than the request's own bounds.
+func written(at time.Time, mono, now int64, slack time.Duration) time.Time {
+	age := time.Duration(now - mono)
+	return at.Add(-min(max(age, 0), slack))
 }
 
 // Call sends req (its id set here) and waits for its reply, holding the
@@ -656,8 +670,12 @@ func (p *Proc) Call(ctx context.Context, req Request, gate Gate) (Reply, error) 
 				timer.Reset(p.cfg.ReplyTimeout)
 				continue
 			}
-			at := time.Now()
-			return Reply{Message: m, At: at, Slack: at.Sub(sent)}, nil
+			at, now := time.Now(), Monotonic()
+			r := Reply{Message: m, At: at, Slack: at.Sub(sent), Written: at}
+			if m.MonoNS != nil && now != 0 {
+				r.Written = written(at, *m.MonoNS, now, r.Slack)
+			}
+			return r, nil
 		case <-timer.C:
 			if p.isStopped() {
 				// Stopped by the harness: the time does not count.

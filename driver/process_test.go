@@ -462,3 +462,52 @@ func TestPauseWaitsUntilStopped(t *testing.T) {
 		}
 	}
 }
+
+// A reply stamped with the monotonic clock is counted from its writing;
+// the stamp moves the moment no further than the request's bounds.
+func TestWrittenAt(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	const now = int64(10 * time.Second)
+	for _, tc := range []struct {
+		name  string
+		mono  int64
+		slack time.Duration
+		want  time.Duration // before at
+	}{
+		{"written 3ms before it was read", now - int64(3*time.Millisecond), 10 * time.Millisecond, 3 * time.Millisecond},
+		{"stamped before the request was sent", now - int64(time.Second), 10 * time.Millisecond, 10 * time.Millisecond},
+		{"stamped after it was read (another clock)", now + int64(time.Second), 10 * time.Millisecond, 0},
+	} {
+		if got := at.Sub(written(at, tc.mono, now, tc.slack)); got != tc.want {
+			t.Errorf("%s: written %v before its reading, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A driver whose reply sat 300 ms between its writing and the harness's
+// reading (here: the driver sleeps after stamping it) gets the deadline
+// its lock told its user, not one 300 ms late.
+func TestStampedReplyCountsFromItsWriting(t *testing.T) {
+	t.Parallel()
+	script := ready + `read req; m=$(/usr/bin/python3 -c 'import time; print(time.monotonic_ns())'); sleep 0.3
+echo "{\"op\":\"reply\",\"id\":1,\"result\":\"ok\",\"value\":\"v1\",\"validity_ms\":500,\"mono_ns\":$m}"
+read eof; exit 0`
+	p, err := start(t, script, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	lease, err := (&Lock{Proc: p}).Acquire(context.Background(), "k", time.Second)
+	after := time.Now()
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if lease.Deadline.Before(before.Add(500*time.Millisecond)) || lease.Deadline.After(after.Add(250*time.Millisecond)) {
+		t.Errorf("deadline %v after the call's start (which took %v), want 500ms from the stamp, before its reading",
+			lease.Deadline.Sub(before), after.Sub(before))
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 )
 
 // Version is the protocol version the harness speaks; hello carries it.
@@ -202,8 +204,14 @@ type Message struct {
 	// written, in milliseconds; absent on an ok: the lock tells its user
 	// no deadline, and the belief lasts until the release.
 	ValidityMS *float64 `json:"validity_ms,omitempty"`
-	Token      *int64   `json:"token,omitempty"`
-	Detail     string   `json:"detail,omitempty"`
+	// MonoNS is the driver's CLOCK_MONOTONIC, in nanoseconds, when it
+	// wrote the reply (PHP hrtime(true), Python time.monotonic_ns(),
+	// Go Monotonic): the harness reads the same clock (the kernel's, one
+	// per machine) and so knows when the validity was counted, instead
+	// of when it read the reply.
+	MonoNS *int64 `json:"mono_ns,omitempty"`
+	Token  *int64 `json:"token,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // MaxLine bounds one line from a driver; a longer one is garbage.
@@ -319,6 +327,16 @@ func checkLabel(field, s string) error {
 		}
 	}
 	return nil
+}
+
+// Monotonic is the kernel's CLOCK_MONOTONIC in nanoseconds, the clock a
+// reply's mono_ns is read on; 0 if it cannot be read.
+func Monotonic() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
 }
 
 // Validity is the reply's validity as a duration.

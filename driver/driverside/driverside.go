@@ -69,8 +69,13 @@ func (c *Conn) Requests() <-chan driver.Request { return c.reqs }
 // Begin marks r as the request in progress, whose points Point announces.
 func (c *Conn) Begin(r driver.Request) { c.cur = r.ID }
 
-// Send writes m as one line and flushes it.
+// Send writes m as one line and flushes it, a reply stamped with the
+// monotonic clock (mono_ns) when it is written.
 func (c *Conn) Send(m driver.Message) {
+	if m.Op == driver.OpReply {
+		mono := driver.Monotonic()
+		m.MonoNS = &mono
+	}
 	b, _ := json.Marshal(m)
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
