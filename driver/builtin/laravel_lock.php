@@ -47,14 +47,7 @@ final class PointedLock extends PhpRedisLock
 }
 PointedLock::$proto = $proto;
 
-$hello = $proto->next();
-if ($hello === null) {
-    exit(0);
-}
-if (!empty($hello['describe'])) {
-    $proto->send($ready);
-    exit(0);
-}
+$hello = $proto->hello($ready);
 // With its connector, as Laravel's PhpRedisConnector builds it: Laravel
 // reconnects through it when phpredis says the server went away (a
 // restart); without one it keeps the dead connection for good.
@@ -70,15 +63,7 @@ while (($req = $proto->next()) !== null) {
             case 'acquire':
                 $seconds = max(1, (int) ceil($req['ttl_ms'] / 1000));
                 $lock = new PointedLock($redis, $req['key'], $seconds);
-                $attempts = max(1, $hello['retries'] ?? 1);
-                $got = false;
-                for ($i = 0; $i < $attempts && !$got; $i++) {
-                    if ($i > 0) {
-                        usleep(10000);
-                    }
-                    $got = $lock->get();
-                }
-                if (!$got) {
+                if (!attempts($hello, fn () => $lock->get())) {
                     $proto->reply($req, 'fail', ['detail' => 'get() returned false: the key is held']);
                     break;
                 }
@@ -90,11 +75,10 @@ while (($req = $proto->next()) !== null) {
                 break;
             case 'release':
                 $proto->point('before-release');
-                $lock = $held[$req['value']] ?? null;
-                unset($held[$req['value']]);
-                if ($lock === null) {
-                    $proto->reply($req, 'fail', ['detail' => 'no lock of this driver has that owner']);
-                } elseif ($lock->release()) {
+                if (($lock = takeHeld($proto, $held, $req)) === null) {
+                    break;
+                }
+                if ($lock->release()) {
                     $proto->reply($req, 'ok');
                 } else {
                     $proto->reply($req, 'fail', ['detail' => 'release() returned false: the key is not this owner\'s']);

@@ -117,14 +117,7 @@ $ready = ['op' => 'ready', 'name' => 'malkusch/lock PHPRedisMutex ' . $library,
     'servers' => ['redis'], 'deployments' => ['masters'], 'unsupported' => ['extend'],
     'library' => $library, 'client_library' => 'phpredis ' . phpversion('redis')];
 
-$hello = $proto->next();
-if ($hello === null) {
-    exit(0);
-}
-if (!empty($hello['describe'])) {
-    $proto->send($ready);
-    exit(0);
-}
+$hello = $proto->hello($ready);
 $apis = [];
 foreach ($hello['nodes'] as $node) {
     $apis[] = connectRedis($hello, $node['addr']);
@@ -146,15 +139,7 @@ while (($req = $proto->next()) !== null) {
                 }
                 // The lock's name is the key without the library's prefix.
                 $mutex = new PointedMutex($apis, $req['key'], (int) $ttl - 1, $proto, $log);
-                $attempts = max(1, $hello['retries'] ?? 1);
-                $got = false;
-                for ($i = 0; $i < $attempts && !$got; $i++) {
-                    if ($i > 0) {
-                        usleep(10000);
-                    }
-                    $got = $mutex->attempt();
-                }
-                if (!$got) {
+                if (!attempts($hello, fn () => $mutex->attempt())) {
                     $proto->reply($req, 'fail', ['detail' => 'no majority within the key\'s TTL: the attempt deleted its key everywhere']);
                     break;
                 }
@@ -165,10 +150,7 @@ while (($req = $proto->next()) !== null) {
                 break;
             case 'release':
                 $proto->point('before-release');
-                $mutex = $held[$req['value']] ?? null;
-                unset($held[$req['value']]);
-                if ($mutex === null) {
-                    $proto->reply($req, 'fail', ['detail' => 'no lock of this driver has that value']);
+                if (($mutex = takeHeld($proto, $held, $req)) === null) {
                     break;
                 }
                 $mutex->free();

@@ -56,12 +56,55 @@ final class Protocol
         exit(0);
     }
 
+    /** The hello: a describe is answered with $ready, and the driver
+     *  exits, as it does when stdin closes first. */
+    public function hello(array $ready): array
+    {
+        $hello = $this->next();
+        if ($hello === null) {
+            exit(0);
+        }
+        if (!empty($hello['describe'])) {
+            $this->send($ready);
+            exit(0);
+        }
+        return $hello;
+    }
+
     /** A reply, stamped with the monotonic clock (hrtime: CLOCK_MONOTONIC)
      *  so that the harness counts a validity from its writing. */
     public function reply(array $req, string $result, array $fields = []): void
     {
         $this->send(['op' => 'reply', 'id' => $req['id'], 'result' => $result, 'mono_ns' => hrtime(true)] + $fields);
     }
+}
+
+/** An acquire of hello's `retries` attempts (one at the least): $try
+ *  until it says true, 10 ms apart. */
+function attempts(array $hello, callable $try): bool
+{
+    $n = max(1, $hello['retries'] ?? 1);
+    for ($i = 0; $i < $n; $i++) {
+        if ($i > 0) {
+            usleep(10000);
+        }
+        if ($try()) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/** The lease a release names, taken out of $held (value => lease); null,
+ *  with the fail reply sent, when the driver holds none of that value. */
+function takeHeld(Protocol $proto, array &$held, array $req): mixed
+{
+    $lease = $held[$req['value']] ?? null;
+    unset($held[$req['value']]);
+    if ($lease === null) {
+        $proto->reply($req, 'fail', ['detail' => 'no lock of this driver has that value']);
+    }
+    return $lease;
 }
 
 /** host:port as [host, port]. */

@@ -79,14 +79,7 @@ $ready = ['op' => 'ready', 'name' => ($mode === 'redis' ? 'Symfony RedisStore ' 
     'unreported' => ['release'],
     'library' => $library, 'client_library' => 'phpredis ' . phpversion('redis')];
 
-$hello = $proto->next();
-if ($hello === null) {
-    exit(0);
-}
-if (!empty($hello['describe'])) {
-    $proto->send($ready);
-    exit(0);
-}
+$hello = $proto->hello($ready);
 if ($mode === 'redis') {
     $inner = new RedisStore(connectRedis($hello, $hello['nodes'][0]['addr']));
 } else {
@@ -109,15 +102,10 @@ while (($req = $proto->next()) !== null) {
                 $ttl = $req['ttl_ms'] / 1000;
                 // autoRelease off: the harness releases, not the destructor.
                 $lock = new Lock(new Key($req['key']), $store, $ttl, false);
-                $attempts = max(1, $hello['retries'] ?? 1);
-                $got = false;
-                for ($i = 0; $i < $attempts && !$got; $i++) {
-                    if ($i > 0) {
-                        usleep(10000);
-                    }
+                $got = attempts($hello, function () use ($store, $lock): bool {
                     $store->acquiring = true;
-                    $got = $lock->acquire(false);
-                }
+                    return $lock->acquire(false);
+                });
                 $store->acquiring = false;
                 if (!$got) {
                     $proto->reply($req, 'fail', ['detail' => 'acquire() returned false: someone else holds the lock']);
@@ -130,10 +118,7 @@ while (($req = $proto->next()) !== null) {
                 break;
             case 'release':
                 $proto->point('before-release');
-                $lock = $held[$req['value']] ?? null;
-                unset($held[$req['value']]);
-                if ($lock === null) {
-                    $proto->reply($req, 'fail', ['detail' => 'no lock of this driver has that value']);
+                if (($lock = takeHeld($proto, $held, $req)) === null) {
                     break;
                 }
                 $lock->release();
