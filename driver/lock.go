@@ -22,8 +22,9 @@ import (
 // a point, the go-ahead; Reply.Slack) — on an idle machine tens of
 // microseconds, under 32 plays on 2 cores a few milliseconds, more than
 // some locks' margin (a false overlap of 1.4 ms, delayed-write against
-// symfony-redis, 2026-11-29). The transcript records which, per reply. A driver that claims lost ends the belief earlier, when
-// it says the lock told its user the lease is over (Lease.Lost).
+// symfony-redis, 2026-11-29). The transcript records which, per reply.
+// A driver that claims lost ends the belief earlier, when it says the
+// lock told its user the lease is over (Lease.Lost).
 type Lock struct {
 	Proc *Proc
 	// Gate holds the client at the points the driver announces; nil: none
