@@ -247,7 +247,7 @@ read eof; exit 0`
 	if lease.Value != "v1" || lease.Token == nil || *lease.Token != 9 {
 		t.Errorf("lease %+v, want value v1 and token 9", lease)
 	}
-	// The deadline is the reply's reading plus the validity.
+	// The deadline is the reply's reading plus the validity (the reply has no mono_ns).
 	if lease.Deadline.Before(before.Add(500*time.Millisecond)) || lease.Deadline.After(after.Add(500*time.Millisecond)) {
 		t.Errorf("deadline not within the call + 500ms")
 	}

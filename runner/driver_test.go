@@ -139,7 +139,7 @@ func TestRedisPyPauseDuringAcquire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"op":"point","id":1,"point":"after-replies"`, `"password":"***"`, "late by at most"} {
+	for _, want := range []string{`"op":"point","id":1,"point":"after-replies"`, `"password":"***"`, "counted from its writing (mono_ns)"} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("logs/driver-c1.log lacks %q", want)
 		}
