@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -236,5 +237,32 @@ func TestAssembleExpectsTheShapes(t *testing.T) {
 	}
 	if len(m.Cells) != len(ls) {
 		t.Errorf("%d cells, want %d", len(m.Cells), len(ls))
+	}
+}
+
+// A sweep of the TTL plays each point at its TTL: a lock that cannot take
+// one (malkusch/lock: 2 s at the least) sits that point out rather than
+// play it slowed down to another.
+func TestTTLSweepPointsALockCannotTake(t *testing.T) {
+	t.Parallel()
+	sc, err := spec.Load("clock-rate-drift")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := spec.NewSweep("ttl", []string{"1s", "2s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := NewSweepPlan(sc, sw, []string{locks.Redlock.Name, locks.MalkuschRedlock.Name}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each cell: its lock, the TTL it would play at, whether it is n/a.
+	var got []string
+	for _, c := range sp.Cells {
+		got = append(got, fmt.Sprintf("%s %v na=%v", c.Lock, c.Scenario.Lock.TTL, c.NA != ""))
+	}
+	if !reflect.DeepEqual(got, []string{"redlock 1s na=false", "malkusch-redlock 2s na=true", "redlock 2s na=false", "malkusch-redlock 2s na=false"}) {
+		t.Errorf("cells %q", got)
 	}
 }

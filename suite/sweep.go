@@ -43,6 +43,16 @@ func NewSweepPlan(sc *spec.Scenario, sw *spec.Sweep, locks []string, backend str
 		sp.Variants = append(sp.Variants, variant)
 	}
 	sp.Plan = NewPlan(sp.Variants, locks, backend)
+	if sw.Param == "ttl" {
+		// A lock that cannot take a point's TTL would play it slowed down
+		// to another TTL (spec.Scenario.Slowed): at another point of the
+		// axis than the one it is drawn at. Such a point is n/a for it.
+		for i, c := range sp.Cells {
+			if c.NA == "" && c.Scenario.ScaleWhy != "" {
+				sp.Cells[i].NA = "a sweep of the TTL plays each point as written, and " + c.Scenario.ScaleWhy
+			}
+		}
+	}
 	return sp, nil
 }
 
