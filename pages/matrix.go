@@ -120,6 +120,10 @@ type matrixCellView struct {
 	// Keeps: the cell was played and kept every promise it answered
 	// (runstore.MatrixCell.KeptAll), what the fault picker reads.
 	Keeps bool
+	// Slowed: the lock played the story slowed down (it cannot take its
+	// TTL), which the cell marks, so that no reader takes the cell for
+	// the story as written.
+	Slowed bool
 }
 
 func renderMatrix(w io.Writer, m runstore.Matrix) error {
@@ -244,6 +248,7 @@ func cellView(c runstore.MatrixCell, ok bool, v *matrixView) matrixCellView {
 	cv.Title += "; expected " + orNone(c.Expect)
 	if len(c.Plays) > 0 && c.Plays[0].Slowed != "" {
 		cv.Title += "; " + c.Plays[0].Slowed
+		cv.Slowed = true
 	}
 	if !cv.Expected {
 		cv.Title += " — NOT as expected"

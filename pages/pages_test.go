@@ -413,7 +413,8 @@ func TestMatrix(t *testing.T) {
 		`title="redlock: safety kept in 2 of 3 (broken by clock-jump); deadlock freedom 2/2; fault tolerance 1/2 (broken by clock-jump-control); granted 50% of attempts in its worst row (clock-jump-control), unavailable up to 1.20s (clock-jump-control)`,
 		`data-keeps="1"`,
 		`<span class="bar live r5">1/2</span>`,
-		"; expected safe; played 2× slower, at a TTL of 2s", // a slowed play says so on hover
+		"; expected safe; played 2× slower, at a TTL of 2s",             // a slowed play says so on hover
+		`<span class="slowed" aria-label="played slowed down">⧗</span>`, // and is marked
 		// The hostile cell's one play is unknown: its lock bar is
 		// neither green nor red.
 		`<span class="bar lock r-unknown">0/1<span class="unk"> ?</span></span>`,
