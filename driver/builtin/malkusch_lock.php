@@ -118,10 +118,7 @@ $ready = ['op' => 'ready', 'name' => 'malkusch/lock PHPRedisMutex ' . $library,
     'library' => $library, 'client_library' => 'phpredis ' . phpversion('redis')];
 
 $hello = $proto->hello($ready);
-$apis = [];
-foreach ($hello['nodes'] as $node) {
-    $apis[] = connectRedis($hello, $node['addr']);
-}
+$apis = connectNodes($hello);
 $log = new NodeLog();
 $proto->send($ready);
 

@@ -121,6 +121,12 @@ function debianVersion(string $package): string
     return is_string($v) && $v !== '' ? $v : 'unknown';
 }
 
+/** phpredis connected to every node of hello, in its order. */
+function connectNodes(array $hello): array
+{
+    return array_map(fn (array $node) => connectRedis($hello, $node['addr']), $hello['nodes']);
+}
+
 /** phpredis connected to addr, authenticated, with hello's timeouts. */
 function connectRedis(array $hello, string $addr): \Redis
 {

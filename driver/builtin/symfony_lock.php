@@ -83,10 +83,7 @@ $hello = $proto->hello($ready);
 if ($mode === 'redis') {
     $inner = new RedisStore(connectRedis($hello, $hello['nodes'][0]['addr']));
 } else {
-    $stores = [];
-    foreach ($hello['nodes'] as $n) {
-        $stores[] = new RedisStore(connectRedis($hello, $n['addr']));
-    }
+    $stores = array_map(fn (\Redis $r) => new RedisStore($r), connectNodes($hello));
     $inner = new CombinedStore($stores, new ConsensusStrategy());
 }
 $store = new PointedStore($inner, $proto);
