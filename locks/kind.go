@@ -67,6 +67,10 @@ type Kind struct {
 	// under Sentinel is a quorum of one: every node's connection is the
 	// failover client to that master.
 	Sentinel bool
+	// NoSentinel says why the lock's clients cannot find the master
+	// through Sentinel where its library is the reason; a Sentinel
+	// story's n/a says it (empty: the generic reason).
+	NoSentinel string
 	// Unhooked are the client hook points the harness has no way to stop
 	// the lock's clients at, each with why: a story pausing a client
 	// there does not fit the kind.

@@ -15,5 +15,10 @@ var Laravel = &Kind{
 	WholeSeconds: true,
 	// Laravel's Lock has no call to extend a lock.
 	Unsupported: []string{"extend"},
-	Adapter:     "driver",
+	// Checked in Debian's php-illuminate-redis 8.83: its PhpRedisConnector
+	// knows no Sentinel. Laravel reaches Sentinel through Predis
+	// (laravel/framework#18850), a client other than this column's, or
+	// through a third-party phpredis driver (namoshek/laravel-redis-sentinel).
+	NoSentinel: "Laravel 8's phpredis connector has no Sentinel support (Laravel's own is through Predis, another client)",
+	Adapter:    "driver",
 }

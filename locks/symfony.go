@@ -9,11 +9,15 @@ const symfonyBelief = "at Lock::getRemainingLifetime()'s deadline: the start of 
 // PHP applications use.
 var SymfonyRedis = &Kind{
 	Name:   "symfony-redis",
-	About:  "Symfony's Lock on a RedisStore (PHP, phpredis), a built-in driver, on n1",
+	About:  "Symfony's Lock on a RedisStore (PHP, phpredis), a built-in driver, on n1 (or the master the sentinels name)",
 	Server: "redis",
 	Shape:  OneDeployment,
 	Belief: symfonyBelief,
 	Driver: true,
+	// Each acquire asks the sentinels for the master, as a PHP request
+	// connecting anew does (phpredis's RedisSentinel), and connects to
+	// its route.
+	Sentinel: true,
 	// release() runs the store's delete script and ignores its answer.
 	Unreported: []string{"release"},
 	Adapter:    "driver",

@@ -120,9 +120,12 @@ func TestBuiltinDriversCheck(t *testing.T) {
 			"cannot tell release of a lost lease", "every check passed (11); 1 the lock does not report (cannot tell)"}},
 		{"curator-listener", []string{"with a state listener\", announces points", "ok    lost told: c1 said its lease lost",
 			"cannot tell release of a lost lease", "every check passed (12); 1 the lock does not report (cannot tell)"}},
-		{"symfony-redis", []string{"ok    describe: claims redis, one master with replicas; symfony/lock 5.", ", phpredis ",
+		// Through Sentinel too: each acquire asks the sentinels for the
+		// master and connects to the route hello gave for it.
+		{"symfony-redis", []string{"ok    describe: claims redis, one master with replicas (or through Sentinel); symfony/lock 5.", ", phpredis ",
 			"ok    points: reached [after-replies after-acquire before-release], as announced",
-			"cannot tell release of a lost lease", "every check passed (11); 1 the lock does not report (cannot tell)"}},
+			"on one redis-server node through a sentinel", "ok    route: reached the master through the route hello gave",
+			"cannot tell release of a lost lease", "every check passed (21); 2 the lock does not report (cannot tell)"}},
 		{"symfony-redlock", []string{"ok    describe: claims redis, independent masters; symfony/lock 5.", "on 3 redis-server nodes (independent masters)",
 			"cannot tell release of a lost lease", "every check passed (11); 1 the lock does not report (cannot tell)"}},
 		{"laravel", []string{"ok    describe: claims redis, one master with replicas; illuminate/cache ",

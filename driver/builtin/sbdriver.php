@@ -127,8 +127,9 @@ function connectNodes(array $hello): array
     return array_map(fn (array $node) => connectRedis($hello, $node['addr']), $hello['nodes']);
 }
 
-/** phpredis connected to addr, authenticated, with hello's timeouts. */
-function connectRedis(array $hello, string $addr): \Redis
+/** phpredis connected to addr, authenticated, with hello's timeouts,
+ *  trying for $patience seconds. */
+function connectRedis(array $hello, string $addr, float $patience = 5.0): \Redis
 {
     [$host, $port] = hostPort($addr);
     $timeout = ($hello['node_timeout_ms'] ?? 1000) / 1000;
@@ -136,7 +137,7 @@ function connectRedis(array $hello, string $addr): \Redis
     // schedule's first fault) made connect or AUTH throw, and the driver
     // died before it said ready; an application retries its connection at
     // boot, and so does the driver, for a few seconds.
-    $deadline = microtime(true) + 5.0;
+    $deadline = microtime(true) + $patience;
     for (;;) {
         $r = new \Redis();
         try {
@@ -153,4 +154,44 @@ function connectRedis(array $hello, string $addr): \Redis
         }
         usleep(100000);
     }
+}
+
+/**
+ * Under Sentinel (hello's server "sentinel"): phpredis connected to the
+ * master the sentinels name, as Symfony's RedisTrait connects with its
+ * redis_sentinel option — each sentinel in turn until one names the
+ * master, then one connection to it — through the route hello gives for
+ * the address named (the sentinels hand out the servers' own addresses).
+ * One try: the caller is an acquire, and an application's request that
+ * finds no master fails.
+ */
+function connectMaster(array $hello): \Redis
+{
+    $s = $hello['sentinel'];
+    $timeout = ($hello['node_timeout_ms'] ?? 1000) / 1000;
+    $errors = [];
+    foreach ($s['nodes'] as $node) {
+        [$host, $port] = hostPort($node['addr']);
+        try {
+            // (host, port, connect timeout, persistent id, retry interval,
+            // read timeout, auth): the seventh argument came in phpredis
+            // 5.3.2 and is missing from its own stubs.
+            $sentinel = new \RedisSentinel($host, $port, $timeout, null, 0, $timeout, $hello['password']);
+            $addr = $sentinel->getMasterAddrByName($s['master']);
+        } catch (\RedisException $e) {
+            $errors[] = $node['addr'] . ': ' . $e->getMessage();
+            continue;
+        }
+        if (!is_array($addr)) {
+            $errors[] = $node['addr'] . ': names no master ' . $s['master'];
+            continue;
+        }
+        $own = $addr[0] . ':' . $addr[1];
+        $route = $s['routes'][$own] ?? null;
+        if ($route === null) {
+            throw new \RuntimeException("the sentinels name $own, which hello gave no route to");
+        }
+        return connectRedis($hello, $route, 0.0);
+    }
+    throw new \RedisException('no sentinel named the master (' . implode('; ', $errors) . ')');
 }

@@ -12,6 +12,13 @@
 // start of that second phase (microtime, the wall clock), no drift
 // subtracted. release() runs the store's delete and ignores its answer:
 // it cannot tell a lease already gone (ready: unreported release).
+//
+// Under Sentinel (the RedisStore only): each acquire connects anew, as a
+// request of a PHP application does — asks the sentinels for the master
+// and connects to it (connectMaster, the way Symfony's RedisTrait does
+// with redis_sentinel; Debian's php-symfony-lock comes without
+// symfony/cache, where that code lives) — and its release goes through
+// the same connection, the Lock's store.
 
 require_once '/usr/share/php/Symfony/Component/Lock/autoload.php';
 require_once __DIR__ . '/sbdriver.php';
@@ -75,18 +82,22 @@ final class PointedStore implements PersistingStoreInterface
 $library = 'symfony/lock ' . debianVersion('php-symfony-lock');
 $ready = ['op' => 'ready', 'name' => ($mode === 'redis' ? 'Symfony RedisStore ' : 'Symfony CombinedStore ') . $library,
     'points' => ['after-replies', 'after-acquire', 'before-release'],
-    'servers' => ['redis'], 'deployments' => [$mode === 'redis' ? 'one' : 'masters'],
+    'servers' => $mode === 'redis' ? ['redis', 'sentinel'] : ['redis'], 'deployments' => [$mode === 'redis' ? 'one' : 'masters'],
     'unreported' => ['release'],
     'library' => $library, 'client_library' => 'phpredis ' . phpversion('redis')];
 
 $hello = $proto->hello($ready);
-if ($mode === 'redis') {
-    $inner = new RedisStore(connectRedis($hello, $hello['nodes'][0]['addr']));
+$sentinel = ($hello['server'] ?? '') === 'sentinel';
+$store = null; // under Sentinel, each acquire's own
+if ($sentinel) {
+    // An application boots without asking for the master: the first
+    // request does.
+} elseif ($mode === 'redis') {
+    $store = new PointedStore(new RedisStore(connectRedis($hello, $hello['nodes'][0]['addr'])), $proto);
 } else {
     $stores = array_map(fn (\Redis $r) => new RedisStore($r), connectNodes($hello));
-    $inner = new CombinedStore($stores, new ConsensusStrategy());
+    $store = new PointedStore(new CombinedStore($stores, new ConsensusStrategy()), $proto);
 }
-$store = new PointedStore($inner, $proto);
 $proto->send($ready);
 
 $held = []; // lease value => Lock
@@ -97,6 +108,15 @@ while (($req = $proto->next()) !== null) {
         switch ($op) {
             case 'acquire':
                 $ttl = $req['ttl_ms'] / 1000;
+                if ($sentinel) {
+                    try {
+                        $store = new PointedStore(new RedisStore(connectMaster($hello)), $proto);
+                    } catch (\Throwable $e) {
+                        // Nothing was sent to a master: not granted.
+                        $proto->reply($req, 'fail', ['detail' => 'no master: ' . $e->getMessage()]);
+                        break;
+                    }
+                }
                 // autoRelease off: the harness releases, not the destructor.
                 $lock = new Lock(new Key($req['key']), $store, $ttl, false);
                 $got = attempts($hello, function () use ($store, $lock): bool {

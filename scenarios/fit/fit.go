@@ -76,6 +76,9 @@ func Lock(sc *spec.Scenario, name string) (bool, string) {
 	if !k.Driver && slices.ContainsFunc(sc.Steps, func(st spec.Step) bool { return st.Kind == spec.StepStarve && st.Client != "" }) {
 		return false, fmt.Sprintf("the story starves a client's process of CPU, and %s runs inside the harness: only a lock driver has a process of its own", name)
 	}
+	if sc.Sentinel != nil && !k.Sentinel && k.NoSentinel != "" {
+		return false, "a Sentinel story: clients find the master through the sentinels, and " + k.NoSentinel
+	}
 	if sc.Sentinel != nil && k.Driver && !k.Sentinel {
 		return false, fmt.Sprintf("a Sentinel story: clients find the master through the sentinels, and the driver %s does not claim sentinel in its ready: it is given the nodes' addresses only", name)
 	}

@@ -65,6 +65,13 @@ func TestFit(t *testing.T) {
 		// nothing of it (its na).
 		{"sentinel-failover", locks.RedisPy.Name, ""},
 		{"sentinel-partition", locks.RedisPy.Name, "makes no claim about redis-py"},
+		// Symfony's RedisStore asks the sentinels at each acquire; cut
+		// off from them, c1 cannot play sentinel-partition (its na).
+		{"sentinel-failover", locks.SymfonyRedis.Name, ""},
+		{"sentinel-partition", locks.SymfonyRedis.Name, "makes no claim about symfony-redis"},
+		// Laravel on phpredis has no Sentinel: the reason is its library's.
+		{"sentinel-failover", locks.Laravel.Name, "Laravel 8's phpredis connector has no Sentinel"},
+		{"sentinel-failover", locks.SymfonyRedlock.Name, "does not claim sentinel"},
 		// Laravel has no extension (its whole seconds: below).
 		// The random families give their one master a TTL of 1 s.
 		{"random-pause-counter", locks.Laravel.Name, ""},
