@@ -44,6 +44,7 @@ import (
 	"html"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,9 +158,11 @@ type Result struct {
 	// the history.
 	OutsideLease []OutsideWrite `json:"-"`
 	// Stalls are the moments the harness stood still (history.Stall):
-	// its in-process clients, their timers and the nemesis with it. No
-	// verdict reads them; they tell a reader, and a test, that a play on a
-	// loaded machine had a pause the scenario did not script.
+	// its in-process clients, their timers and the nemesis with it — or a
+	// lock driver's process did, its client with it. No safety verdict
+	// reads them (liveness owes nothing to a client held by one); they
+	// tell a reader, and a test, that a play on a loaded machine had a
+	// pause the scenario did not script.
 	Stalls []Stall `json:"stalls,omitempty"`
 	// Visualized names the property whose failing window
 	// WriteVisualization shows.
@@ -316,11 +319,23 @@ func capNotes(notes []string) []string {
 	return append(out, fmt.Sprintf("… and %d more note(s) not listed", len(notes)-MaxNotes))
 }
 
-// Stall is a gap in which the harness stood still (history.Stall): from
-// End-For to End, in nanoseconds of the history's clock.
+// Stall is a gap in which the harness, or a client's driver process,
+// stood still (history.Stall): from End-For to End, in nanoseconds of the
+// history's clock.
 type Stall struct {
 	End int64 `json:"end"`
 	For int64 `json:"for"`
+	// Process is the client whose driver stood still; empty for the
+	// harness.
+	Process string `json:"process,omitempty"`
+}
+
+// Who says who stood still: "the harness", or "c1's driver".
+func (s Stall) Who() string {
+	if s.Process == "" {
+		return "the harness"
+	}
+	return s.Process + "'s driver"
 }
 
 // LongestStall is the longest of stalls, in nanoseconds; 0 for none.
@@ -346,20 +361,41 @@ func stalls(events []history.Event, notes []string) ([]Stall, []string) {
 			notes = append(notes, err.Error())
 			continue
 		}
-		out = append(out, Stall{End: e.Time, For: stood})
+		st := Stall{End: e.Time, For: stood}
+		if e.Process != history.ProcessHarness {
+			st.Process = e.Process
+		}
+		out = append(out, st)
 	}
 	if len(out) == 0 {
 		return nil, notes
 	}
-	var when []string
-	for i, st := range out {
-		if i == 3 {
-			when = append(when, fmt.Sprintf("and %d more", len(out)-3))
-			break
+	// A note per process that stood still, the harness's first.
+	var who []string
+	byWho := map[string][]Stall{}
+	for _, st := range out {
+		if _, ok := byWho[st.Process]; !ok {
+			who = append(who, st.Process)
 		}
-		when = append(when, fmt.Sprintf("%s until %s", paired.Seconds(st.For), paired.Seconds(st.End)))
+		byWho[st.Process] = append(byWho[st.Process], st)
 	}
-	notes = append(notes, fmt.Sprintf("the harness stood still %d time(s), at most %s (%s): starved of the CPU or stopped, with its in-process clients, their timers and the nemesis — a pause the scenario did not script, and a lease can run out in it unseen",
-		len(out), paired.Seconds(LongestStall(out)), strings.Join(when, ", ")))
+	slices.Sort(who)
+	for _, p := range who {
+		sts := byWho[p]
+		var when []string
+		for i, st := range sts {
+			if i == 3 {
+				when = append(when, fmt.Sprintf("and %d more", len(sts)-3))
+				break
+			}
+			when = append(when, fmt.Sprintf("%s until %s", paired.Seconds(st.For), paired.Seconds(st.End)))
+		}
+		what := "starved of the CPU or stopped, with its in-process clients, their timers and the nemesis"
+		if p != "" {
+			what = "its process starved of the CPU (the kernel's count of its waiting), with the client's timers and renewals"
+		}
+		notes = append(notes, fmt.Sprintf("%s stood still %d time(s), at most %s (%s): %s — a pause the scenario did not script, and a lease can run out in it unseen",
+			sts[0].Who(), len(sts), paired.Seconds(LongestStall(sts)), strings.Join(when, ", "), what))
+	}
 	return out, notes
 }

@@ -916,6 +916,7 @@ func TestHarmNamesUnguardedWrites(t *testing.T) {
 // TestHarnessStallsHoldEveryClient). A stall without its length is noted
 // as such.
 func TestStallsAreNotedNotJudged(t *testing.T) {
+	var by func(process string, ms ...int64) []history.Event
 	stall := func(ms int64) historytest.Mod {
 		return func(e *history.Event) {
 			if ms > 0 {
@@ -923,7 +924,8 @@ func TestStallsAreNotedNotJudged(t *testing.T) {
 			}
 		}
 	}
-	with := func(ms ...int64) []history.Event {
+	with := func(ms ...int64) []history.Event { return by(history.ProcessHarness, ms...) }
+	by = func(process string, ms ...int64) []history.Event {
 		events := pauseHistory(kindCounter, false)
 		b := &historytest.Builder{}
 		for _, e := range events {
@@ -932,7 +934,7 @@ func TestStallsAreNotedNotJudged(t *testing.T) {
 			})
 			if e.Index == 10 {
 				for _, m := range ms {
-					b.Add(history.ProcessHarness, history.Info, history.Stall, "", float64(e.Time)/1e9, stall(m))
+					b.Add(process, history.Info, history.Stall, "", float64(e.Time)/1e9, stall(m))
 				}
 			}
 		}
@@ -948,6 +950,8 @@ func TestStallsAreNotedNotJudged(t *testing.T) {
 		{"none", with(), 0, ""},
 		{"two", with(450, 120), 2, "the harness stood still 2 time(s), at most 0.450s"},
 		{"one without its length", with(0), 0, "a stall without its length"},
+		// A driver's process starved: noted as its, not the harness's.
+		{"c2's driver", by("c2", 300), 1, "c2's driver stood still 1 time(s), at most 0.300s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := Check(tc.events)
@@ -963,6 +967,9 @@ func TestStallsAreNotedNotJudged(t *testing.T) {
 			}
 			if tc.note == "" && strings.Contains(notes, "stood still") {
 				t.Errorf("a note of a stall with none:\n%s", notes)
+			}
+			if strings.HasPrefix(tc.name, "c2") && (strings.Contains(notes, "the harness stood still") || res.Stalls[0].Process != "c2") {
+				t.Errorf("a driver's stall told as the harness's: %+v\n%s", res.Stalls, notes)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,4 +117,42 @@ func reapCgroups(base string) {
 			_ = os.Remove(o.dir)
 		}
 	}
+}
+
+// errNoPressure: the kernel keeps no pressure counts for the cgroup.
+var errNoPressure = errors.New("the kernel keeps no CPU pressure count (PSI) for the driver's cgroup")
+
+// cpuWaited reads the cgroup's cpu.pressure: the total time, in all,
+// that some process of the cgroup had work and waited for a CPU (its
+// "some" line's total, in µs).
+func (o *owner) cpuWaited() (time.Duration, error) {
+	b, err := os.ReadFile(filepath.Join(o.dir, "cpu.pressure"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, errNoPressure
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading the driver's CPU pressure: %w", err)
+	}
+	return someTotal(string(b))
+}
+
+// someTotal is the total of a pressure file's "some" line
+// ("some avg10=0.00 avg60=0.00 avg300=0.00 total=1234", µs).
+func someTotal(pressure string) (time.Duration, error) {
+	for _, l := range strings.Split(pressure, "\n") {
+		rest, ok := strings.CutPrefix(l, "some ")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Fields(rest) {
+			if v, ok := strings.CutPrefix(f, "total="); ok {
+				us, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || us < 0 {
+					return 0, fmt.Errorf("the CPU pressure's total %q is no count of microseconds", v)
+				}
+				return time.Duration(us) * time.Microsecond, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("the CPU pressure %q has no \"some … total=\"", strings.TrimSpace(pressure))
 }

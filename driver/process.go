@@ -344,6 +344,18 @@ func (p *Proc) pidName() string { return "driver-" + p.cfg.Client }
 // Pid is the driver's process id (and process group).
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
+// CPUWaited is how long, in all, the driver's processes had work and
+// waited for a CPU since it started: the kernel's count of the driver
+// starved (its cgroup's cpu.pressure), which the harness cannot see from
+// its own scheduling. An error where the driver has no cgroup of its own
+// (Owned) or the kernel keeps no such count.
+func (p *Proc) CPUWaited() (time.Duration, error) {
+	if p.own == nil {
+		return 0, errors.New("the driver has no cgroup of its own, so no count of its waiting for a CPU")
+	}
+	return p.own.cpuWaited()
+}
+
 // Name is the driver's name as its ready said it, else as configured.
 func (p *Proc) Name() string {
 	if p.ready.Name != "" {

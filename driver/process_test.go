@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"splitbrain/cluster"
+	"splitbrain/internal/stall"
 	"splitbrain/workload"
 )
 
@@ -509,5 +510,86 @@ read eof; exit 0`
 	}
 	if err := p.Stop(context.Background()); err != nil {
 		t.Errorf("Stop: %v", err)
+	}
+}
+
+// The kernel's count of a driver waiting for a CPU (its cgroup's
+// cpu.pressure): four busy processes of the driver on one CPU wait about
+// three quarters of the time each, some of them all of it, and the stall
+// watch calls that standing still; a driver that only reads its stdin
+// waits for none. Where the machine gives no cgroup, the error says so.
+func TestCPUWaited(t *testing.T) {
+	t.Parallel()
+	if o, err := newOwner(); err != nil {
+		p, serr := start(t, ready+`while read line; do :; done`, 5*time.Second)
+		if serr != nil {
+			t.Fatal(serr)
+		}
+		if _, err := p.CPUWaited(); err == nil {
+			t.Error("a driver without a cgroup of its own counted its waiting")
+		}
+		t.Skipf("this machine gives the harness no cgroup: %v", err)
+	} else if err := o.remove(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		script string
+		busy   bool
+	}{
+		{"four busy on one CPU", ready + `for i in 1 2 3 4; do taskset -c 0 sh -c 'while :; do :; done' & done; while read line; do :; done`, true},
+		{"quiet", ready + `while read line; do :; done`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := start(t, tc.script, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w0, err := p.CPUWaited()
+			if err != nil {
+				if errors.Is(err, errNoPressure) {
+					t.Skip(err)
+				}
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			var stood time.Duration
+			if err := stall.WatchWaited(ctx, 25*time.Millisecond, 100*time.Millisecond, 0.9, p.CPUWaited, func(d time.Duration) { stood += d }); err != nil {
+				t.Fatal(err)
+			}
+			w1, err := p.CPUWaited()
+			if err != nil {
+				t.Fatal(err)
+			}
+			grew := w1 - w0
+			if tc.busy && (grew < 500*time.Millisecond || stood < 500*time.Millisecond) {
+				t.Errorf("waited %v and stood still %v in a second, want most of it", grew, stood)
+			}
+			if !tc.busy && (grew > 200*time.Millisecond || stood > 0) {
+				t.Errorf("a quiet driver waited %v and stood still %v in a second", grew, stood)
+			}
+		})
+	}
+}
+
+// someTotal reads the "some" line of a pressure file.
+func TestSomeTotal(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{"some avg10=0.00 avg60=0.00 avg300=0.00 total=721157\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=688350\n", 721157 * time.Microsecond, ""},
+		{"some avg10=1.00 total=0\n", 0, ""},
+		{"full avg10=0.00 total=5\n", 0, `has no "some … total="`},
+		{"some avg10=0.00 total=-3\n", 0, "no count of microseconds"},
+		{"some avg10=0.00 total=x\n", 0, "no count of microseconds"},
+		{"", 0, `has no "some … total="`},
+	} {
+		got, err := someTotal(tc.in)
+		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("someTotal(%q) = %v, %v; want %v, %q", tc.in, got, err, tc.want, tc.err)
+		}
 	}
 }

@@ -65,8 +65,11 @@ const (
 	// Stall is the harness standing still, by ProcessHarness: the moment
 	// it ran again after a gap in which none of its goroutines ran
 	// (StallValue), starved of the CPU or stopped. Its in-process clients,
-	// their timers and the nemesis stood still with it. Like End, it is no
-	// operation, and it is no fault the scenario scripted.
+	// their timers and the nemesis stood still with it. By a client's
+	// name: that client's lock driver, a process of its own, stood still
+	// (starved of the CPU, the kernel's count of its waiting), the client
+	// with it. Like End, it is no operation, and it is no fault the
+	// scenario scripted.
 	Stall Func = "stall"
 )
 

@@ -71,8 +71,9 @@ func (e Event) Decode(v any) error {
 	return nil
 }
 
-// StallValue is the value of a Stall event: the harness ran again at the
-// event's Time after standing still for For nanoseconds.
+// StallValue is the value of a Stall event: the harness (or the event's
+// client's driver) ran again at the event's Time after standing still for
+// For nanoseconds.
 type StallValue struct {
 	For int64 `json:"for"`
 }

@@ -221,8 +221,11 @@ func otherFaultBars(tl *timeline, faults []checker.FaultWindow, li int, sc scale
 func stallBars(tl *timeline, stalls []checker.Stall, li int, sc scale) {
 	for _, st := range stalls {
 		ln := tl.Lanes[li]
-		title := fmt.Sprintf("the harness stood still for %s until %s: starved of the CPU or stopped, its in-process clients, their timers and the nemesis with it",
-			checker.Seconds(st.For), checker.Seconds(st.End))
+		what := "starved of the CPU or stopped, its in-process clients, their timers and the nemesis with it"
+		if st.Process != "" {
+			what = "its process starved of the CPU, the client's timers and renewals with it"
+		}
+		title := fmt.Sprintf("%s stood still for %s until %s: %s", st.Who(), checker.Seconds(st.For), checker.Seconds(st.End), what)
 		tl.Under = append(tl.Under, sc.bar("fault-node fault-paused fault-stall", st.End-st.For, st.End, ln.Y+3, ln.H-6, title))
 	}
 }

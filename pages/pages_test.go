@@ -682,19 +682,24 @@ func TestWriteJudgedAgainstTheLeaseItNames(t *testing.T) {
 	}
 }
 
-// The harness's stalls are drawn on a lane of their own, each with what
-// it was; a report without them has no such lane.
+// The harness's stalls, and a driver's, are drawn on a lane of their
+// own, each with whose it was; a report without them has no such lane.
 func TestReportShowsHarnessStalls(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		stall bool
-	}{{"a stall", true}, {"none", false}} {
+		name    string
+		process string // who stood still; empty: no one
+		want    string
+	}{
+		{"the harness", history.ProcessHarness, "the harness stood still for 0.400s until"},
+		{"a driver", "c2", "c2&#39;s driver stood still for 0.400s until"},
+		{"none", "", ""},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			events := pauseHistory()
-			if tc.stall {
+			if tc.process != "" {
 				last := events[len(events)-1]
-				events = append(events, history.Event{Index: last.Index + 1, Process: history.ProcessHarness, Type: history.Info,
+				events = append(events, history.Event{Index: last.Index + 1, Process: tc.process, Type: history.Info,
 					F: history.Stall, Time: last.Time, Value: history.MustValue(history.StallValue{For: 400e6})})
 			}
 			res := checker.Check(events)
@@ -702,10 +707,13 @@ func TestReportShowsHarnessStalls(t *testing.T) {
 				t.Fatal(err)
 			}
 			page := readFile(t, filepath.Join(dir, runstore.ReportFile))
-			for _, want := range []string{`class="fault-node fault-paused fault-stall z"`, "the harness stood still for 0.400s until"} {
-				if strings.Contains(page, want) != tc.stall {
-					t.Errorf("report has %q: %v, want %v", want, !tc.stall, tc.stall)
+			for _, want := range []string{`class="fault-node fault-paused fault-stall z"`, ">stood still<", tc.want} {
+				if want != "" && strings.Contains(page, want) != (tc.process != "") {
+					t.Errorf("report has %q: %v, want %v", want, tc.process == "", tc.process != "")
 				}
+			}
+			if tc.process == "c2" && strings.Contains(page, "the harness stood still") {
+				t.Errorf("a driver's stall is told as the harness's")
 			}
 		})
 	}

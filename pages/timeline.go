@@ -149,7 +149,9 @@ func buildTimeline(meta runstore.Meta, res checker.Result, events eventIndex, re
 	// their own.
 	stallLane := -1
 	if len(res.Stalls) > 0 {
-		stallLane = ls.add("harness", "harness", "lane-net", nodeLaneH)
+		// One lane for every process that stood still: the harness, and
+		// the drivers (each bar's title says whose).
+		stallLane = ls.add("stalls", "stood still", "lane-net", nodeLaneH)
 	}
 	tl.Bottom = ls.y - laneGap
 	tl.Height = tl.Bottom + 8

@@ -9,6 +9,7 @@ import (
 
 	"splitbrain/checker"
 	"splitbrain/history"
+	"splitbrain/internal/cpulimit"
 	"splitbrain/internal/gobuild"
 	"splitbrain/locks"
 	"splitbrain/runstore"
@@ -247,5 +248,47 @@ func TestDriverLockFields(t *testing.T) {
 		case tc.want == "" && sc.Lock.Kind == locks.Driver.Name && len(sc.Lock.Command) != 2:
 			t.Errorf("%s: command %q", tc.lock, sc.Lock.Command)
 		}
+	}
+}
+
+// A driver's process starved of the CPU is a stall of its client: the
+// kernel counts its waiting (its cgroup's cpu.pressure), the history
+// records it as c1's, and the checker notes it as c1's driver's, not the
+// harness's. The driver here shares one CPU with three busy processes of
+// its own cgroup (they end with it); a quiet driver is the other side of
+// the edge (TestCPUWaited, package driver).
+func TestStarvedDriverIsAStall(t *testing.T) {
+	t.Parallel()
+	if _, err := cpulimit.V2Base(); err != nil {
+		t.Skipf("this machine gives the harness no cgroup for a driver, so nothing counts its waiting: %v", err)
+	}
+	bin := buildDriver(t, "redlock-driver")
+	sc, err := spec.Load("clock-jump-control")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sc.PlayAgainst(locks.Driver.Name)
+	p.Lock.Command = []string{"sh", "-c", `for i in 1 2 3; do taskset -c 0 sh -c 'while :; do :; done' & done; exec taskset -c 0 "$0"`, bin}
+	var log strings.Builder
+	out := runWithProgress(t, context.Background(), p, 1, &log)
+	if strings.Contains(log.String(), "standing still is not watched") {
+		t.Skipf("the kernel does not count the driver's waiting here: %s", log.String())
+	}
+	var drivers []checker.Stall
+	for _, st := range out.Result.Stalls {
+		if st.Process != "" {
+			drivers = append(drivers, st)
+		}
+	}
+	if len(drivers) == 0 {
+		t.Fatalf("no driver stood still, stalls %+v; log:\n%s", out.Result.Stalls, log.String())
+	}
+	t.Logf("the drivers' stalls: %+v; the verdict: %s (%s)", drivers, out.Result.Verdict, out.Result.Reason)
+	noted := false
+	for _, n := range out.Result.Notes {
+		noted = noted || strings.Contains(n, drivers[0].Process+"'s driver stood still")
+	}
+	if !noted {
+		t.Errorf("no note of %s's driver standing still: %q", drivers[0].Process, out.Result.Notes)
 	}
 }

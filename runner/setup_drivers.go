@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,6 +75,17 @@ func (r *runner) startDriver(ctx context.Context, cfg driver.Config) (*driver.Pr
 	r.drivers.mu.Unlock()
 	r.logf("%s: driver %s started (pid %d), points %v", cfg.Client, p.Name(), p.Pid(), p.Points())
 	return p, nil
+}
+
+// byClient are the driver processes by client; nil when the lock runs
+// in-process.
+func (d *driverRig) byClient() map[string]*driver.Proc {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.procs)
 }
 
 // pausers are the driver processes by client, for a random schedule's

@@ -2,6 +2,9 @@ package runner
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	"splitbrain/history"
@@ -16,20 +19,48 @@ const (
 	stallMin  = 100 * time.Millisecond
 )
 
-// watchStalls records in the history each moment the harness stood still
-// while it plays, until the returned stop is called.
+// driverStallShare is the share of a tick a driver must have waited for a
+// CPU for the tick to count as standing still: a driver that got a CPU
+// for a tenth of each tick or less, as the harness's own ticker standing
+// still does not run at all. One that ran more was slowed, not stopped.
+const driverStallShare = 0.9
+
+// watchStalls records in the history each moment the harness stood
+// still while it plays, and each moment a lock driver's process did
+// (starved of the CPU, counted by the kernel: driver.Proc.CPUWaited),
+// until the returned stop is called. A driver whose waiting the kernel
+// does not count is said so in the log, once.
 func (r *runner) watchStalls(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		stall.Watch(ctx, stallTick, stallMin, func(stood time.Duration) {
-			r.rec.Record(history.Event{Process: history.ProcessHarness, Type: history.Info, F: history.Stall,
-				Value: history.MustValue(history.StallValue{For: int64(stood)})})
+			r.recordStall(history.ProcessHarness, stood)
 		})
-	}()
+	})
+	procs := r.drivers.byClient()
+	for _, c := range slices.Sorted(maps.Keys(procs)) {
+		p := procs[c]
+		if _, err := p.CPUWaited(); err != nil {
+			r.logf("%s: its driver's standing still is not watched: %v", c, err)
+			continue
+		}
+		wg.Go(func() {
+			// An error ends the watch: the driver is gone.
+			_ = stall.WatchWaited(ctx, stallTick, stallMin, driverStallShare, p.CPUWaited, func(stood time.Duration) {
+				r.recordStall(c, stood)
+			})
+		})
+	}
 	return func() {
 		cancel()
-		<-done
+		wg.Wait()
 	}
+}
+
+// recordStall records that process (the harness, or a client's driver)
+// stood still for stood, up to now.
+func (r *runner) recordStall(process string, stood time.Duration) {
+	r.rec.Record(history.Event{Process: process, Type: history.Info, F: history.Stall,
+		Value: history.MustValue(history.StallValue{For: int64(stood)})})
 }

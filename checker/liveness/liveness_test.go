@@ -632,7 +632,13 @@ func TestAvailability(t *testing.T) {
 // stall adds the harness standing still for length ms, recorded when it
 // ran again at to.
 func (b *hist) stall(to, length int64) *hist {
-	b.add(history.Event{Process: history.ProcessHarness, Type: history.Info, F: history.Stall, Time: to * ms,
+	return b.stallOf(history.ProcessHarness, to, length)
+}
+
+// stallOf adds process (the harness, or a client's driver) standing still
+// for length ms, recorded when it ran again at to.
+func (b *hist) stallOf(process string, to, length int64) *hist {
+	b.add(history.Event{Process: process, Type: history.Info, F: history.Stall, Time: to * ms,
 		Value: history.MustValue(history.StallValue{For: length * ms})})
 	return b
 }
@@ -689,6 +695,17 @@ func TestHarnessStallsHoldEveryClient(t *testing.T) {
 		{"a stall of no length holds no one", func() []history.Event {
 			return refused(new(hist).setup(single).stall(4995, 0))
 		}, verdicts{invalid, unknown, 1, 0}},
+		// A driver's process standing still (its cgroup's CPU pressure)
+		// holds its own client, no other.
+		{"c2's driver stalled during its attempt: owed nothing", func() []history.Event {
+			return refused(new(hist).setup(single).stallOf("c2", 4995, 45))
+		}, verdicts{unknown, unknown, 0, 0}},
+		{"c1's driver stalled during c2's attempt: c2 is judged", func() []history.Event {
+			return refused(new(hist).setup(single).stallOf("c1", 4995, 45))
+		}, verdicts{invalid, unknown, 1, 0}},
+		{"a renewed holder whose driver stalled for an expiry may have lost it", func() []history.Event {
+			return renewed(new(hist).setup(ensemble).stallOf("c1", 3500, 1500))
+		}, verdicts{invalid, unknown, 2, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, _ := judge(t, tc.h())

@@ -94,7 +94,7 @@ func faultsOf(ws []paired.FaultWindow) []fault {
 }
 
 // stalls are the harness's stalls in events as faults that hold every
-// one of clients for their length: a refusal then is owed nothing (reach's
+// one of clients for their length (a driver's stall, its own client): a refusal then is owed nothing (reach's
 // stalled), and a holder that could not renew may have lost its lock.
 // Without this a stall on a slow machine would be judged the lock's
 // failure to serve; the checker notes each stall besides (package
@@ -114,7 +114,12 @@ func stalls(events []history.Event, clients []string) []fault {
 			// no one.
 			continue
 		}
-		w := paired.FaultWindow{Fault: history.Fault{Kind: kindStall, Nodes: clients}, Start: e.Time - stood, End: e.Time, Healed: true}
+		held := clients
+		if e.Process != history.ProcessHarness {
+			// A driver's process stood still: its client alone.
+			held = []string{e.Process}
+		}
+		w := paired.FaultWindow{Fault: history.Fault{Kind: kindStall, Nodes: held}, Start: e.Time - stood, End: e.Time, Healed: true}
 		out = append(out, fault{FaultWindow: w, class: classClient, from: w.Start})
 	}
 	return out
@@ -199,7 +204,8 @@ type reach struct {
 	// after-acquire point: a grant the client was then holding had taken
 	// effect before.
 	heldAfterGrant []int64
-	// stalled: the harness stood still (history.Stall). A refusal then is
+	// stalled: the harness, or the client's driver, stood still
+	// (history.Stall). A refusal then is
 	// owed nothing (the client could not run); a grant still shows the
 	// lock live, so it is judged (a slow machine's stalls would otherwise
 	// leave attempts unjudged: CI saw minority-partition's ensemble
@@ -303,14 +309,18 @@ func reaches(s history.LockSetup, faults []fault, clientList []string) map[strin
 		}
 		out[c] = &reach{cannot: merged(r.cannot), noRenew: merged(r.noRenew), lost: lost, path: merged(r.path)}
 	}
-	var stalled []span
+	// A stall holds the clients it names: every one for the harness's,
+	// its own client for a driver's.
+	stalled := map[string][]span{}
 	for _, f := range faults {
 		if f.Kind == kindStall {
-			stalled = append(stalled, span{f.from, f.End})
+			for _, c := range f.Nodes {
+				stalled[c] = append(stalled[c], span{f.from, f.End})
+			}
 		}
 	}
-	for _, r := range out {
-		r.stalled = merged(stalled)
+	for c, r := range out {
+		r.stalled = merged(stalled[c])
 	}
 	for _, f := range faults {
 		if f.Kind != kindClientHeld || f.Point != pointAfterAcquire {

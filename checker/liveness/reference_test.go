@@ -166,11 +166,15 @@ func genHistory(seed uint64) ([]history.Event, history.LockSetup) {
 	}
 
 	// The harness standing still now and then (history.Stall), recorded
-	// when it ran again.
+	// when it ran again; or a client's driver.
 	for range r.IntN(3) {
 		if r.IntN(2) == 0 {
 			d := int64(1 + r.IntN(6))
-			add(d+int64(r.IntN(int(span))), history.Event{Process: history.ProcessHarness, Type: history.Info, F: history.Stall,
+			who := history.ProcessHarness
+			if r.IntN(2) == 0 {
+				who = s.Clients[r.IntN(len(s.Clients))]
+			}
+			add(d+int64(r.IntN(int(span))), history.Event{Process: who, Type: history.Info, F: history.Stall,
 				Value: history.MustValue(history.StallValue{For: d * ms})})
 		}
 	}
@@ -308,12 +312,17 @@ func refJudge(events []history.Event, s history.LockSetup) refResult {
 			o.remain = e.Type == history.Fail && len(e.Nodes) > 0
 		case history.Stall:
 			// The harness stood still: every client, and what it runs
-			// in the background, held for as long (a "stall", below).
+			// in the background, held for as long (a "stall", below);
+			// a client's driver: that client.
 			var v history.StallValue
 			if err := e.Decode(&v); err != nil {
 				panic(err)
 			}
-			faults = append(faults, &refFault{Fault: history.Fault{Kind: "stall", Nodes: s.Clients},
+			held := s.Clients
+			if e.Process != history.ProcessHarness {
+				held = []string{e.Process}
+			}
+			faults = append(faults, &refFault{Fault: history.Fault{Kind: "stall", Nodes: held},
 				from: tick(e.Time - v.For), to: tick(e.Time)})
 		}
 	}
