@@ -20,9 +20,11 @@ const (
 )
 
 // driverStallShare is the share of a tick a driver must have waited for a
-// CPU for the tick to count as standing still: a driver that got a CPU
-// for a tenth of each tick or less, as the harness's own ticker standing
-// still does not run at all. One that ran more was slowed, not stopped.
+// CPU for the tick to count as standing still: one that got a CPU for a
+// tenth of each tick or less stood nearly as still as the harness whose
+// own ticker did not run at all; one that ran more was slowed, not
+// stopped. A stall is recorded a tick after its last stalled tick, when
+// the watch sees it end: its window lies up to a tick late.
 const driverStallShare = 0.9
 
 // watchStalls records in the history each moment the harness stood
