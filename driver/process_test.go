@@ -514,10 +514,11 @@ read eof; exit 0`
 }
 
 // The kernel's count of a driver waiting for a CPU (its cgroup's
-// cpu.pressure): four busy processes of the driver on one CPU wait about
-// three quarters of the time each, some of them all of it, and the stall
-// watch calls that standing still; a driver that only reads its stdin
-// waits for none. Where the machine gives no cgroup, the error says so.
+// cpu.pressure, time in which some process of it waited): four busy
+// processes of the driver on one CPU leave three waiting at every moment,
+// so the count grows with the wall clock, and the stall watch calls that
+// standing still; a driver that only reads its stdin waits for none.
+// Where the machine gives no cgroup, the error says so.
 func TestCPUWaited(t *testing.T) {
 	t.Parallel()
 	if o, err := newOwner(); err != nil {

@@ -94,8 +94,9 @@ func faultsOf(ws []paired.FaultWindow) []fault {
 }
 
 // stalls are the harness's stalls in events as faults that hold every
-// one of clients for their length (a driver's stall, its own client): a refusal then is owed nothing (reach's
-// stalled), and a holder that could not renew may have lost its lock.
+// one of clients for their length (a driver's stall, its own client): a
+// refusal then is owed nothing (reach's stalled), and a holder that could
+// not renew may have lost its lock.
 // Without this a stall on a slow machine would be judged the lock's
 // failure to serve; the checker notes each stall besides (package
 // checker), so none goes unseen. A stall is on no client's path (reach's
@@ -205,11 +206,10 @@ type reach struct {
 	// effect before.
 	heldAfterGrant []int64
 	// stalled: the harness, or the client's driver, stood still
-	// (history.Stall). A refusal then is
-	// owed nothing (the client could not run); a grant still shows the
-	// lock live, so it is judged (a slow machine's stalls would otherwise
-	// leave attempts unjudged: CI saw minority-partition's ensemble
-	// judge none).
+	// (history.Stall). A refusal then is owed nothing (the client could
+	// not run); a grant still shows the lock live, so it is judged (a
+	// slow machine's stalls would otherwise leave attempts unjudged: CI
+	// saw minority-partition's ensemble judge none).
 	stalled spans
 }
 
