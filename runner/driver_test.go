@@ -12,6 +12,7 @@ import (
 	"splitbrain/internal/cpulimit"
 	"splitbrain/internal/gobuild"
 	"splitbrain/locks"
+	"splitbrain/runner"
 	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 )
@@ -128,10 +129,22 @@ func TestRedisPyPauseDuringAcquire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runScenario(t, context.Background(), sc.PlayAgainst(locks.RedisPy.Name), 1)
-	a := checker.AnswersOf(out.Result)
-	if !out.AsExpected {
-		t.Errorf("verdict %s (lock %s, resource %s: %s), want %s", out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, sc.PlayAgainst(locks.RedisPy.Name).Expect)
+	// The lock's answer is the story's; the resource's depends on c1's
+	// write, after its pause, landing between c2's read and write of
+	// the counter: under make test's load (CPUs 97 % busy) c2's critical
+	// section once fell elsewhere, two beliefs overlapping and no update
+	// lost. Such a play is played again on the next seed, up to three.
+	var out *runner.Outcome
+	for seed := int64(1); ; seed++ {
+		out = runScenario(t, context.Background(), sc.PlayAgainst(locks.RedisPy.Name), seed)
+		a := checker.AnswersOf(out.Result)
+		if out.AsExpected {
+			break
+		}
+		if a.Lock != checker.Invalid || seed == 3 {
+			t.Fatalf("seed %d: verdict %s (lock %s, resource %s: %s), want %s", seed, out.Result.Verdict, a.Lock, a.Resource, out.Result.Reason, sc.PlayAgainst(locks.RedisPy.Name).Expect)
+		}
+		t.Logf("seed %d: the lock broke its promise, the resource %s (%s): playing seed %d", seed, a.Resource, out.Result.Reason, seed+1)
 	}
 	if !heldAClient(t, out.Dir) {
 		t.Errorf("no client-pause-held in the history: the driver's point never held c1")
