@@ -94,10 +94,8 @@ func (d *driverRig) pausers() map[string]nemesis.ProcessPauser {
 	if d == nil {
 		return nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	out := map[string]nemesis.ProcessPauser{}
-	for c, p := range d.procs {
+	for c, p := range d.byClient() {
 		out[c] = p
 	}
 	return out
