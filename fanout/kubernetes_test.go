@@ -253,7 +253,7 @@ func selects(sel, labels map[string]string) bool {
 // A job's tasks number 1 to the plays; the swarm tells each its slot
 // through a template that says 0 for the first (whose slot the template
 // alone would give as the node's id), and the arguments read it.
-func TestNewJobAndSwarmEnv(t *testing.T) {
+func TestNewJobAndSwarmArgs(t *testing.T) {
 	t.Parallel()
 	s := testSuite(t)
 	plays := len(Jobs(s))
@@ -277,5 +277,10 @@ func TestNewJobAndSwarmEnv(t *testing.T) {
 	env := SwarmEnv(job)
 	if len(env) != 1 || env[0] != suite.ShardEnv+"="+docker.SwarmSlot+"/"+strconv.Itoa(plays) {
 		t.Errorf("swarm env %v", env)
+	}
+	// On a swarm the tasks share the node's gate; the job's own
+	// arguments (Kubernetes') are left as they were.
+	if a := SwarmArgs(job); !slices.Equal(a, append(want, "--gate", SwarmGate)) || !slices.Equal(job.Args, want) {
+		t.Errorf("swarm args %v (job's now %v), want the job's and --gate %s", a, job.Args, SwarmGate)
 	}
 }

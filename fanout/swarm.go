@@ -6,12 +6,28 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"splitbrain/cluster/docker"
 	"splitbrain/suite"
 )
+
+// SwarmGate is the file through which the tasks of a job on a swarm
+// decide when to start a play as one load gate (suite --gate): the job
+// pins them to one node, where the store volume is one folder. Each
+// task's own gate would read the same CPUs, see the same moment of room
+// and start a play in it: 4 tasks on 2 cores ran at load 40 where the
+// suite played here runs at 20, and missed 54 expectations to its 18.
+var SwarmGate = path.Join(docker.RunnerStore, "loadgate")
+
+// SwarmArgs are each task's arguments on a swarm: the job's, and the
+// node's shared gate.
+func SwarmArgs(j Job) []string {
+	return append(slices.Clip(j.Args), "--gate", SwarmGate)
+}
 
 // SwarmEnv is what each task of a job on a swarm is given besides the
 // job's arguments: its I/N in suite.ShardEnv, I its task slot.
@@ -37,7 +53,7 @@ type SwarmPlayed struct {
 // and when ctx ends too.
 func Swarm(ctx context.Context, eng *docker.Engine, job Job, s Suite, store, command string, progress io.Writer) (SwarmPlayed, error) {
 	res, runErr := eng.RunSwarmJob(ctx, docker.SwarmJob{
-		Image: job.Image, Args: job.Args, Env: SwarmEnv(job), Tasks: job.Tasks, Out: store,
+		Image: job.Image, Args: SwarmArgs(job), Env: SwarmEnv(job), Tasks: job.Tasks, Out: store,
 		Memory: job.Memory, Pids: job.Pids, Progress: progress,
 	})
 	out := SwarmPlayed{Swarm: res}

@@ -177,4 +177,9 @@ func TestSwarmMatchesLocal(t *testing.T) {
 			t.Errorf("share %s: its task's output %q, %v", sh, log, err)
 		}
 	}
+	// The tasks decided their starts through one gate on the node: its
+	// file came back with the store, holding the last admission.
+	if b, err := os.ReadFile(filepath.Join(fanned, filepath.Base(SwarmGate))); err != nil || len(strings.Fields(string(b))) != 5 || strings.HasPrefix(string(b), "0 ") {
+		t.Errorf("the node's shared gate: %q, %v; want its state, an admission in it", b, err)
+	}
 }

@@ -73,9 +73,16 @@ const gateBusy = 0.94
 // below gateBusy, and 100 ms after the previous start, so that what a
 // start costs shows before the next is decided. One play per core runs
 // whatever the load, so that a suite on a machine busy with other work
-// still ends.
-func newGate() (*loadgate.Gate, error) {
-	return loadgate.New(loadgate.Options{Busy: gateBusy, Floor: runtime.NumCPU(), Spacing: 100 * time.Millisecond})
+// still ends. A gate shared with other suites through the file shared
+// lets one play of each run whatever the load: each suite still ends,
+// and N suites on one machine do not start N plays per core past the
+// bound (4 tasks of a fanned-out suite on 2 cores would be 8).
+func newGate(shared string) (*loadgate.Gate, error) {
+	floor := runtime.NumCPU()
+	if shared != "" {
+		floor = 1
+	}
+	return loadgate.New(loadgate.Options{Busy: gateBusy, Floor: floor, Spacing: 100 * time.Millisecond, Shared: shared})
 }
 
 // Plan is what a suite will play: its stories, its lock kinds and the
@@ -185,6 +192,10 @@ type Options struct {
 	// Shard, when set, plays only its share of the plays (Shard.Share),
 	// and the matrix says it holds one share.
 	Shard Shard
+	// SharedGate, when set, is a file through which this suite's gate
+	// decides as one with the other suites given the same file on this
+	// machine (loadgate.Options.Shared).
+	SharedGate string
 }
 
 // Result is a suite played: its matrix as written, and what stopped it.
@@ -222,10 +233,11 @@ func (r Result) Totals() (plays, met, flaky int) {
 // holds the plays that ended and says it is partial. The error says the
 // gate could not be made or the matrix not written.
 func Run(ctx context.Context, p Plan, opts Options) (Result, error) {
-	gate, err := newGate()
+	gate, err := newGate(opts.SharedGate)
 	if err != nil {
 		return Result{}, err
 	}
+	defer gate.Close()
 	started := time.Now()
 	// The store's index lists every run in it: rebuilt after each play it
 	// cost more than the plays' reports (a suite of 2 000 plays rebuilt

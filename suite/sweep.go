@@ -69,10 +69,11 @@ type SweepResult struct {
 // RunSweep plays a sweep's cells as Run plays a suite's (the same gate,
 // seeds and order), and writes the sweep's page and data into the store.
 func RunSweep(ctx context.Context, sp SweepPlan, opts Options) (SweepResult, error) {
-	gate, err := newGate()
+	gate, err := newGate(opts.SharedGate)
 	if err != nil {
 		return SweepResult{}, err
 	}
+	defer gate.Close()
 	started := time.Now()
 	stopIndexing := refreshIndex(opts.Store, indexEvery, opts.Errors)
 	po := PlayOptions{

@@ -94,6 +94,11 @@ Flags:
                   play every play once; the share's runs go to
                   STORE/shard-I-of-N, and splitbrain matrix STORE gathers
                   them. --shard env reads I/N from $SPLITBRAIN_SHARD
+  --gate FILE     decide when to start a play as one gate with every suite
+                  given the same FILE on this machine (made if missing):
+                  the 94 % bound on one smoothed load, starts spaced
+                  across the suites, one play each whatever the load —
+                  the tasks of fanout swarm on one node share one
 ` + runFlagsHelp + `
 Examples:
   splitbrain suite --store nightly                   the built-in suite and its matrix

@@ -462,6 +462,8 @@ workload: {kind: counter, clients: 2, duration: 1s`+fencing+`}
 		{"list with arguments", []string{"list", "extra"}, []string{"list takes no arguments"}},
 		{"suite with files and --all", []string{"suite", "--all", "clock-jump"}, []string{"suite takes scenario files or --all, not both"}},
 		{"suite with no runs", []string{"suite", "clock-jump", "--runs", "0"}, []string{"--runs 0: want a whole number from 1 to 1000"}},
+		{"suite with a gate in no folder", []string{"suite", "clock-jump", "--gate", "/nonexistent-dir/gate"},
+			[]string{`--gate "/nonexistent-dir/gate"`, "a regular file, made if missing in a folder that exists"}},
 		{"suite with a bad parallel", []string{"suite", "clock-jump", "--parallel", "65"}, []string{"--parallel 65: want a whole number from 1 to 64"}},
 		{"matrix without folders", []string{"matrix"}, []string{"matrix takes one or more folders"}},
 		{"matrix of a file", []string{"matrix", "go.mod"}, []string{`"go.mod" is not a folder`}},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"splitbrain/checker"
+	"splitbrain/internal/loadgate"
 	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
 	"splitbrain/suite"
@@ -50,6 +51,11 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return exitUsage, err
 	}
+	if f.gate != "" {
+		if err := loadgate.CheckShared(f.gate); err != nil {
+			return exitUsage, &usageError{fmt.Sprintf("--gate %q: %v", f.gate, err)}
+		}
+	}
 	if f.plan {
 		return printPlan(stdout, suite.NewPlan(scs, locks, f.backend), seed, shard, f)
 	}
@@ -82,7 +88,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 		Command: shellCommand(append([]string{"splitbrain", "suite"}, args...)...),
 		Rerun:   func(sc *spec.Scenario, s int64) string { return rerunCommand(sc, s, f, true) },
 		Done:    func(pr suite.PlayResult) { printPlay(progress, plan.Cells[pr.Cell], pr, f.parallel > 1) },
-		Shard:   shard,
+		Shard:   shard, SharedGate: f.gate,
 	}
 	if f.parallel == 1 {
 		// One at a time: each play's steps as they happen, as run prints them.

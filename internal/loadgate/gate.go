@@ -16,10 +16,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -29,8 +31,18 @@ type Gate struct {
 	floor   int           // always admit while fewer than this many run
 	spacing time.Duration // at least this long between admissions
 	read    func() (Sample, error)
+	// shared, when set, holds the state of every gate of the machine
+	// given the same file (Options.Shared); the state below then only
+	// says what this gate last saw.
+	shared *os.File
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	state
+}
+
+// state is what a gate decides from: the last reading, the smoothed load
+// and the last admission.
+type state struct {
 	last     Sample
 	load     float64 // smoothed busy fraction, -1 before two samples
 	admitted time.Time
@@ -57,6 +69,15 @@ type Options struct {
 	Spacing time.Duration
 	// Read reads the CPU counters; nil reads /proc/stat.
 	Read func() (Sample, error)
+	// Shared, when not empty, is a file through which the gates of
+	// several processes on one machine decide as one gate: the load,
+	// its last reading and the last admission are kept there, under a
+	// lock (flock), so that the spacing holds between any two of their
+	// admissions and each decides from the same smoothed load. The
+	// tasks of a fanned-out suite on one node share one: each alone
+	// would read the same CPUs, see the same moment of room and start
+	// a play in it, four gates four starts. Floor stays each gate's own.
+	Shared string
 }
 
 // New returns a gate. Busy must be in (0, 1].
@@ -68,11 +89,53 @@ func New(o Options) (*Gate, error) {
 	if read == nil {
 		read = ReadProcStat
 	}
-	g := &Gate{busy: o.Busy, floor: o.Floor, spacing: o.Spacing, read: read, load: -1}
+	g := &Gate{busy: o.Busy, floor: o.Floor, spacing: o.Spacing, read: read, state: state{load: -1}}
 	if s, err := read(); err == nil {
 		g.last = s
 	}
+	if o.Shared != "" {
+		f, err := openShared(o.Shared)
+		if err != nil {
+			return nil, err
+		}
+		g.shared = f
+	}
 	return g, nil
+}
+
+// openShared opens (making it if need be) the regular file a shared gate
+// keeps its state in, never through a symbolic link.
+func openShared(name string) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("loadgate: the shared gate's file (a regular file, made if missing in a folder that exists): %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("a %v, not a regular file", fi.Mode().Type())
+		}
+		return nil, fmt.Errorf("loadgate: the shared gate's file %s: %w", name, err)
+	}
+	return f, nil
+}
+
+// CheckShared says whether name can be a shared gate's file: a regular
+// file, or none yet in a folder that exists (which it makes).
+func CheckShared(name string) error {
+	f, err := openShared(name)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// Close lets go of the shared gate's file, if any.
+func (g *Gate) Close() error {
+	if g.shared == nil {
+		return nil
+	}
+	return g.shared.Close()
 }
 
 // poll is how often a waiting caller looks at the load again.
@@ -90,10 +153,7 @@ func (g *Gate) Wait(ctx context.Context, running func() int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		g.sample()
-		now := time.Now()
-		if running() < g.floor || (g.load < g.busy && now.Sub(g.admitted) >= g.spacing) {
-			g.admitted = now
+		if g.decide(running) {
 			return nil
 		}
 		t := time.NewTimer(poll)
@@ -106,8 +166,69 @@ func (g *Gate) Wait(ctx context.Context, running func() int) error {
 	}
 }
 
-// Load is the smoothed busy fraction last measured, or -1 before there
-// were two readings to compare.
+// decide reads the load and admits one when running() is below the
+// floor, or the load below the bound and the spacing past. With a shared
+// file it decides on the file's state, under its lock, and writes it
+// back; when the file cannot be locked, read or written it decides on
+// this gate's own state, as an unshared gate does: a wrong decision costs
+// the plays' timing, not their results, and waiting for ever would stop
+// the suite.
+func (g *Gate) decide(running func() int) bool {
+	st := &g.state
+	if g.shared != nil {
+		if err := syscall.Flock(int(g.shared.Fd()), syscall.LOCK_EX); err == nil {
+			defer syscall.Flock(int(g.shared.Fd()), syscall.LOCK_UN)
+			if s, err := readState(g.shared); err == nil {
+				*st = s
+				defer func() { _ = writeState(g.shared, *st) }()
+			}
+		}
+	}
+	st.sample(g.read)
+	now := time.Now()
+	if running() < g.floor || (st.load < g.busy && now.Sub(st.admitted) >= g.spacing) {
+		st.admitted = now
+		return true
+	}
+	return false
+}
+
+// readState reads a shared gate's state; an empty or unreadable file is a
+// gate that has read nothing yet.
+func readState(f *os.File) (state, error) {
+	b := make([]byte, 128)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return state{}, err
+	}
+	var (
+		s        state
+		admitted int64
+	)
+	if _, err := fmt.Sscan(string(b[:n]), &admitted, &s.last.Busy, &s.last.Total, &s.last.Nice, &s.load); err != nil {
+		return state{load: -1}, nil
+	}
+	if admitted != 0 {
+		s.admitted = time.Unix(0, admitted)
+	}
+	return s, nil
+}
+
+// writeState writes a shared gate's state as one line.
+func writeState(f *os.File, s state) error {
+	var admitted int64
+	if !s.admitted.IsZero() {
+		admitted = s.admitted.UnixNano()
+	}
+	line := fmt.Sprintf("%d %d %d %d %g\n", admitted, s.last.Busy, s.last.Total, s.last.Nice, s.load)
+	if _, err := f.WriteAt([]byte(line), 0); err != nil {
+		return err
+	}
+	return f.Truncate(int64(len(line)))
+}
+
+// Load is the smoothed busy fraction this gate last measured (or read
+// from the shared file), or -1 before there were two readings to compare.
 func (g *Gate) Load() float64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -118,29 +239,29 @@ func (g *Gate) Load() float64 {
 // reading into the load. A reading less than minTicks after the last is
 // too coarse (the kernel counts in ticks) and is skipped: the next one
 // then spans both.
-func (g *Gate) sample() {
-	s, err := g.read()
-	if err != nil || s.Total <= g.last.Total {
+func (st *state) sample(read func() (Sample, error)) {
+	s, err := read()
+	if err != nil || s.Total <= st.last.Total {
 		return
 	}
-	dt, db := s.Total-g.last.Total, s.Busy-min(s.Busy, g.last.Busy)
-	if g.last.Total != 0 && dt < minTicks {
+	dt, db := s.Total-st.last.Total, s.Busy-min(s.Busy, st.last.Busy)
+	if st.last.Total != 0 && dt < minTicks {
 		return
 	}
-	first := g.last.Total == 0
-	g.last = s
+	first := st.last.Total == 0
+	st.last = s
 	if first {
 		return
 	}
 	f := min(float64(db)/float64(dt), 1)
-	if g.load < 0 {
-		g.load = f
+	if st.load < 0 {
+		st.load = f
 		return
 	}
 	// A third of the weight on the last moment (a time constant of about
 	// a quarter second): a burst of starts shows within a few readings,
 	// and one quiet moment inside a busy second does not open the gate.
-	g.load += (f - g.load) / 3
+	st.load += (f - st.load) / 3
 }
 
 // minTicks is the least CPU time, in the kernel's ticks (USER_HZ, 100 a

@@ -3,8 +3,10 @@ package loadgate
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -170,5 +172,127 @@ func TestNewRefusesBadBound(t *testing.T) {
 		if _, err := New(Options{Busy: b}); err == nil || !strings.Contains(err.Error(), "want a fraction") {
 			t.Errorf("New(busy %v): err %v, want a refusal", b, err)
 		}
+	}
+}
+
+// Gates given one shared file decide as one: the spacing holds between
+// admissions of different gates (as of different processes: each gate
+// opens the file itself, and flock locks an open file, not a process),
+// and a gate that cannot read the counters decides from the load another
+// read. Gates with files of their own do neither.
+func TestSharedGate(t *testing.T) {
+	const spacing = 400 * time.Millisecond
+	idle := func() *counters { return &counters{busy: func() uint64 { return 0 }} }
+	for _, tc := range []struct {
+		name   string
+		shared bool
+	}{{"one file", true}, {"a file each", false}} {
+		t.Run(tc.name+": spacing", func(t *testing.T) {
+			dir := t.TempDir()
+			g1 := newShared(t, Options{Busy: 0.8, Spacing: spacing, Read: idle().read}, dir+"/gate")
+			name2 := dir + "/gate"
+			if !tc.shared {
+				name2 = dir + "/other"
+			}
+			g2 := newShared(t, Options{Busy: 0.8, Spacing: 20 * spacing, Read: idle().read}, name2)
+			if err := g1.Wait(t.Context(), running(0)); err != nil {
+				t.Fatal(err)
+			}
+			first := time.Now()
+			// Unshared, g2 has admitted nothing yet: it admits at once;
+			// shared, not before g1's admission is g2's spacing old.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*spacing)
+			defer cancel()
+			err := g2.Wait(ctx, running(0))
+			switch {
+			case tc.shared && !errors.Is(err, context.DeadlineExceeded):
+				t.Errorf("second gate's Wait %v after the first's admission: %v, want held past its spacing", time.Since(first), err)
+			case !tc.shared && err != nil:
+				t.Errorf("second gate's Wait: %v, want admitted at once", err)
+			}
+			// And g1 itself waits its own spacing after g2's admission
+			// or its own: a lower bound only, never a timed upper one.
+			if err := g1.Wait(t.Context(), running(0)); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(first); d < spacing {
+				t.Errorf("g1's second admission %v after its first, want at least %v", d, spacing)
+			}
+		})
+		t.Run(tc.name+": load", func(t *testing.T) {
+			dir := t.TempDir()
+			saturated := &counters{busy: func() uint64 { return 100 }}
+			g1 := newShared(t, Options{Busy: 0.8, Read: saturated.read}, dir+"/gate")
+			for range 3 { // readings enough to measure a load
+				ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+				_ = g1.Wait(ctx, running(5))
+				cancel()
+			}
+			if l := g1.Load(); l < 0.8 {
+				t.Fatalf("g1 measured load %.2f on saturated counters, want ≥ 0.8", l)
+			}
+			name2 := dir + "/gate"
+			if !tc.shared {
+				name2 = dir + "/other"
+			}
+			// g2 cannot read the counters: alone it counts the load as
+			// low; shared, it decides from the load g1 measured.
+			blind := &counters{busy: func() uint64 { return 0 }, err: errors.New("no /proc")}
+			g2 := newShared(t, Options{Busy: 0.8, Read: blind.read}, name2)
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			err := g2.Wait(ctx, running(5))
+			switch {
+			case tc.shared && !errors.Is(err, context.DeadlineExceeded):
+				t.Errorf("g2 sharing g1's file: Wait %v (load %.2f), want held by g1's load", err, g2.Load())
+			case !tc.shared && err != nil:
+				t.Errorf("g2 alone: Wait %v, want admitted", err)
+			}
+		})
+	}
+}
+
+func newShared(t *testing.T, o Options, name string) *Gate {
+	t.Helper()
+	o.Shared = name
+	g, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// A shared gate's file is a regular file reached through no link; a file
+// of another content is a gate that has read nothing yet.
+func TestSharedGateFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/target", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dir+"/target", dir+"/link"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(dir+"/fifo", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{dir + "/link", dir + "/fifo", dir, dir + "/none/gate"} {
+		if g, err := New(Options{Busy: 0.5, Shared: name}); err == nil {
+			g.Close()
+			t.Errorf("New(shared %s): no error, want a refusal", name)
+		} else if !strings.Contains(err.Error(), "shared gate's file") {
+			t.Errorf("New(shared %s): %v, want one naming the shared gate's file", name, err)
+		}
+	}
+	if err := os.WriteFile(dir+"/junk", []byte("not a gate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := newShared(t, Options{Busy: 0.5, Read: (&counters{busy: func() uint64 { return 0 }}).read}, dir+"/junk")
+	if err := g.Wait(t.Context(), running(0)); err != nil {
+		t.Fatalf("Wait on a file of other content: %v", err)
+	}
+	b, err := os.ReadFile(dir + "/junk")
+	if err != nil || strings.Count(string(b), " ") != 4 || !strings.HasSuffix(string(b), "\n") {
+		t.Errorf("the file after an admission: %q, %v; want the gate's one line", b, err)
 	}
 }
