@@ -16,10 +16,11 @@ import (
 	"splitbrain/fanout"
 	"splitbrain/locks"
 	"splitbrain/runstore"
+	"splitbrain/scenarios/spec"
 	"splitbrain/suite"
 )
 
-const fanoutUsage = `Usage: splitbrain fanout swarm|kubernetes|gather|image [SCENARIOS...|--all] [flags]
+const fanoutUsage = `Usage: splitbrain fanout swarm|kubernetes|gather|compare|image [SCENARIOS...|--all] [flags]
 
 Plays a suite on an engine instead of on this machine: N tasks of one
 runner image, built here from what is installed (the harness, the servers
@@ -44,6 +45,13 @@ not given and passed to every task.
   fanout gather DIR  checks the run folders under DIR against the plan of
                      the same arguments and writes DIR/matrix.html (for a
                      GitHub Actions matrix's shards, or copied by hand)
+  fanout compare DIR DIR
+                     says how two matrices of the same suite differ (each
+                     a folder of matrix.json: one gathered, one the suite
+                     played here): their cells, each cell's seeds, and each
+                     play's verdict in the scripted stories (a random
+                     schedule's verdict may differ on the same seed); exit
+                     0 when they agree, 1 when not
   fanout image       builds the runner image and prints its name
 
 Flags:
@@ -63,6 +71,7 @@ Examples:
   splitbrain fanout kubernetes --seed 5 --runs 100 --tasks 50 --image registry.example/splitbrain-runner:v1 > job.yaml
   splitbrain fanout kubernetes --seed 5 --runs 100 --tasks 50 --image registry.example/splitbrain-runner:v1 --gather > gather.yaml
   splitbrain fanout gather all --seed 5 --runs 3
+  splitbrain fanout compare landscape store --seed 5 --runs 3
 
 docs/fanout.md says how to run on a real cluster and in GitHub Actions.
 Exit codes as suite's; 255 also when a play has no run folder or one has
@@ -133,15 +142,22 @@ func cutFanoutFlags(args []string) (fanoutFlags, []string, error) {
 
 func cmdFanout(args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 0 {
-		return exitUsage, &usageError{"fanout wants swarm, kubernetes, gather or image; see splitbrain help fanout"}
+		return exitUsage, &usageError{"fanout wants swarm, kubernetes, gather, compare or image; see splitbrain help fanout"}
 	}
 	sub, args := args[0], args[1:]
 	var gatherDir string
-	if sub == "gather" {
+	var compareDirs [2]string
+	switch sub {
+	case "gather":
 		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 			return exitUsage, &usageError{"fanout gather wants the folder holding the shares' run folders first, then the suite's arguments"}
 		}
 		gatherDir, args = args[0], args[1:]
+	case "compare":
+		if len(args) < 2 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[1], "-") {
+			return exitUsage, &usageError{"fanout compare wants two folders of matrix.json first (such as a gathered store and a suite's), then the suite's arguments"}
+		}
+		compareDirs, args = [2]string{args[0], args[1]}, args[2:]
 	}
 	ff, rest, err := cutFanoutFlags(args)
 	if err != nil {
@@ -181,6 +197,8 @@ func cmdFanout(args []string, stdout, stderr io.Writer) (int, error) {
 	switch sub {
 	case "gather":
 		return fanoutGather(stdout, s, gatherDir, command, f)
+	case "compare":
+		return fanoutCompare(stdout, s, compareDirs, f)
 	case "image":
 		ctx, _, _, stop := stopContext(stdout, stderr)
 		defer stop()
@@ -224,7 +242,7 @@ func cmdFanout(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		return fanoutSwarm(stdout, stderr, s, cfg, ff, f, command)
 	}
-	return exitUsage, &usageError{fmt.Sprintf("fanout %s: want swarm, kubernetes, gather or image", sub)}
+	return exitUsage, &usageError{fmt.Sprintf("fanout %s: want swarm, kubernetes, gather, compare or image", sub)}
 }
 
 // fanoutSuite makes the suite's plan as each task will (the local
@@ -349,6 +367,57 @@ func fanoutGather(stdout io.Writer, s fanout.Suite, dir, command string, f runFl
 		return exitInternal, err
 	}
 	return fanoutPrint(stdout, g, dir, f), nil
+}
+
+// compareJSON is fanout compare's --json output.
+type compareJSON struct {
+	Same bool `json:"same"`
+	// Cells and ScriptedPlays count what the first matrix holds: its
+	// cells, and the plays of its scripted stories' played cells.
+	Cells         int      `json:"cells"`
+	ScriptedPlays int      `json:"scripted_plays"`
+	Differences   []string `json:"differences"`
+}
+
+// fanoutCompare compares the matrices in dirs as fanout.Compare does, the
+// stories' being scripted read from the suite s; it exits 0 when they
+// agree and 1 when they do not.
+func fanoutCompare(stdout io.Writer, s fanout.Suite, dirs [2]string, f runFlags) (int, error) {
+	var ms [2]runstore.Matrix
+	for i, d := range dirs {
+		m, err := runstore.ReadMatrix(d)
+		if err != nil {
+			return exitUsage, &usageError{fmt.Sprintf("fanout compare: %v (give a folder holding a suite's or a gather's matrix.json)", err)}
+		}
+		ms[i] = m
+	}
+	var scs []*spec.Scenario
+	for _, c := range s.Plan.Cells {
+		if !slices.Contains(scs, c.Scenario) {
+			scs = append(scs, c.Scenario)
+		}
+	}
+	scripted := fanout.ScriptedOf(scs)
+	out := compareJSON{Cells: len(ms[0].Cells), Differences: fanout.Compare(ms[0], ms[1], scripted)}
+	out.Same = len(out.Differences) == 0
+	for _, c := range ms[0].Cells {
+		if c.NA == "" && scripted[c.Scenario] {
+			out.ScriptedPlays += c.Runs
+		}
+	}
+	if f.json {
+		writeJSON(stdout, out)
+	} else {
+		for _, d := range out.Differences {
+			fmt.Fprintln(stdout, d)
+		}
+		fmt.Fprintf(stdout, "%s and %s: %d against %d cells, %d differences (cells, seeds, and the verdicts of %d plays of the scripted stories compared)\n",
+			dirs[0], dirs[1], len(ms[0].Cells), len(ms[1].Cells), len(out.Differences), out.ScriptedPlays)
+	}
+	if !out.Same {
+		return exitInvalid, nil
+	}
+	return exitValid, nil
 }
 
 // fanoutPrint prints a gathered matrix as suite prints its own, and how

@@ -21,7 +21,7 @@ func TestCommandHelp(t *testing.T) {
 		{"suite", []string{"Usage: splitbrain suite", "--all", "--seed N", "--lock KIND", "--time D", "Examples:", "matrix.json",
 			"expect any", "--runs N", "--parallel P", "n/a", "partial", "--plan", "--shard I/N", "--gate FILE"}},
 		{"matrix", []string{"Usage: splitbrain matrix DIR", "--out DIR", "run folders alone", "Example:"}},
-		{"fanout", []string{"Usage: splitbrain fanout swarm|kubernetes|gather|image", "--tasks N", "--store DIR", "--image REF",
+		{"fanout", []string{"Usage: splitbrain fanout swarm|kubernetes|gather|compare|image", "--tasks N", "--store DIR", "--image REF",
 			"--storage SIZE", "--storage-class NAME", "--gather", "Examples:", "docs/fanout.md"}},
 		{"list", []string{"Usage: splitbrain list", "Example:"}},
 		{"check", []string{"Usage: splitbrain check RUN_DIR", "--timeout D", "--json", "Examples:"}},

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"splitbrain/checker"
 	"splitbrain/locks"
 	"splitbrain/runstore"
 	"splitbrain/scenarios/spec"
@@ -139,6 +141,34 @@ func TestSuitePlanSharesAndGather(t *testing.T) {
 	}
 	if played != n || m.Partial != "" || m.Seed != 4 || len(m.Cells) != len(cells.Cells) {
 		t.Errorf("gathered %d plays in %d cells, seed %d, partial %q", played, len(m.Cells), m.Seed, m.Partial)
+	}
+	// fanout compare: the gathered matrix agrees with itself, and not
+	// with one whose scripted play has another verdict.
+	if res := e.run("fanout", "compare", store, store, story, "--seed", "4"); res.code != 0 || !strings.Contains(res.stdout, "0 differences") {
+		t.Errorf("compared with itself: exit %d\n%s", res.code, res.stdout)
+	}
+	other := t.TempDir()
+	changed := m
+	changed.Cells = slices.Clone(m.Cells)
+	for i, c := range changed.Cells {
+		if c.NA == "" {
+			c.Plays = slices.Clone(c.Plays)
+			c.Plays[0].Verdict = checker.Invalid
+			changed.Cells[i] = c
+			b, err := json.Marshal(changed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(other, runstore.MatrixJSON), string(b))
+			want := fmt.Sprintf("shares against %s, seed 4: valid/true (verdict/as expected) against invalid/true", c.Lock)
+			if res := e.run("fanout", "compare", store, other, story, "--seed", "4"); res.code != 1 || !strings.Contains(res.stdout, want) || !strings.Contains(res.stdout, "1 differences") {
+				t.Errorf("compared with a changed verdict: exit %d, want 1 and %q\n%s", res.code, want, res.stdout)
+			}
+			break
+		}
+	}
+	if res := e.run("fanout", "compare", store); res.code != 254 || !strings.Contains(res.stderr, "fanout compare wants two folders") {
+		t.Errorf("compare with one folder: exit %d, %s", res.code, res.stderr)
 	}
 	if res := gather("5"); res.code != 255 || strings.Count(res.stdout, "MISSED THE PLAN: a run folder of no play of the plan") != n {
 		t.Errorf("gathered against another seed's plan: exit %d, want 255 and %d run folders of no play", res.code, n)
