@@ -23,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"splitbrain/internal/private"
 )
 
 // Gate admits work one at a time while the CPUs are not too busy.
@@ -104,17 +106,27 @@ func New(o Options) (*Gate, error) {
 }
 
 // openShared opens (making it if need be) the regular file a shared gate
-// keeps its state in, never through a symbolic link.
+// keeps its state in: this user's, in a folder no other user can write
+// (private.CheckAbove, as for the store), never through a symbolic link.
+// Another user's file could be held locked for ever, or its state chosen.
 func openShared(name string) (*os.File, error) {
+	if err := private.CheckAbove(name); err != nil {
+		return nil, fmt.Errorf("loadgate: the shared gate's file %s: %w", name, err)
+	}
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("loadgate: the shared gate's file (a regular file, made if missing in a folder that exists): %w", err)
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case !fi.Mode().IsRegular():
+		err = fmt.Errorf("a %v, not a regular file", fi.Mode().Type())
+	case fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Geteuid()):
+		err = fmt.Errorf("owned by uid %d, not by this user (uid %d)", fi.Sys().(*syscall.Stat_t).Uid, os.Geteuid())
+	}
+	if err != nil {
 		f.Close()
-		if err == nil {
-			err = fmt.Errorf("a %v, not a regular file", fi.Mode().Type())
-		}
 		return nil, fmt.Errorf("loadgate: the shared gate's file %s: %w", name, err)
 	}
 	return f, nil
@@ -172,12 +184,19 @@ func (g *Gate) Wait(ctx context.Context, running func() int) error {
 // back; when the file cannot be locked, read or written it decides on
 // this gate's own state, as an unshared gate does: a wrong decision costs
 // the plays' timing, not their results, and waiting for ever would stop
-// the suite.
+// the suite. The lock is never waited for: while another gate holds it
+// (for a decision's microseconds, or for ever if its process was stopped
+// there) only the floor admits, and the caller looks again after a poll,
+// its context heeded.
 func (g *Gate) decide(running func() int) bool {
 	st := &g.state
 	if g.shared != nil {
-		if err := syscall.Flock(int(g.shared.Fd()), syscall.LOCK_EX); err == nil {
-			defer syscall.Flock(int(g.shared.Fd()), syscall.LOCK_UN)
+		fd := int(g.shared.Fd())
+		switch err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); {
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return running() < g.floor
+		case err == nil:
+			defer syscall.Flock(fd, syscall.LOCK_UN)
 			if s, err := readState(g.shared); err == nil {
 				*st = s
 				defer func() { _ = writeState(g.shared, *st) }()

@@ -276,7 +276,14 @@ func TestSharedGateFile(t *testing.T) {
 	if err := syscall.Mkfifo(dir+"/fifo", 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{dir + "/link", dir + "/fifo", dir, dir + "/none/gate"} {
+	open := dir + "/open"
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	for _, name := range []string{dir + "/link", dir + "/fifo", dir, dir + "/none/gate", open + "/gate"} {
 		if g, err := New(Options{Busy: 0.5, Shared: name}); err == nil {
 			g.Close()
 			t.Errorf("New(shared %s): no error, want a refusal", name)
@@ -294,5 +301,37 @@ func TestSharedGateFile(t *testing.T) {
 	b, err := os.ReadFile(dir + "/junk")
 	if err != nil || strings.Count(string(b), " ") != 4 || !strings.HasSuffix(string(b), "\n") {
 		t.Errorf("the file after an admission: %q, %v; want the gate's one line", b, err)
+	}
+}
+
+// A gate never waits for the shared file's lock: held by another (a
+// process stopped while it decided), the floor still admits, and above
+// it the caller is held until its context ends, not for ever.
+func TestSharedGateLockHeld(t *testing.T) {
+	name := t.TempDir() + "/gate"
+	holder, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	idle := &counters{busy: func() uint64 { return 0 }}
+	g := newShared(t, Options{Busy: 0.8, Floor: 1, Read: idle.read}, name)
+	if err := g.Wait(t.Context(), running(0)); err != nil {
+		t.Errorf("below the floor, the lock held elsewhere: %v, want admitted", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if err := g.Wait(ctx, running(1)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("at the floor, the lock held elsewhere: %v, want held until the context ended", err)
+	}
+	// Let go, the idle machine admits.
+	if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Wait(t.Context(), running(1)); err != nil {
+		t.Errorf("the lock let go: %v, want admitted", err)
 	}
 }
