@@ -63,7 +63,8 @@ func (g Gathered) Problems() []string {
 
 // Gather finds every run folder under store (each share's store is a
 // folder in it, wherever it was played), checks them against the plan of
-// s — each play one run folder, nothing twice, nothing unplanned — and
+// s — each play one run folder (and the replay a suite may have made of
+// it), nothing twice, nothing unplanned — and
 // writes the matrix of the plan into store, as the suite played whole
 // would: matrix.html and matrix.json. command is the command line, shown
 // on the page; wall the time the plays took, if known. A matrix is written
@@ -92,7 +93,11 @@ func Gather(store string, s Suite, command string, wall time.Duration) (Gathered
 			g.Unplanned = append(g.Unplanned, fmt.Sprintf("%s (%s)", k, rel))
 			continue
 		}
-		planned[k] = n + 1
+		// A replay (Meta.ReplayOf) is its play's second run folder, the
+		// one that decides it (suite.Assemble): not a play made twice.
+		if r.Rec.Meta.ReplayOf == "" {
+			planned[k] = n + 1
+		}
 		kept = append(kept, r)
 		if started.IsZero() || r.Rec.Meta.Started.Before(started) {
 			started = r.Rec.Meta.Started

@@ -245,6 +245,9 @@ func cellView(c runstore.MatrixCell, ok bool, v *matrixView) matrixCellView {
 			cv.Title += ", next grant ≤ " + checker.Seconds(c.MaxHealDelay) + " after a heal"
 		}
 	}
+	if c.Replayed > 0 {
+		cv.Title += fmt.Sprintf("; %d of its plays replayed alone after missing while the harness or a driver stood still (the replay decides, the first play is linked from its report)", c.Replayed)
+	}
 	cv.Title += "; expected " + orNone(c.Expect)
 	if len(c.Plays) > 0 && c.Plays[0].Slowed != "" {
 		cv.Title += "; " + c.Plays[0].Slowed

@@ -58,6 +58,9 @@ type RunOptions struct {
 	// NoIndex leaves the store's index alone: the caller refreshes it
 	// (a suite does, now and then and at its end).
 	NoIndex bool
+	// ReplayOf names the run folder of the play this one plays again
+	// (runstore.Meta.ReplayOf); empty for a first play.
+	ReplayOf string
 }
 
 // Outcome is what a run found and where it left its files.
@@ -219,6 +222,7 @@ func Run(ctx context.Context, sc *spec.Scenario, opts RunOptions) (*Outcome, err
 		Belief:      belief(sc),
 		Slowed:      sc.ScaleWhy,
 		Library:     r.drivers.library(),
+		ReplayOf:    opts.ReplayOf,
 	}
 	write := pages.Write
 	if opts.NoIndex {

@@ -125,6 +125,28 @@ func TestStalledMisses(t *testing.T) {
 	}
 }
 
+// Replays counts the plays that replay a first one, those that met their
+// expectation, and the longest stall of a first play; a cell tallies its
+// replays, each one play.
+func TestReplays(t *testing.T) {
+	c := MatrixCell{Expect: "safe", Plays: []MatrixPlay{
+		{Verdict: checker.Valid, AsExpected: true, First: &MatrixPlay{Verdict: checker.Invalid, Stalled: 700e6}},
+		{Verdict: checker.Invalid, AsExpected: false, First: &MatrixPlay{Verdict: checker.Invalid, Stalled: 1200e6}},
+		{Verdict: checker.Valid, AsExpected: true, Stalled: 2000e6},
+	}}
+	c.Tally()
+	if c.Runs != 3 || c.Met != 2 || c.Replayed != 2 || c.Invalid != 1 {
+		t.Errorf("cell: %d runs, %d met, %d replayed, %d invalid; want 3, 2, 2, 1", c.Runs, c.Met, c.Replayed, c.Invalid)
+	}
+	m := Matrix{Cells: []MatrixCell{c, {NA: "n/a"}}}
+	if replayed, met, longest := m.Replays(); replayed != 2 || met != 1 || longest != 1200*time.Millisecond {
+		t.Errorf("replayed %d, met %d, longest %v; want 2, 1, 1.2s (a first play's, not a replay's)", replayed, met, longest)
+	}
+	if replayed, met, longest := (Matrix{}).Replays(); replayed != 0 || met != 0 || longest != 0 {
+		t.Errorf("an empty matrix: %d %d %v", replayed, met, longest)
+	}
+}
+
 // A matrix.json written before the liveness tally reads, with the new
 // counts zero (no row answers liveness), and its summary counts safety.
 func TestOldMatrixJSONReads(t *testing.T) {

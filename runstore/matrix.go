@@ -42,6 +42,12 @@ type MatrixPlay struct {
 	// Slowed says how much slower than written the story was played, for
 	// a lock that cannot take its TTL (Meta.Slowed); empty: as written.
 	Slowed string `json:"slowed,omitempty"`
+	// First is the play this one replays, when it is a replay: the first
+	// play of its seed missed its expectation while the harness or a
+	// driver stood still (Stalled), a pause no story scripts, so the
+	// suite played the seed again alone and this play decides the cell.
+	// The first stays here, with its run folder, for anyone to open.
+	First *MatrixPlay `json:"first,omitempty"`
 }
 
 // PlayAvailability is what a play's liveness cost its clients, as the
@@ -105,6 +111,25 @@ func (m Matrix) StalledMisses() (missed, stalled int, longest time.Duration) {
 		}
 	}
 	return missed, stalled, longest
+}
+
+// Replays counts the plays a suite replayed (MatrixPlay.First), those
+// whose replay met the expectation the first play missed, and the
+// longest the harness stood still in a first play.
+func (m Matrix) Replays() (replayed, met int, longest time.Duration) {
+	for _, c := range m.Cells {
+		for _, p := range c.Plays {
+			if p.First == nil {
+				continue
+			}
+			replayed++
+			if p.AsExpected {
+				met++
+			}
+			longest = max(longest, time.Duration(p.First.Stalled))
+		}
+	}
+	return replayed, met, longest
 }
 
 // MatrixCell is a story against one lock: its plays and their tally, or
@@ -182,6 +207,9 @@ type MatrixCell struct {
 	// FirstUnmet is the report of the first play that missed its
 	// expectation: the one to open for a flaky cell.
 	FirstUnmet string `json:"first_unmet,omitempty"`
+	// Replayed counts the plays that are replays (MatrixPlay.First): each
+	// decides its seed's answer, its first play is kept beside it.
+	Replayed int `json:"replayed,omitempty"`
 }
 
 // Matrix is a suite's safety matrix: rows are stories grouped by fault
@@ -226,9 +254,12 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // Tally fills in a cell's counts, rate, interval and flags from its plays.
 func (c *MatrixCell) Tally() {
 	c.Runs, c.Invalid, c.Unknown, c.LockBroken, c.ResourceHarmed, c.ResourceRuns, c.Met = len(c.Plays), 0, 0, 0, 0, 0, 0
-	c.FirstFailing, c.FirstUnmet = "", ""
+	c.FirstFailing, c.FirstUnmet, c.Replayed = "", "", 0
 	c.tallyLiveness()
 	for _, p := range c.Plays {
+		if p.First != nil {
+			c.Replayed++
+		}
 		switch p.Verdict {
 		case checker.Invalid:
 			c.Invalid++
@@ -442,5 +473,8 @@ func (p *MatrixPlay) prepare(dir, what string) error {
 		p.Report = p.Dir + "/" + ReportFile
 	}
 	p.Verdict = checker.Verdict(ShownVerdict(p.Verdict))
+	if p.First != nil {
+		return p.First.prepare(dir, what)
+	}
 	return nil
 }

@@ -54,6 +54,12 @@ type Meta struct {
 	// phpredis 5.3.7"): a finding is about a version. Empty for a lock
 	// inside the harness.
 	Library string `json:"library,omitempty"`
+	// ReplayOf is the run folder (its name, in the same store) of the
+	// play this run plays again: a suite replays, once and alone, a play
+	// that missed its expectation while the harness or a driver stood
+	// still (a pause no story scripts), and the replay decides the cell.
+	// Empty for a first play.
+	ReplayOf string `json:"replay_of,omitempty"`
 	// Shrunk points to the smallest scenario `splitbrain shrink` found
 	// that still violates what this run violated; nil until then.
 	Shrunk *Shrunk `json:"shrunk,omitempty"`

@@ -140,8 +140,8 @@ func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) runstore.M
 				continue
 			}
 			slices.SortStableFunc(ps, func(a, b PlayedRun) int { return a.Rec.Meta.Started.Compare(b.Rec.Meta.Started) })
+			c.Plays = withReplays(ps)
 			for _, p := range ps {
-				c.Plays = append(c.Plays, runstore.PlayOf(p.Dir, p.Rec))
 				if c.Expect == "" {
 					c.Expect = p.Rec.Meta.Expect
 				}
@@ -150,6 +150,42 @@ func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) runstore.M
 		}
 	}
 	return m
+}
+
+// withReplays is a cell's plays in the order given, each replay in the
+// place of the play it replays (runstore.MatrixPlay.First): the replay
+// decides its seed's answer, the first play is kept inside it. A replay
+// whose first play is not among ps (a matrix of some folders only)
+// stands alone; a first play replayed more than once keeps its last
+// replay, the others stand alone.
+func withReplays(ps []PlayedRun) []runstore.MatrixPlay {
+	// A replay's first play is its sibling folder of that name.
+	replayedBy := map[string]int{} // first play's folder → its replay's index in ps
+	for i, p := range ps {
+		if of := p.Rec.Meta.ReplayOf; of != "" {
+			replayedBy[filepath.Join(filepath.Dir(p.Dir), of)] = i
+		}
+	}
+	firsts := map[int]runstore.MatrixPlay{} // replay's index → its first play
+	inside := map[int]bool{}                // first plays kept inside their replay
+	for i, p := range ps {
+		if j, ok := replayedBy[p.Dir]; ok && p.Rec.Meta.ReplayOf == "" && ps[j].Rec.Meta.Seed == p.Rec.Meta.Seed {
+			firsts[j] = runstore.PlayOf(p.Dir, p.Rec)
+			inside[i] = true
+		}
+	}
+	var out []runstore.MatrixPlay
+	for i, p := range ps {
+		if inside[i] {
+			continue
+		}
+		mp := runstore.PlayOf(p.Dir, p.Rec)
+		if first, ok := firsts[i]; ok {
+			mp.First = &first
+		}
+		out = append(out, mp)
+	}
+	return out
 }
 
 // FindRuns lists the run folders under root: every folder holding a

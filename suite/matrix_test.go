@@ -93,3 +93,98 @@ func TestFindRunsAndRebuild(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// writeReplay writes a replay of the play in first: a sibling folder
+// whose record names it (Meta.ReplayOf), as suite.Play leaves one.
+func writeReplay(t *testing.T, dir, first string, seed int64, verdict checker.Verdict, started time.Time) string {
+	t.Helper()
+	writeRun(t, dir, "clock-jump", locks.Redlock.Name, seed, verdict, started)
+	rec, err := runstore.ReadRecord(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Meta.ReplayOf = filepath.Base(first)
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, runstore.ResultFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A replay decides its seed's play and keeps the first inside it: the
+// cell counts one play, met by the replay, not flaky. A replay whose
+// first play is not among the folders, or names a play of another seed,
+// stands alone, and so does that play.
+func TestAssembleReplays(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		// the folders given, by name: "first" (seed 3, valid: missed
+		// "violation"), "replay" of first (seed 3, invalid: met it),
+		// "other" (seed 4, invalid), "replay-of-other-seed" (seed 3,
+		// names other)
+		folders              []string
+		runs, met, replayed  int
+		flaky, firstInReplay bool
+	}{
+		{"replay with its first", []string{"first", "replay"}, 1, 1, 1, false, true},
+		{"first alone", []string{"first"}, 1, 0, 0, false, false},
+		{"replay without its first", []string{"replay"}, 1, 1, 0, false, false},
+		{"replay naming another seed's play", []string{"other", "replay-of-other-seed"}, 2, 2, 0, false, false},
+		{"replay, its first and another seed", []string{"first", "replay", "other"}, 2, 2, 1, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := filepath.Join(t.TempDir(), "clock-jump")
+			first := filepath.Join(store, "first")
+			other := filepath.Join(store, "other")
+			write := map[string]func() string{
+				"first": func() string { return writeRun(t, first, "clock-jump", locks.Redlock.Name, 3, checker.Valid, t0) },
+				"other": func() string {
+					return writeRun(t, other, "clock-jump", locks.Redlock.Name, 4, checker.Invalid, t0.Add(time.Minute))
+				},
+				"replay": func() string {
+					return writeReplay(t, filepath.Join(store, "replay"), first, 3, checker.Invalid, t0.Add(2*time.Minute))
+				},
+				"replay-of-other-seed": func() string {
+					return writeReplay(t, filepath.Join(store, "replay-of-other-seed"), other, 3, checker.Invalid, t0.Add(3*time.Minute))
+				},
+			}
+			var dirs []string
+			for _, f := range tc.folders {
+				dirs = append(dirs, write[f]())
+			}
+			runs, err := ReadRuns(dirs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := Assemble(runs, nil, []string{locks.Redlock.Name})
+			if err := m.Prepare(filepath.Dir(store)); err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Cells) != 1 {
+				t.Fatalf("%d cells, want 1", len(m.Cells))
+			}
+			c := m.Cells[0]
+			if c.Runs != tc.runs || c.Met != tc.met || c.Replayed != tc.replayed || c.Flaky != tc.flaky {
+				t.Errorf("%d plays, %d met, %d replayed, flaky %v; want %d, %d, %d, %v", c.Runs, c.Met, c.Replayed, c.Flaky, tc.runs, tc.met, tc.replayed, tc.flaky)
+			}
+			var inside *runstore.MatrixPlay
+			for _, p := range c.Plays {
+				if p.First != nil && p.First.Seed == p.Seed {
+					inside = p.First
+				}
+			}
+			if (inside != nil) != tc.firstInReplay {
+				t.Fatalf("first play inside its replay: %v, want %v", inside != nil, tc.firstInReplay)
+			}
+			if inside != nil && (inside.Dir != "clock-jump/first" || inside.Report != "clock-jump/first/"+runstore.ReportFile || inside.AsExpected) {
+				t.Errorf("the first play kept as %+v, want its folder relative to the matrix and its miss", *inside)
+			}
+		})
+	}
+}

@@ -196,6 +196,10 @@ type Options struct {
 	// decides as one with the other suites given the same file on this
 	// machine (loadgate.Options.Shared).
 	SharedGate string
+	// NoReplay plays no play again: by default a play that missed its
+	// expectation while the harness or a driver stood still is replayed
+	// once, alone, at the suite's end (StoodStill), and the replay decides.
+	NoReplay bool
 }
 
 // Result is a suite played: its matrix as written, and what stopped it.
@@ -227,6 +231,17 @@ func (r Result) Totals() (plays, met, flaky int) {
 	return plays, met, flaky
 }
 
+// firstPlays counts the plays of prs that are not replays.
+func firstPlays(prs []PlayResult) int {
+	n := 0
+	for _, pr := range prs {
+		if pr.ReplayOf == "" {
+			n++
+		}
+	}
+	return n
+}
+
 // Run plays the plan (Play), the store's index refreshed now and then,
 // and writes the safety matrix from the run folders the plays made into
 // the store, with the index once more. When ctx ends (Ctrl-C) the matrix
@@ -255,6 +270,9 @@ func Run(ctx context.Context, p Plan, opts Options) (Result, error) {
 		// Each play's steps as they happen, and its progress as run prints it.
 		po.Run.ProgressEvery = 0
 	}
+	if !opts.NoReplay {
+		po.Replay = StoodStill
+	}
 	prs, stopped := Play(ctx, p.Cells, po)
 	wall := time.Since(started)
 	stopIndexing()
@@ -273,7 +291,7 @@ func Run(ctx context.Context, p Plan, opts Options) (Result, error) {
 	m.Started, m.Wall = started, runstore.Duration(wall.Round(time.Second))
 	if ctx.Err() != nil {
 		m.Partial = fmt.Sprintf("the suite was interrupted after %v; %d of %d plays ended (each healed, cleaned up and reported), the others were not started",
-			wall.Round(time.Second), len(prs), planned)
+			wall.Round(time.Second), firstPlays(prs), planned)
 	} else if stopped != nil {
 		m.Partial = "the suite stopped: " + stopped.Error()
 	}

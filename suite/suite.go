@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -96,6 +97,26 @@ type PlayOptions struct {
 	Gate Gate
 	// Shard, when set, plays only its share of the plays (Shard.Share).
 	Shard Shard
+	// Replay, when set, is asked of each play as it ends: a play for
+	// which it says true is played again, with the same seed, once,
+	// after every other play has ended and one at a time (StoodStill is
+	// the suite's rule). The replay's run folder names the first's
+	// (runstore.Meta.ReplayOf), and the matrix decides by the replay.
+	Replay func(PlayResult) bool
+}
+
+// StoodStill is the rule by which a suite replays a play: it missed its
+// expectation while the harness or one of its lock drivers stood still
+// (checker.Result.Stalls) — a pause no story scripts, which on a loaded
+// machine moves a story's timing as a fault would (a holder's renewal
+// late past its TTL, a point's "go" late past the node's timeout), so
+// the miss may be the machine's and not the lock's. The replay, alone,
+// says which; the first play stays beside it, in the matrix and on disk.
+// A play that met its expectation, or missed it with nothing standing
+// still, is never replayed: a verdict is not played again until it
+// suits.
+func StoodStill(pr PlayResult) bool {
+	return pr.Outcome != nil && !pr.Outcome.AsExpected && len(pr.Outcome.Result.Stalls) > 0
 }
 
 // Gate holds back a suite's next play (loadgate.Gate does, while the
@@ -111,6 +132,9 @@ type PlayResult struct {
 	Seed    int64
 	Outcome *runner.Outcome // nil when no run folder was made
 	Err     error
+	// ReplayOf is, for a replay (PlayOptions.Replay), the name of the
+	// first play's run folder; empty for a first play.
+	ReplayOf string
 }
 
 // ErrNoRunFolder means a play could not even make its run folder (no
@@ -126,7 +150,9 @@ var ErrNoRunFolder = errors.New("a play made no run folder")
 // a long play started last while the others are done. When ctx ends
 // (Ctrl-C) no new play starts; the plays in flight stop, heal, clean up
 // and write their reports (runner.Run does), and Play returns what was
-// played. The error is ErrNoRunFolder (wrapped) when a play made nothing.
+// played. Then the plays opts.Replay picked are played again, one at a
+// time, each result after the play it replays. The error is
+// ErrNoRunFolder (wrapped) when a play made nothing.
 func Play(ctx context.Context, cells []Cell, opts PlayOptions) ([]PlayResult, error) {
 	par := max(opts.Parallel, 1)
 	jobs := opts.Shard.Share(Jobs(cells, opts.Runs))
@@ -135,50 +161,59 @@ func Play(ctx context.Context, cells []Cell, opts PlayOptions) ([]PlayResult, er
 	feedCtx, stopFeeding := context.WithCancel(ctx)
 	defer stopFeeding()
 	var (
-		mu    sync.Mutex
-		out   []PlayResult
-		fatal error
-		wg    sync.WaitGroup
-		next  = make(chan Job)
+		mu      sync.Mutex
+		out     []PlayResult
+		replays []PlayResult // the plays to play again
+		fatal   error
+		wg      sync.WaitGroup
+		next    = make(chan Job)
 		// in flight, for the gate
 		running atomic.Int64
 	)
 	inFlight := func() int { return int(running.Load()) }
+	// play plays one job (a replay of the play in the folder named
+	// replayOf, when that is not empty) and records its result; false
+	// when the suite stopped before it could start.
+	play := func(j Job, replayOf string) bool {
+		if opts.Gate != nil && opts.Gate.Wait(feedCtx, inFlight) != nil {
+			return false // stopped: no new play
+		}
+		c := cells[j.Cell]
+		seed := PlaySeed(opts.Seed, j.Run)
+		ro := opts.Run
+		ro.Seed, ro.ReplayOf = seed, replayOf
+		if opts.Command != nil {
+			ro.Command = opts.Command(c.Scenario, seed)
+		}
+		ro.Progress = nil
+		if opts.Progress != nil {
+			ro.Progress = opts.Progress(c.Scenario, seed)
+		}
+		running.Add(1)
+		o, err := runner.Run(ctx, c.Scenario, ro)
+		running.Add(-1)
+		pr := PlayResult{Cell: j.Cell, Run: j.Run, Seed: seed, Outcome: o, Err: err, ReplayOf: replayOf}
+		mu.Lock()
+		defer mu.Unlock()
+		out = append(out, pr)
+		if o == nil && fatal == nil {
+			fatal = fmt.Errorf("%w: %s against %s: %v", ErrNoRunFolder, c.Scenario.Name, c.Lock, err)
+			stopFeeding()
+		}
+		if replayOf == "" && opts.Replay != nil && o != nil && opts.Replay(pr) {
+			replays = append(replays, pr)
+		}
+		if opts.Done != nil {
+			opts.Done(pr)
+		}
+		return true
+	}
 	for range par {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for j := range next {
-				if opts.Gate != nil && opts.Gate.Wait(feedCtx, inFlight) != nil {
-					continue // stopped: no new play
-				}
-				c := cells[j.Cell]
-				seed := PlaySeed(opts.Seed, j.Run)
-				ro := opts.Run
-				ro.Seed = seed
-				if opts.Command != nil {
-					ro.Command = opts.Command(c.Scenario, seed)
-				}
-				ro.Progress = nil
-				if opts.Progress != nil {
-					ro.Progress = opts.Progress(c.Scenario, seed)
-				}
-				running.Add(1)
-				o, err := runner.Run(ctx, c.Scenario, ro)
-				running.Add(-1)
-				pr := PlayResult{Cell: j.Cell, Run: j.Run, Seed: seed, Outcome: o, Err: err}
-				mu.Lock()
-				out = append(out, pr)
-				if o == nil && fatal == nil {
-					fatal = fmt.Errorf("%w: %s against %s: %v", ErrNoRunFolder, c.Scenario.Name, c.Lock, err)
-					stopFeeding()
-				}
-				if opts.Done != nil {
-					opts.Done(pr)
-				}
-				mu.Unlock()
+				play(j, "")
 			}
-		}()
+		})
 	}
 feed:
 	for _, j := range jobs {
@@ -190,13 +225,28 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	// In the order of the jobs, whatever order they finished in.
-	slices.SortFunc(out, func(a, b PlayResult) int {
+	// The replays, once every other play has ended, one at a time: the
+	// machine as quiet as this suite can make it, so that what stood
+	// still in the first play stands still in the replay only if the
+	// machine is busy with others' work.
+	byJob := func(a, b PlayResult) int {
 		if a.Run != b.Run {
 			return a.Run - b.Run
 		}
-		return a.Cell - b.Cell
-	})
+		if a.Cell != b.Cell {
+			return a.Cell - b.Cell
+		}
+		// A replay after the play it replays.
+		return strings.Compare(a.ReplayOf, b.ReplayOf)
+	}
+	slices.SortFunc(replays, byJob)
+	for _, pr := range replays {
+		if feedCtx.Err() != nil || !play(Job{Cell: pr.Cell, Run: pr.Run}, filepath.Base(pr.Outcome.Dir)) {
+			break
+		}
+	}
+	// In the order of the jobs, whatever order they finished in.
+	slices.SortFunc(out, byJob)
 	return out, fatal
 }
 

@@ -99,6 +99,11 @@ Flags:
                   the 94 % bound on one smoothed load, starts spaced
                   across the suites, one play each whatever the load —
                   the tasks of fanout swarm on one node share one
+  --no-replay     play nothing twice: by default a play that missed its
+                  expectation while the harness or a lock driver stood
+                  still (a pause no story scripts: a loaded machine) is
+                  played again, alone, at the suite's end; the replay
+                  decides its cell and the first play is kept beside it
 ` + runFlagsHelp + `
 Examples:
   splitbrain suite --store nightly                   the built-in suite and its matrix

@@ -19,7 +19,7 @@ func TestCommandHelp(t *testing.T) {
 		{"run", []string{"Usage: splitbrain run SCENARIO", "--seed N", "--store DIR", "--backend NAME", "--json", "--lock KIND",
 			"--clients N", "--time D", "--shrink", "--budget D", "Examples:", "kind: [redlock, redsync]", "255 if a play hit an internal error, else 1"}},
 		{"suite", []string{"Usage: splitbrain suite", "--all", "--seed N", "--lock KIND", "--time D", "Examples:", "matrix.json",
-			"expect any", "--runs N", "--parallel P", "n/a", "partial", "--plan", "--shard I/N", "--gate FILE"}},
+			"expect any", "--runs N", "--parallel P", "n/a", "partial", "--plan", "--shard I/N", "--gate FILE", "--no-replay"}},
 		{"matrix", []string{"Usage: splitbrain matrix DIR", "--out DIR", "run folders alone", "Example:"}},
 		{"fanout", []string{"Usage: splitbrain fanout swarm|kubernetes|gather|compare|image", "--tasks N", "--store DIR", "--image REF",
 			"--storage SIZE", "--storage-class NAME", "--gather", "Examples:", "docs/fanout.md"}},

@@ -212,6 +212,7 @@ type runFlags struct {
 	plan      bool          // suite: print the plays, play none
 	shard     string        // suite: play one share (I/N, or env)
 	gate      string        // suite: a load gate shared with other suites
+	noReplay  bool          // suite: play no missed play again
 	param     string        // sweep: the parameter swept
 	values    string        // sweep: its values, comma-separated
 	shrink    bool          // run: shrink an invalid play
@@ -239,6 +240,7 @@ func parseRunFlags(name string, args []string) (runFlags, []string, int64, error
 		fs.BoolVar(&f.plan, "plan", false, "no value (or =true, =false)")
 		fs.StringVar(&f.shard, "shard", "", "I/N, the I-th of N shares from 0 (such as 0/4), or env for $"+suite.ShardEnv+"'s")
 		fs.StringVar(&f.gate, "gate", "", "a file such as /store/loadgate, the same for each suite that shares the gate")
+		fs.BoolVar(&f.noReplay, "no-replay", false, "no value (or =true, =false)")
 	}
 	if name == "suite" || name == "sweep" {
 		fs.IntVar(&f.runs, "runs", 1, "a whole number from 1 to 1000")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -173,6 +174,56 @@ func TestSuitePlanSharesAndGather(t *testing.T) {
 	if res := gather("5"); res.code != 255 || strings.Count(res.stdout, "MISSED THE PLAN: a run folder of no play of the plan") != n {
 		t.Errorf("gathered against another seed's plan: exit %d, want 255 and %d run folders of no play", res.code, n)
 	}
+	// A share's replay of a play (suite.StoodStill) is that play's second
+	// run folder, not a play made twice: the gather keeps the plan whole
+	// and the replay decides the cell, the first inside it.
+	var firstDir string
+	for _, c := range m.Cells {
+		if c.NA == "" {
+			firstDir = filepath.Join(store, filepath.FromSlash(c.Plays[0].Dir))
+			break
+		}
+	}
+	rec, err := runstore.ReadRecord(firstDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Meta.ReplayOf, rec.Meta.Started = filepath.Base(firstDir), rec.Meta.Started.Add(time.Minute)
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(firstDir+"-replay", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(firstDir+"-replay", runstore.ResultFile), string(b))
+	if res := gather("4"); res.code != 0 || strings.Contains(res.stdout, "MISSED") {
+		t.Fatalf("gathered with a replay: exit %d\n%s", res.code, res.stdout)
+	}
+	if m, err = runstore.ReadMatrix(store); err != nil {
+		t.Fatal(err)
+	}
+	replayed := 0
+	for _, c := range m.Cells {
+		replayed += c.Replayed
+		for _, p := range c.Plays {
+			if p.First != nil && (c.Runs != 1 || p.Dir != filepath.ToSlash(mustRel(t, store, firstDir+"-replay"))) {
+				t.Errorf("%s against %s: %d plays, the deciding one %s", c.Scenario, c.Lock, c.Runs, p.Dir)
+			}
+		}
+	}
+	if replayed != 1 {
+		t.Errorf("%d replays in the gathered matrix, want 1", replayed)
+	}
+}
+
+func mustRel(t *testing.T, base, target string) string {
+	t.Helper()
+	rel, err := filepath.Rel(base, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
 }
 
 // A task of a job on an engine (--shard env) ends 0 once it has played

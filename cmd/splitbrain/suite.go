@@ -88,7 +88,7 @@ func cmdSuite(args []string, stdout, stderr io.Writer) (int, error) {
 		Command: shellCommand(append([]string{"splitbrain", "suite"}, args...)...),
 		Rerun:   func(sc *spec.Scenario, s int64) string { return rerunCommand(sc, s, f, true) },
 		Done:    func(pr suite.PlayResult) { printPlay(progress, plan.Cells[pr.Cell], pr, f.parallel > 1) },
-		Shard:   shard, SharedGate: f.gate,
+		Shard:   shard, SharedGate: f.gate, NoReplay: f.noReplay,
 	}
 	if f.parallel == 1 {
 		// One at a time: each play's steps as they happen, as run prints them.
@@ -159,6 +159,7 @@ func printSuite(stdout io.Writer, plan suite.Plan, res suite.Result, seed int64,
 		fmt.Fprintf(stdout, "PARTIAL: %s\n", m.Partial)
 	}
 	printStalledMisses(stdout, m)
+	printReplays(stdout, m)
 	fmt.Fprintf(stdout, "%d of %d plays met their expectation (%d cells played, %d n/a (%s), %d flaky; %d stories, seed %d, %d run(s) per cell, up to %d side by side, %v)\n",
 		met, plays, played, na, percent(na, played+na), flaky, len(plan.Scenarios), seed, f.runs, f.parallel, res.Wall.Round(time.Second))
 	fmt.Fprintf(stdout, "safety matrix: %s\n", res.Path)
@@ -170,6 +171,16 @@ func printStalledMisses(stdout io.Writer, m runstore.Matrix) {
 	if missed, stalled, longest := m.StalledMisses(); stalled > 0 {
 		fmt.Fprintf(stdout, "stalls: in %d of the %d plays that missed their expectation the harness stood still (up to %v), a pause no scenario scripted: on a loaded machine, replay one alone with its command\n",
 			stalled, missed, longest.Round(time.Millisecond))
+	}
+}
+
+// printReplays says how many plays the suite played again because the
+// harness or a driver stood still while they missed their expectation,
+// and how many of the replays met it.
+func printReplays(stdout io.Writer, m runstore.Matrix) {
+	if replayed, met, longest := m.Replays(); replayed > 0 {
+		fmt.Fprintf(stdout, "replays: %d plays missed their expectation while the harness or a driver stood still (up to %v) and were played again alone; %d of the replays met it, and decide their cells (each first play is kept beside its replay: --no-replay plays none again)\n",
+			replayed, longest.Round(time.Millisecond), met)
 	}
 }
 
@@ -244,6 +255,9 @@ func printPlay(w io.Writer, c suite.Cell, pr suite.PlayResult, oneLine bool) {
 		msg, _, _ := strings.Cut(fmt.Sprint(pr.Err), "\n")
 		fmt.Fprintf(w, "%s against %s, seed %d: no run: %s\n", c.Scenario.Name, c.Lock, pr.Seed, msg)
 		return
+	}
+	if pr.ReplayOf != "" {
+		fmt.Fprintf(w, "replay of %s (it missed its expectation while the harness or a driver stood still):\n", pr.ReplayOf)
 	}
 	if !oneLine {
 		printVerdict(w, c.Scenario, pr.Outcome)
