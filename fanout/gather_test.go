@@ -49,12 +49,38 @@ func TestCompare(t *testing.T) {
 		{"an open race not as expected", func(m *runstore.Matrix) {
 			m.Cells[0].Plays[1] = runstore.MatrixPlay{Seed: 2, Verdict: checker.Unknown}
 		}, "seed 2"},
+		// A story that states the lock's answer alone ({lock: safe}:
+		// failover's ensemble, whose lease race it leaves open): another
+		// verdict from an answer it does not state is the race's; another
+		// lock answer is a difference.
+		{"a stated part: another verdict, the same lock answer", func(m *runstore.Matrix) {
+			m.Cells[0].Plays[1].Verdict = checker.Valid
+			m.Cells[0].Plays[1].Answers.FaultTolerance = checker.Valid
+		}, ""},
+		{"a stated part: another lock answer", func(m *runstore.Matrix) {
+			m.Cells[0].Plays[1].Answers.Lock = checker.Invalid
+		}, "lock invalid"},
 	} {
 		b := base()
 		tt.change(&b)
 		a := base()
-		if strings.HasPrefix(tt.name, "an open race") {
+		switch {
+		case strings.HasPrefix(tt.name, "an open race"):
 			a.Cells[0].Expect, b.Cells[0].Expect = "lock any", "lock any"
+		case strings.HasPrefix(tt.name, "a stated part"):
+			// Both matrices' plays safe by the lock, one answer left
+			// open and broken in the first.
+			for _, m := range []*runstore.Matrix{&a, &b} {
+				m.Cells[0].Expect = "lock safe"
+				for i := range m.Cells[0].Plays {
+					p := &m.Cells[0].Plays[i]
+					p.AsExpected = true
+					if p.Answers.Lock == "" {
+						p.Answers.Lock = checker.Valid
+					}
+				}
+			}
+			a.Cells[0].Plays[1].Answers.FaultTolerance = checker.Invalid
 		}
 		d := Compare(a, b, scripted)
 		switch {

@@ -113,8 +113,8 @@ type PlayOptions struct {
 // the miss may be the machine's and not the lock's. The replay, alone,
 // says which; the first play stays beside it, in the matrix and on disk.
 // A play that met its expectation, or missed it with nothing standing
-// still, is never replayed: a verdict is not played again until it
-// suits.
+// still, is never replayed, and a replay is not replayed: no play is
+// played again for its verdict alone.
 func StoodStill(pr PlayResult) bool {
 	return pr.Outcome != nil && !pr.Outcome.AsExpected && len(pr.Outcome.Result.Stalls) > 0
 }

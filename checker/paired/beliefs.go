@@ -159,7 +159,41 @@ func Analyze(events []history.Event) *History {
 		h.Keys = append(h.Keys, *a.keys[k])
 	}
 	h.OutsideLease = outsideWrites(a.ops, h.Keys)
+	if note := lapsedGrants(h.Keys); note != "" {
+		h.Notes = append(h.Notes, note)
+	}
 	return h
+}
+
+// lapsedGrants notes the grants whose validity had ended by the time
+// their client was told (deadline at or before the OK), if any: the lock
+// said yes with nothing left to hold, so the client held nothing (P1
+// counts no such belief) — yet a client that does not check the validity
+// runs its critical section anyway (P2 counts it). A lock that measures
+// its validity as the TTL less the time the attempt took, Redlock's rule,
+// refuses instead; one that grants whenever the attempt took at most the
+// key's TTL (malkusch/lock's PHPRedisMutex) does not. One note for the
+// history: the count and the first.
+func lapsedGrants(keys []KeyInfo) string {
+	n := 0
+	var first *Belief
+	for i := range keys {
+		for j := range keys[i].Beliefs {
+			b := &keys[i].Beliefs[j]
+			if !b.grant || b.Deadline == nil || *b.Deadline > b.Start {
+				continue
+			}
+			n++
+			if first == nil || b.OKIndex < first.OKIndex {
+				first = b
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d grant(s) came with no validity left (the lease's deadline at or before its OK): the lock said yes, the client held nothing; first: acquire by %s on %q at event %d, valid until %s, told at %s (%s late)",
+		n, first.Client, first.Key, first.OKIndex, Seconds(*first.Deadline), Seconds(first.Start), Seconds(first.Start-*first.Deadline))
 }
 
 func sortedKeys(m map[string]*KeyInfo) []string {

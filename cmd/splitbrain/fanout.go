@@ -410,8 +410,12 @@ func fanoutCompare(stdout io.Writer, s fanout.Suite, dirs [2]string, f runFlags)
 		for _, d := range out.Differences {
 			fmt.Fprintln(stdout, d)
 		}
-		fmt.Fprintf(stdout, "%s and %s: %d against %d cells, %d differences (cells, seeds, and the verdicts of %d plays of the scripted stories compared)\n",
-			dirs[0], dirs[1], len(ms[0].Cells), len(ms[1].Cells), len(out.Differences), out.ScriptedPlays)
+		differences := "differences"
+		if len(out.Differences) == 1 {
+			differences = "difference"
+		}
+		fmt.Fprintf(stdout, "%s and %s: %d against %d cells, %d %s (cells, seeds, and the verdicts of %d plays of the scripted stories compared)\n",
+			dirs[0], dirs[1], len(ms[0].Cells), len(ms[1].Cells), len(out.Differences), differences, out.ScriptedPlays)
 	}
 	if !out.Same {
 		return exitInvalid, nil

@@ -162,7 +162,7 @@ func TestSuitePlanSharesAndGather(t *testing.T) {
 			}
 			writeFile(t, filepath.Join(other, runstore.MatrixJSON), string(b))
 			want := fmt.Sprintf("shares against %s, seed 4: valid/true (verdict/as expected) against invalid/true", c.Lock)
-			if res := e.run("fanout", "compare", store, other, story, "--seed", "4"); res.code != 1 || !strings.Contains(res.stdout, want) || !strings.Contains(res.stdout, "1 differences") {
+			if res := e.run("fanout", "compare", store, other, story, "--seed", "4"); res.code != 1 || !strings.Contains(res.stdout, want) || !strings.Contains(res.stdout, "1 difference (") {
 				t.Errorf("compared with a changed verdict: exit %d, want 1 and %q\n%s", res.code, want, res.stdout)
 			}
 			break
