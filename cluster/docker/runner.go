@@ -410,11 +410,15 @@ print(json.dumps({"stdlib": sysconfig.get_paths()["stdlib"], "path": sys.path, "
 	return append(files, more...), nil
 }
 
+// dpkgStatus is dpkg's database of installed packages.
+const dpkgStatus = "/var/lib/dpkg/status"
+
 // phpFiles lists what the PHP drivers need: php-cli at its path (php)
 // with the libraries ldd lists, its config (php.ini and the folder of
 // .ini files it scans, which load the extensions), its extensions with
 // their libraries, and its include path (Debian's /usr/share/php: Symfony,
-// Illuminate and what they use), each where php looks for it.
+// Illuminate and what they use), each where php looks for it, and dpkg's
+// status file.
 func phpFiles(ctx context.Context, php, shim string) ([]rootfsFile, error) {
 	out, err := exec.CommandContext(ctx, php, "-r",
 		`echo PHP_CONFIG_FILE_PATH, "\n", PHP_CONFIG_FILE_SCAN_DIR, "\n", ini_get("extension_dir"), "\n", get_include_path(), "\n";`).Output()
@@ -448,6 +452,11 @@ func phpFiles(ctx context.Context, php, shim string) ([]rootfsFile, error) {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("php: %w", err)
 		}
+	}
+	// The drivers name their library's Debian version (a finding is
+	// about a version), which they read from dpkg's status file.
+	if info, err := os.Stat(dpkgStatus); err == nil && info.Mode().IsRegular() {
+		extra = append(extra, dpkgStatus)
 	}
 	files, err := rootfsFiles(ctx, php, php, shim)
 	if err != nil {

@@ -114,11 +114,26 @@ function hostPort(string $addr): array
     return [substr($addr, 0, $i), (int) substr($addr, $i + 1)];
 }
 
-/** A Debian package's version, as dpkg knows it: the version a finding is about. */
-function debianVersion(string $package): string
+/** A Debian package's version, as dpkg knows it: the version a finding is
+ *  about. Read from dpkg's status file itself, not through dpkg-query: no
+ *  shell and no second process per driver start, and the runner image
+ *  (docs/fanout.md), which has neither, carries the file. */
+function debianVersion(string $package, string $status = '/var/lib/dpkg/status'): string
 {
-    $v = @shell_exec('dpkg-query -W -f=\'${Version}\' ' . escapeshellarg($package) . ' 2>/dev/null');
-    return is_string($v) && $v !== '' ? $v : 'unknown';
+    $db = @file_get_contents($status);
+    if (!is_string($db)) {
+        return 'unknown';
+    }
+    // Stanzas are separated by blank lines; a package's stanza starts
+    // with its Package field, its Version field is on a line of its own.
+    foreach (preg_split('/\n\n+/', $db) as $stanza) {
+        if (preg_match('/^Package: ' . preg_quote($package, '/') . '$/m', $stanza)
+            && preg_match('/^Status: .* installed$/m', $stanza)
+            && preg_match('/^Version: (\S+)$/m', $stanza, $m)) {
+            return $m[1];
+        }
+    }
+    return 'unknown';
 }
 
 /** phpredis connected to every node of hello, in its order. */
