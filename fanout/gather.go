@@ -64,9 +64,9 @@ func (g Gathered) Problems() []string {
 // Gather finds every run folder under store (each share's store is a
 // folder in it, wherever it was played), checks them against the plan of
 // s — each play one run folder (and the replay a suite may have made of
-// it), nothing twice, nothing unplanned — and
-// writes the matrix of the plan into store, as the suite played whole
-// would: matrix.html and matrix.json. command is the command line, shown
+// it), nothing twice, nothing unplanned — and writes the matrix of the
+// plan into store, as the suite played whole would: matrix.html and
+// matrix.json. command is the command line, shown
 // on the page; wall the time the plays took, if known. A matrix is written
 // even when plays are missing: it shows what was played, marked partial.
 func Gather(store string, s Suite, command string, wall time.Duration) (Gathered, error) {
@@ -138,10 +138,9 @@ func Gather(store string, s Suite, command string, wall time.Duration) (Gathered
 // verdict of each play and whether it met its expectation — where the
 // story states only some answers ({lock: safe}), those answers and
 // whether it met its expectation, the others being a race the story
-// leaves open. A random
-// schedule's verdict may differ between two plays of the same seed (the
-// faults are the seed's, their timing against the workload is not), so
-// only its cells and seeds must agree.
+// leaves open. A random schedule's verdict may differ between two plays
+// of the same seed (the faults are the seed's, their timing against the
+// workload is not), so only its cells and seeds must agree.
 func Compare(a, b runstore.Matrix, scripted map[string]bool) []string {
 	type cellKey struct{ scenario, lock string }
 	index := func(m runstore.Matrix) map[cellKey]runstore.MatrixCell {

@@ -18,13 +18,18 @@ import (
 // of scenario against lock would leave it.
 func writeRun(t *testing.T, dir, scenario, lock string, seed int64, verdict checker.Verdict, started time.Time) string {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	rec := runstore.Record{
+	return writeRecord(t, dir, runstore.Record{
 		Meta:       runstore.Meta{Scenario: scenario, Lock: lock, Seed: seed, Started: started, Expect: "violation"},
 		Result:     checker.Result{Verdict: verdict},
 		AsExpected: verdict == checker.Invalid,
+	})
+}
+
+// writeRecord writes a run folder holding only rec as its result.json.
+func writeRecord(t *testing.T, dir string, rec runstore.Record) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -98,20 +103,12 @@ func TestFindRunsAndRebuild(t *testing.T) {
 // whose record names it (Meta.ReplayOf), as suite.Play leaves one.
 func writeReplay(t *testing.T, dir, first string, seed int64, verdict checker.Verdict, started time.Time) string {
 	t.Helper()
-	writeRun(t, dir, "clock-jump", locks.Redlock.Name, seed, verdict, started)
-	rec, err := runstore.ReadRecord(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Meta.ReplayOf = filepath.Base(first)
-	b, err := json.Marshal(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, runstore.ResultFile), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return writeRecord(t, dir, runstore.Record{
+		Meta: runstore.Meta{Scenario: "clock-jump", Lock: locks.Redlock.Name, Seed: seed, Started: started, Expect: "violation",
+			ReplayOf: filepath.Base(first)},
+		Result:     checker.Result{Verdict: verdict},
+		AsExpected: verdict == checker.Invalid,
+	})
 }
 
 // A replay decides its seed's play and keeps the first inside it: the

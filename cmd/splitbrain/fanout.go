@@ -414,7 +414,7 @@ func fanoutCompare(stdout io.Writer, s fanout.Suite, dirs [2]string, f runFlags)
 		if len(out.Differences) == 1 {
 			differences = "difference"
 		}
-		fmt.Fprintf(stdout, "%s and %s: %d against %d cells, %d %s (cells, seeds, and the verdicts of %d plays of the scripted stories compared)\n",
+		fmt.Fprintf(stdout, "%s and %s: %d against %d cells, %d %s (cells, seeds, and the verdicts of %d plays of the scripted stories, or the answers their stories state, compared)\n",
 			dirs[0], dirs[1], len(ms[0].Cells), len(ms[1].Cells), len(out.Differences), differences, out.ScriptedPlays)
 	}
 	if !out.Same {
