@@ -152,9 +152,9 @@ func Assemble(runs []PlayedRun, scs []*spec.Scenario, locks []string) runstore.M
 	return m
 }
 
-// withReplays is a cell's plays in the order given, each replay in the
-// place of the play it replays (runstore.MatrixPlay.First): the replay
-// decides its seed's answer, the first play is kept inside it. A replay
+// withReplays is a cell's plays in the order given, each play that was
+// replayed kept inside its replay (runstore.MatrixPlay.First) instead of
+// on its own: the replay decides its seed's answer. A replay
 // whose first play is not among ps (a matrix of some folders only)
 // stands alone; a first play replayed more than once keeps its last
 // replay, the others stand alone.
