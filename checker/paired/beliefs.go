@@ -159,39 +159,22 @@ func Analyze(events []history.Event) *History {
 		h.Keys = append(h.Keys, *a.keys[k])
 	}
 	h.OutsideLease = outsideWrites(a.ops, h.Keys)
-	if note := lapsedGrants(h.Keys); note != "" {
-		h.Notes = append(h.Notes, note)
+	if a.lapsed > 0 {
+		h.Notes = append(h.Notes, lapsedNote(a.lapsed, a.firstLapsed))
 	}
 	return h
 }
 
-// lapsedGrants notes the grants whose validity had ended by the time
-// their client was told (deadline at or before the OK), if any: the lock
-// said yes with nothing left to hold, so the client held nothing (P1
-// counts no such belief) — yet a client that does not check the validity
-// runs its critical section anyway (P2 counts it). A lock that measures
-// its validity as the TTL less the time the attempt took, Redlock's rule,
-// refuses instead; one that grants whenever the attempt took at most the
-// key's TTL (malkusch/lock's PHPRedisMutex) does not. One note for the
-// history: the count and the first.
-func lapsedGrants(keys []KeyInfo) string {
-	n := 0
-	var first *Belief
-	for i := range keys {
-		for j := range keys[i].Beliefs {
-			b := &keys[i].Beliefs[j]
-			if !b.grant || b.Deadline == nil || *b.Deadline > b.Start {
-				continue
-			}
-			n++
-			if first == nil || b.OKIndex < first.OKIndex {
-				first = b
-			}
-		}
-	}
-	if n == 0 {
-		return ""
-	}
+// lapsedNote notes the n grants whose validity had ended by the time
+// their client was told (deadline at or before the OK), first the
+// earliest: the lock said yes with nothing left to hold, so the client
+// held nothing (P1 counts no such belief) — yet a client that does not
+// check the validity runs its critical section anyway (P2 counts it). A
+// lock that measures its validity as the TTL less the time the attempt
+// took, Redlock's rule, refuses instead; one that grants whenever the
+// attempt took at most the key's TTL (malkusch/lock's PHPRedisMutex) does
+// not. One note for the history.
+func lapsedNote(n int, first *Belief) string {
 	return fmt.Sprintf("%d grant(s) came with no validity left (the lease's deadline at or before its OK): the lock said yes, the client held nothing; first: acquire by %s on %q at event %d, valid until %s, told at %s (%s late)",
 		n, first.Client, first.Key, first.OKIndex, Seconds(*first.Deadline), Seconds(first.Start), Seconds(first.Start-*first.Deadline))
 }
@@ -222,6 +205,10 @@ type analysis struct {
 	// held is the one active belief of each client on each key (as a
 	// procKey of the client's name): a new lease replaces it.
 	held map[procKey]procKey
+	// lapsed counts the grants whose deadline was at or before their OK,
+	// firstLapsed the earliest (lapsedNote).
+	lapsed      int
+	firstLapsed *Belief
 }
 
 type procKey struct{ process, key string }
@@ -452,7 +439,13 @@ func (a *analysis) complete(inv, e *history.Event, active map[procKey]*Belief) {
 			// the client keeps the lease it has until a new one is
 			// granted (workload.Client replaces it only then), so a
 			// refused or unknown re-acquire leaves the old belief whole.
-			a.hold(active, pk, a.newBelief(inv, e), e.Index)
+			b := a.newBelief(inv, e)
+			if b.Deadline != nil && *b.Deadline <= b.Start {
+				if a.lapsed++; a.firstLapsed == nil {
+					a.firstLapsed = b
+				}
+			}
+			a.hold(active, pk, b, e.Index)
 		case history.Fail, history.Info:
 			if e.Type == history.Fail {
 				k.Failed++

@@ -118,9 +118,9 @@ function hostPort(string $addr): array
  *  about. Read from dpkg's status file itself, not through dpkg-query: no
  *  shell and no second process per driver start, and the runner image
  *  (docs/fanout.md), which has neither, carries the file. */
-function debianVersion(string $package, string $status = '/var/lib/dpkg/status'): string
+function debianVersion(string $package): string
 {
-    $db = @file_get_contents($status);
+    $db = @file_get_contents('/var/lib/dpkg/status');
     if (!is_string($db)) {
         return 'unknown';
     }
