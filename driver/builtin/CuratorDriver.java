@@ -176,22 +176,37 @@ public final class CuratorDriver {
         return o == null ? 0 : ((Number) o).longValue();
     }
 
-    /** The lock driver with the after-replies point: the lock's children are read, ours is the lowest, acquire() has not returned. */
+    /**
+     * The lock driver with the after-replies point: its znode is made and the lock's children are read, acquire() has
+     * not acted on them yet. Announced where acquire() decides: ours is the lowest (granted), or, for one attempt (no
+     * wait), it is not — refused, and the znode is deleted next (guaranteed(): see docs/locks.md on kazoo's). A waiting
+     * acquire reads the children again at each wake-up and announces only its grant; a single attempt reads them again
+     * when the node it would watch went meanwhile (Curator's internalLockLoop), and announces only the first read: a
+     * point once per attempt. A driver serves one acquire of a mutex (a Mutex per acquire).
+     */
     static final class PointedDriver extends StandardLockInternalsDriver {
+        private final boolean once;
+        private boolean announced;
+
+        PointedDriver(boolean once) {
+            this.once = once;
+        }
+
         @Override
         public PredicateResults getsTheLock(CuratorFramework client, List<String> children, String sequenceNodeName, int maxLeases) throws Exception {
             PredicateResults r = super.getsTheLock(client, children, sequenceNodeName, maxLeases);
-            if (r.getsTheLock()) {
+            if ((r.getsTheLock() || once) && !announced) {
+                announced = true;
                 point("after-replies");
             }
             return r;
         }
     }
 
-    /** InterProcessMutex with its lock znode's path in view. */
+    /** InterProcessMutex with its lock znode's path in view; once: its acquires are single attempts (no wait). */
     static final class Mutex extends InterProcessMutex {
-        Mutex(CuratorFramework client, String path) {
-            super(client, path, new PointedDriver());
+        Mutex(CuratorFramework client, String path, boolean once) {
+            super(client, path, new PointedDriver(once));
         }
 
         String path() {
@@ -204,7 +219,7 @@ public final class CuratorDriver {
             // For the class-data archive: load what a play loads, connect to nothing.
             CuratorFramework c = CuratorFrameworkFactory.builder().connectString("127.0.0.1:1")
                 .retryPolicy(new ExponentialBackoffRetry(1000, 3)).build();
-            new Mutex(c, "/locks/train");
+            new Mutex(c, "/locks/train", true);
             Json.write(ready());
             Json.parse("{\"a\":[1,2.5,\"x\",{\"b\":null,\"c\":true}]}");
             return;
@@ -349,9 +364,9 @@ public final class CuratorDriver {
         try {
             switch (op) {
                 case "acquire": {
-                    Mutex m = new Mutex(client, "/locks/" + req.get("key"));
                     // One attempt (no wait), or wait as retries attempts would.
                     long wait = attempts > 1 ? (long) (attempts * ttl * 1000) : 0;
+                    Mutex m = new Mutex(client, "/locks/" + req.get("key"), wait == 0);
                     if (!m.acquire(wait, TimeUnit.MILLISECONDS)) {
                         reply(id, "fail", "detail", "acquire() returned false: held");
                         return null;

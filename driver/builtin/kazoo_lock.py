@@ -48,12 +48,23 @@ if LISTENER:
 
 
 class PointedLock(Lock):
-    """kazoo's Lock with the after-replies point: the lock's children are
-    read and ours is the lowest, acquire() has not returned yet."""
+    """kazoo's Lock with the after-replies point: its znode is made and the
+    lock's children are read, acquire() has not acted on them yet. It is
+    announced where acquire() decides: ours is the lowest (granted), or,
+    for one attempt (blocking=False), it is not — refused, and the znode
+    is deleted next (where a lost delete leaves the lock taken by nobody:
+    docs/locks.md). A waiting acquire reads the children again at each
+    wake-up, and announces only its grant: a point once per attempt."""
+
+    blocking = True
+
+    def acquire(self, blocking=True, timeout=None, ephemeral=True):
+        self.blocking = blocking
+        return super().acquire(blocking=blocking, timeout=timeout, ephemeral=ephemeral)
 
     def _get_predecessor(self, node):
         pred = super()._get_predecessor(node)
-        if pred is None:
+        if pred is None or not self.blocking:
             proto.point("after-replies")
         return pred
 
