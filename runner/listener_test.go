@@ -1,7 +1,6 @@
 package runner_test
 
 import (
-	"context"
 	"testing"
 
 	"splitbrain/checker"
@@ -30,14 +29,7 @@ func TestStateListenersHearTheCut(t *testing.T) {
 			if e, err := checker.ParseExpectation(string(play.Expect)); err != nil || e.Lock != checker.ExpectSafe {
 				t.Fatalf("partition-holder expects %q (%v) of %s; the test is of a lock kept", play.Expect, err, lock)
 			}
-			out := runScenario(t, context.Background(), play, 1)
-			if !out.AsExpected && len(out.Result.Stalls) > 0 {
-				t.Logf("seed 1: %s (%s)%s; playing seed 2", out.Result.Verdict, out.Result.Reason, stallsOf(out.Result))
-				out = runScenario(t, context.Background(), play, 2)
-			}
-			if !out.AsExpected {
-				t.Errorf("verdict %s (%s), want %s%s", out.Result.Verdict, out.Result.Reason, play.Expect, stallsOf(out.Result))
-			}
+			playMeetsExpectation(t, play)
 		})
 	}
 }

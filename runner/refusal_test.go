@@ -1,7 +1,6 @@
 package runner_test
 
 import (
-	"context"
 	"testing"
 
 	"splitbrain/scenarios/spec"
@@ -26,14 +25,7 @@ func TestRefusalCleanupCutOff(t *testing.T) {
 	for _, play := range plays {
 		t.Run(play.Lock.Kind, func(t *testing.T) {
 			t.Parallel()
-			out := runScenario(t, context.Background(), play, 1)
-			if !out.AsExpected && len(out.Result.Stalls) > 0 {
-				t.Logf("seed 1: %s (%s)%s; playing seed 2", out.Result.Verdict, out.Result.Reason, stallsOf(out.Result))
-				out = runScenario(t, context.Background(), play, 2)
-			}
-			if !out.AsExpected {
-				t.Errorf("verdict %s (%s), want %s%s", out.Result.Verdict, out.Result.Reason, play.Expect, stallsOf(out.Result))
-			}
+			playMeetsExpectation(t, play)
 		})
 	}
 }
