@@ -58,6 +58,9 @@ func Lock(sc *spec.Scenario, name string) (bool, string) {
 	if slices.Contains(k.Unsupported, "extend") && extends(sc) {
 		return false, fmt.Sprintf("the story extends leases, and %s has no extension", name)
 	}
+	if k.PauseStops && slices.ContainsFunc(sc.Steps, func(st spec.Step) bool { return st.SignalOff }) {
+		return false, fmt.Sprintf("the story holds a client at its point with its process running (pause … signal: false), and %s's client keeps its session alive from threads of its own: its pauses stop its whole process, as a GC pause would", name)
+	}
 	if k.Shape == locks.Ensemble {
 		return fitEnsemble(sc, k)
 	}

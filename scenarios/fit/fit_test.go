@@ -267,3 +267,38 @@ func TestFitUserDriver(t *testing.T) {
 		t.Errorf("an ensemble story against mine: fit %v %q, want refused", ok, why)
 	}
 }
+
+// A pause that holds the client at its point with its process running
+// (signal: false) does not fit a lock whose pauses always stop the process
+// (PauseStops: the ZooKeeper and etcd drivers, whose clients keep their
+// sessions alive from threads of their own): n/a with the reason, never a
+// silent SIGSTOP. Left unset, or true, it fits them; false fits the others.
+func TestFitSignalOff(t *testing.T) {
+	t.Parallel()
+	story := func(signal string) *spec.Scenario {
+		sc, err := spec.Parse([]byte("name: f\nexpect: {default: any, zookeeper: any, kazoo: any, curator: any, tooz-etcd: any}\ncluster: {nodes: 3}\nlock: {kind: [zookeeper, kazoo, redis-py, redlock], ttl: 2s}\n"+
+			"workload: {kind: counter, clients: 2, duration: 5s}\nsteps:\n  - pause: {client: c1, at: after-acquire, for: 1s"+signal+"}\n"), "f.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	for _, tc := range []struct {
+		signal, lock, why string // why empty: fits
+	}{
+		{", signal: false", locks.Kazoo.Name, "kazoo's client keeps its session alive from threads of its own"},
+		{", signal: false", locks.Curator.Name, "its pauses stop its whole process"},
+		{", signal: false", locks.ToozEtcd.Name, "signal: false"},
+		{", signal: false", locks.ZooKeeper.Name, ""},
+		{", signal: false", locks.RedisPy.Name, ""},
+		{", signal: false", locks.Redlock.Name, ""},
+		{"", locks.Kazoo.Name, ""},
+		{", signal: auto", locks.Kazoo.Name, ""},
+		{", signal: true", locks.Kazoo.Name, ""},
+	} {
+		ok, why := Lock(story(tc.signal), tc.lock)
+		if ok != (tc.why == "") || !strings.Contains(why, tc.why) {
+			t.Errorf("pause%s against %s: fit %v %q, want %q", tc.signal, tc.lock, ok, why, tc.why)
+		}
+	}
+}

@@ -330,6 +330,8 @@ func (p *parser) pauseTarget(st *Step, in *stepIn) {
 			st.SignalAuto = true
 		} else if v.Kind != yaml.ScalarNode || v.Decode(&st.Signal) != nil {
 			p.fail(v, field+".signal", "%q is not valid; want true (stop the driver's process), false (hold the client at its point) or auto (the process where the lock has one, the client otherwise)", v.Value)
+		} else {
+			st.SignalOff = !st.Signal
 		}
 	}
 }

@@ -52,6 +52,8 @@ func TestParseFaultSteps(t *testing.T) {
 			Step{Kind: StepPause, Client: "c1", ClientPause: ClientPause{Point: "after-acquire"}, For: Span{3 * time.Second, 3 * time.Second}, HasFor: true}},
 		{"pause: {client: c1, at: after-acquire, for: 3s, signal: true}",
 			Step{Kind: StepPause, Client: "c1", ClientPause: ClientPause{Point: "after-acquire", Signal: true}, For: Span{3 * time.Second, 3 * time.Second}, HasFor: true}},
+		{"pause: {client: c1, at: after-acquire, for: 3s, signal: false}",
+			Step{Kind: StepPause, Client: "c1", ClientPause: ClientPause{Point: "after-acquire", SignalOff: true}, For: Span{3 * time.Second, 3 * time.Second}, HasFor: true}},
 		{"pause: {client: c1, at: after-acquire, for: 3s, signal: auto}",
 			Step{Kind: StepPause, Client: "c1", ClientPause: ClientPause{Point: "after-acquire", SignalAuto: true}, For: Span{3 * time.Second, 3 * time.Second}, HasFor: true}},
 		{"resume: {client: c1}", Step{Kind: StepResume, Client: "c1"}},

@@ -153,6 +153,11 @@ type ClientPause struct {
 	// an in-process client at its point otherwise: one fault family for
 	// every lock.
 	SignalAuto bool
+	// SignalOff: the file says signal: false, holding the client at its
+	// point with its process running — which a lock whose pauses always
+	// stop the process (locks.Kind.PauseStops) cannot do: such a story
+	// does not fit it (package fit), never a silent SIGSTOP.
+	SignalOff bool
 	// Within bounds how long the pause stays armed waiting for the client
 	// to reach its point (zero: until the run ends); For counts from when
 	// the client gets there.
