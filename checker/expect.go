@@ -216,14 +216,34 @@ func Met(expect string, res Result) bool {
 	if e.Lock == "" && e.Resource == "" && !e.Liveness() {
 		return AsExpected(e.Verdict, res.Verdict)
 	}
-	a := AnswersOf(res)
-	for _, part := range []struct {
-		word string
-		v    Verdict
-	}{{e.Lock, a.Lock}, {e.Resource, a.Resource}, {e.DeadlockFreedom, a.DeadlockFreedom}, {e.FaultTolerance, a.FaultTolerance}} {
-		if part.word != "" && !AsExpected(part.word, part.v) {
+	for _, part := range e.Stated(AnswersOf(res)) {
+		if !AsExpected(part.Word, part.Verdict) {
 			return false
 		}
 	}
 	return true
+}
+
+// StatedPart is one part of an expectation beside a play's answer to it.
+type StatedPart struct {
+	Name    string  // PartLock, PartResource, PartDeadlockFreedom or PartFaultTolerance
+	Word    string  // what e expects of it
+	Verdict Verdict // what the play answered
+}
+
+// Stated pairs each part e names (any included) with a's answer to it,
+// in the order lock, resource, deadlock freedom, fault tolerance.
+func (e Expectation) Stated(a Answers) []StatedPart {
+	var out []StatedPart
+	for _, p := range []StatedPart{
+		{PartLock, e.Lock, a.Lock},
+		{PartResource, e.Resource, a.Resource},
+		{PartDeadlockFreedom, e.DeadlockFreedom, a.DeadlockFreedom},
+		{PartFaultTolerance, e.FaultTolerance, a.FaultTolerance},
+	} {
+		if p.Word != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -207,17 +207,9 @@ func Compare(a, b runstore.Matrix, scripted map[string]bool) []string {
 func statedAnswers(c runstore.MatrixCell, e checker.Expectation) map[int64]string {
 	out := map[int64]string{}
 	for _, p := range c.Plays {
-		for _, part := range []struct {
-			name, want string
-			got        checker.Verdict
-		}{
-			{checker.PartLock, e.Lock, p.Answers.Lock},
-			{checker.PartResource, e.Resource, p.Answers.Resource},
-			{checker.PartDeadlockFreedom, e.DeadlockFreedom, p.Answers.DeadlockFreedom},
-			{checker.PartFaultTolerance, e.FaultTolerance, p.Answers.FaultTolerance},
-		} {
-			if part.want != "" && part.want != checker.ExpectAny {
-				out[p.Seed] += fmt.Sprintf("%s %s, ", part.name, part.got)
+		for _, part := range e.Stated(p.Answers) {
+			if part.Word != checker.ExpectAny {
+				out[p.Seed] += fmt.Sprintf("%s %s, ", part.Name, part.Verdict)
 			}
 		}
 		out[p.Seed] += fmt.Sprintf("as expected %v ", p.AsExpected)
